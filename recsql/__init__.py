@@ -1,0 +1,26 @@
+"""recsql: recursive SQL on Apache Spark, through a DB-API 2.0 interface."""
+
+from recsql.connection import Connection, connect
+from recsql.cursor import Cursor
+from recsql.errors import (
+    DatabaseError,
+    DataError,
+    Error,
+    IntegrityError,
+    InterfaceError,
+    InternalError,
+    NotSupportedError,
+    OperationalError,
+    ProgrammingError,
+    Warning,
+)
+
+apilevel = "2.0"
+threadsafety = 1
+paramstyle = "qmark"
+
+__all__ = [
+    "connect", "Connection", "Cursor", "Error", "Warning", "InterfaceError", "DatabaseError", "DataError",
+    "OperationalError", "IntegrityError", "InternalError", "ProgrammingError", "NotSupportedError",
+    "apilevel", "threadsafety", "paramstyle",
+]

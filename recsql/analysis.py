@@ -1,0 +1,210 @@
+"""Program analysis: dependency graph, strongly connected components, strata, and the checks that make
+a program meaningful (stratified negation and aggregation, monotone use of recursive aggregates, safety)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlglot import exp
+
+from recsql.errors import ProgrammingError
+from translator.ir import Assignment, Atom, Condition, Program, Rule, variables_of
+
+DECREASING, INCREASING = "decreasing", "increasing"
+DIRECTION = {"min": DECREASING, "max": INCREASING, "sum": INCREASING, "count": INCREASING}
+
+
+@dataclass(frozen=True)
+class Component:
+    """A strongly connected component of the dependency graph: evaluated together, to a fixpoint if recursive."""
+
+    relations: tuple[str, ...]
+    recursive: bool
+
+    def __contains__(self, relation: str) -> bool:
+        return relation in self.relations
+
+
+def stratify(program: Program) -> list[Component]:
+    """Components in evaluation order (every relation after the ones it reads), checked."""
+    components = strongly_connected_components(program)
+    for component in components:
+        check_component(program, component)
+    for rule in program.rules:
+        check_safety(program, rule)
+    return components
+
+
+def strongly_connected_components(program: Program) -> list[Component]:
+    graph: dict[str, list[str]] = {name: [] for name in program.relations}
+    self_loops = set()
+    for body, head, _, _ in program.edges():
+        graph[head].append(body)
+        if body == head:
+            self_loops.add(head)
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    order: list[Component] = []
+
+    def visit(node: str) -> None:  # Tarjan; emits a component after all components it reads
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for successor in graph[node]:
+            if successor not in index:
+                visit(successor)
+                low[node] = min(low[node], low[successor])
+            elif successor in on_stack:
+                low[node] = min(low[node], index[successor])
+        if low[node] == index[node]:
+            members = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                members.append(member)
+                if member == node:
+                    break
+            members.sort(key=list(program.relations).index)
+            recursive = len(members) > 1 or members[0] in self_loops
+            order.append(Component(tuple(members), recursive))
+
+    for name in program.relations:
+        if name not in index:
+            visit(name)
+    return order
+
+
+def check_component(program: Program, component: Component) -> None:
+    if not component.recursive:
+        return
+    cycle = ", ".join(program.relations[r].display_name for r in component.relations)
+    for rule in program.rules:
+        if rule.head not in component:
+            continue
+        for atom in rule.atoms:
+            if atom.relation not in component:
+                continue
+            if atom.negated:
+                raise ProgrammingError(
+                    f"negation through recursion: {program.relations[rule.head].display_name} depends on NOT "
+                    f"{program.relations[atom.relation].display_name} within the recursive cycle ({cycle}); "
+                    "negation (NOT EXISTS, NOT IN, EXCEPT) may only read relations computed before the recursion"
+                )
+            if rule.is_aggregate:
+                raise ProgrammingError(
+                    f"aggregation through recursion: a GROUP BY aggregate over "
+                    f"{program.relations[atom.relation].display_name} is inside the recursive cycle ({cycle}); "
+                    "declare the aggregate in the CTE header instead, e.g. (node, min() AS dist)"
+                )
+    kinds = {program.relations[r].iteration for r in component.relations}
+    if len(kinds) > 1:
+        raise ProgrammingError(f"mutually recursive CTEs ({cycle}) mix UNION and UNION ALL; use one of them")
+    for rule in program.rules:
+        if rule.head in component:
+            check_monotone(program, component, rule)
+
+
+def check_monotone(program: Program, component: Component, rule: Rule) -> None:
+    """Values of recursive aggregates may flow only into a head aggregate of the same direction, through
+    monotone arithmetic, and be filtered only by comparisons that stay true as the value improves."""
+    directions: dict[str, str] = {}
+    for atom in rule.atoms:
+        relation = program.relations.get(atom.relation)
+        if atom.relation in component and relation.aggregate and not atom.negated:
+            directions[atom.args[relation.aggregate.column]] = DIRECTION[relation.aggregate.function]
+    if not directions:
+        return
+    head = program.relations[rule.head]
+    where = f"in the recursive rule of {head.display_name}"
+    for literal in rule.body:
+        if isinstance(literal, Assignment) and variables_of(literal.expression) & directions.keys():
+            directions[literal.variable] = monotone_direction(literal.expression, directions, where)
+    for literal in rule.body:
+        if isinstance(literal, Condition) and variables_of(literal.expression) & directions.keys():
+            check_condition(literal.expression, directions, where)
+    for i, term in enumerate(rule.terms):
+        if not variables_of(term) & directions.keys():
+            continue
+        if head.aggregate is None or head.aggregate.column != i:
+            raise ProgrammingError(
+                f"non-monotone use of a recursive aggregate {where}: '{term.sql(dialect='spark')}' goes into "
+                f"column {head.columns[i]}, which is not an aggregate; only the CTE's min/max/sum/count column may "
+                "carry a recursive aggregate value"
+            )
+        direction = monotone_direction(term, directions, where)
+        wanted = DIRECTION[head.aggregate.function]
+        if direction != wanted:
+            raise ProgrammingError(
+                f"non-monotone use of a recursive aggregate {where}: a {direction} value "
+                f"('{term.sql(dialect='spark')}') feeds {head.aggregate.function}(), which needs {wanted} values"
+            )
+
+
+def monotone_direction(expression: exp.Expression, directions: dict[str, str], where: str) -> str:
+    """The direction of `expression` in the aggregate variables it reads, or a ProgrammingError when it is
+    not monotone (allowed: +, * by non-negative factors, - of a non-aggregate term, casts, parentheses)."""
+    found = {directions[v] for v in variables_of(expression) if v in directions}
+    if len(found) > 1:
+        raise ProgrammingError(f"non-monotone use of recursive aggregates {where}: '{expression.sql()}' mixes min and max")
+    for node in expression.walk():
+        if not variables_of(node) & directions.keys() or isinstance(node, (exp.Column, exp.Identifier)):
+            continue
+        allowed = isinstance(node, (exp.Add, exp.Mul, exp.Paren, exp.Cast, exp.Greatest, exp.Least)) or (
+            isinstance(node, exp.Sub) and not variables_of(node.expression) & directions.keys()
+        )
+        negative = any(isinstance(child, exp.Neg) for child in node.iter_expressions())
+        if not allowed or negative:
+            raise ProgrammingError(
+                f"non-monotone use of a recursive aggregate {where}: '{expression.sql(dialect='spark')}' is not "
+                "monotone in the aggregate value (allowed: +, * by non-negative values, - of other terms)"
+            )
+    return found.pop()
+
+
+def check_condition(condition: exp.Expression, directions: dict[str, str], where: str) -> None:
+    keeps = {DECREASING: (exp.LT, exp.LTE), INCREASING: (exp.GT, exp.GTE)}
+    flipped = {DECREASING: (exp.GT, exp.GTE), INCREASING: (exp.LT, exp.LTE)}
+    for node in condition.walk():
+        if not isinstance(node, exp.Binary) or not isinstance(node, (exp.LT, exp.LTE, exp.GT, exp.GTE, exp.EQ, exp.NEQ)):
+            continue
+        left, right = variables_of(node.this) & directions.keys(), variables_of(node.expression) & directions.keys()
+        if not left and not right:
+            continue
+        if left and right:
+            break
+        direction = directions[(left or right).pop()]
+        side_ok = keeps[direction] if left else flipped[direction]
+        if isinstance(node, side_ok):
+            continue
+        break
+    else:
+        return
+    raise ProgrammingError(
+        f"non-monotone use of a recursive aggregate {where}: the condition '{condition.sql(dialect='spark')}' "
+        "may hold for an early value and fail for the final one; compare a min() value only with < / <=, "
+        "a max(), sum() or count() value only with > / >="
+    )
+
+
+def check_safety(program: Program, rule: Rule) -> None:
+    """Every variable used in a condition, negation or head must be bound by a positive atom or assignment."""
+    bound = set()
+    for literal in rule.body:
+        if isinstance(literal, Atom) and not literal.negated:
+            bound |= literal.variables()
+        elif isinstance(literal, Assignment):
+            bound.add(literal.variable)
+    used = set()
+    for literal in rule.body:
+        if isinstance(literal, (Condition, Assignment)) or (isinstance(literal, Atom) and literal.negated):
+            used |= literal.variables()
+    for term in rule.terms:
+        used |= variables_of(term)
+    unbound = used - bound
+    if unbound:
+        raise ProgrammingError(
+            f"unsafe rule for {program.relations[rule.head].display_name}: "
+            f"{', '.join(sorted(unbound))} not bound by any table in FROM"
+        )

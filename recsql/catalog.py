@@ -1,0 +1,194 @@
+"""The catalog: tables and views that persist in a warehouse directory, plus session-registered data.
+
+Layout of the warehouse:
+
+    catalog/<name>.json   one metadata file per table or view (written atomically by rename)
+    data/<name>-<id>/     the Parquet files of a managed table; INSERT adds a file
+
+Several processes may share a warehouse: every read looks at the files, nothing is cached in memory.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.pandas.types import to_arrow_schema
+from pyspark.sql.types import StructType
+from sqlglot import exp
+
+from recsql.errors import ProgrammingError
+from translator import dialect
+
+
+@dataclass
+class Entry:
+    name: str
+    kind: str  # table | external | view
+    schema: dict | None = None  # Spark StructType as JSON
+    path: str | None = None
+    format: str = "parquet"
+    options: dict = field(default_factory=dict)
+    sql: str | None = None  # the CREATE VIEW statement
+
+    @property
+    def struct(self) -> StructType | None:
+        return StructType.fromJson(self.schema) if self.schema else None
+
+
+class Catalog:
+    def __init__(self, spark: SparkSession, warehouse: Path):
+        self.spark = spark
+        self.warehouse = Path(warehouse).expanduser()
+        self.metadata = self.warehouse / "catalog"
+        self.data = self.warehouse / "data"
+        self.metadata.mkdir(parents=True, exist_ok=True)
+        self.data.mkdir(parents=True, exist_ok=True)
+        self.registered: dict[str, DataFrame] = {}
+
+    # -------------------------------------------------------------- lookups (the translator's view)
+
+    def table_columns(self, name: str) -> tuple[str, ...] | None:
+        name = name.lower()
+        if name in self.registered:
+            return tuple(self.registered[name].columns)
+        entry = self.entry(name)
+        if entry is None or entry.kind == "view":
+            return None
+        if entry.struct is None:
+            return tuple(self.dataframe(name).columns)
+        return tuple(entry.struct.fieldNames())
+
+    def view_query(self, name: str) -> exp.Expression | None:
+        name = name.lower()
+        if name in self.registered:
+            return None
+        entry = self.entry(name)
+        if entry is None or entry.kind != "view":
+            return None
+        return dialect.parse_one(entry.sql).expression
+
+    def entry(self, name: str) -> Entry | None:
+        path = self.metadata / f"{name.lower()}.json"
+        try:
+            return Entry(**json.loads(path.read_text()))
+        except FileNotFoundError:
+            return None
+
+    def names(self) -> list[tuple[str, str]]:
+        """(name, kind) of every visible table and view."""
+        stored = [(p.stem, json.loads(p.read_text())["kind"]) for p in sorted(self.metadata.glob("*.json"))]
+        return sorted(set(stored) | {(name, "registered") for name in self.registered})
+
+    def dataframe(self, name: str) -> DataFrame:
+        name = name.lower()
+        if name in self.registered:
+            return self.registered[name]
+        entry = self.entry(name)
+        if entry is None or entry.kind == "view":
+            raise ProgrammingError(f"table '{name}' not found")
+        reader = self.spark.read
+        if entry.struct is not None:
+            reader = reader.schema(entry.struct)
+        if entry.kind == "table":
+            return reader.parquet(entry.path)
+        options = dict(entry.options)
+        if entry.format == "csv" and entry.struct is None:
+            options.setdefault("inferSchema", "true")
+        return reader.options(**options).format(entry.format).load(entry.path)
+
+    # -------------------------------------------------------------- changes
+
+    def register(self, name: str, frame: DataFrame) -> None:
+        self.registered[name.lower()] = frame
+
+    def create_table(self, name: str, schema: StructType, replace: bool = False) -> None:
+        self._check_new(name, replace)
+        path = self.data / f"{name.lower()}-{uuid.uuid4().hex[:12]}"
+        path.mkdir(parents=True)
+        self._write_entry(Entry(name.lower(), "table", json.loads(schema.json()), str(path)))
+
+    def create_table_as(self, name: str, frame: DataFrame, replace: bool = False) -> None:
+        self._check_new(name, replace)
+        path = self.data / f"{name.lower()}-{uuid.uuid4().hex[:12]}"
+        frame.write.parquet(str(path))
+        self._write_entry(Entry(name.lower(), "table", json.loads(frame.schema.json()), str(path)))
+
+    def create_external(self, name: str, format: str, path: str, options: dict, schema: StructType | None) -> None:
+        self._check_new(name, False)
+        if not Path(path).exists():
+            raise ProgrammingError(f"path '{path}' of table '{name}' does not exist")
+        entry = Entry(name.lower(), "external", json.loads(schema.json()) if schema else None, path, format, options)
+        self._write_entry(entry)
+        try:
+            self.dataframe(name).schema  # fail now, not at the first query, if the file cannot be read
+        except Exception:
+            self._remove_entry(name)
+            raise
+
+    def create_view(self, name: str, sql: str, replace: bool = False) -> None:
+        self._check_new(name, replace)
+        self._write_entry(Entry(name.lower(), "view", sql=sql))
+
+    def insert(self, name: str, table: pa.Table) -> None:
+        """Append rows given as an Arrow table whose columns are in the table's order."""
+        entry = self._managed(name)
+        schema = to_arrow_schema(entry.struct)
+        columns = [table.column(i).cast(schema.field(i).type) for i in range(table.num_columns)]
+        batch = pa.Table.from_arrays(columns, schema=schema)
+        pq.write_table(batch, str(Path(entry.path) / f"part-{uuid.uuid4().hex}.parquet"))
+
+    def insert_frame(self, name: str, frame: DataFrame) -> None:
+        entry = self._managed(name)
+        fields = entry.struct.fields
+        if len(frame.columns) != len(fields):
+            raise ProgrammingError(f"'{name}' has {len(fields)} columns but the inserted rows have {len(frame.columns)}")
+        renamed = frame.toDF(*[f.name for f in fields])
+        renamed.select(*[renamed[f"`{f.name}`"].cast(f.dataType) for f in fields]).write.mode("append").parquet(entry.path)
+
+    def drop(self, name: str, kind: str, if_exists: bool) -> None:
+        name = name.lower()
+        if kind == "table" and name in self.registered:
+            del self.registered[name]
+            return
+        entry = self.entry(name)
+        wanted = {"table": ("table", "external"), "view": ("view",)}[kind]
+        if entry is None or entry.kind not in wanted:
+            if if_exists:
+                return
+            raise ProgrammingError(f"{kind} '{name}' not found")
+        self._remove_entry(name)
+        if entry.kind == "table":
+            shutil.rmtree(entry.path, ignore_errors=True)
+
+    # -------------------------------------------------------------- helpers
+
+    def _managed(self, name: str) -> Entry:
+        entry = self.entry(name)
+        if name.lower() in self.registered or entry is None or entry.kind != "table":
+            kind = "a registered table" if name.lower() in self.registered else "not a managed table"
+            raise ProgrammingError(f"cannot insert into '{name}': {kind}")
+        return entry
+
+    def _check_new(self, name: str, replace: bool) -> None:
+        existing = self.entry(name)
+        if existing is not None and not replace:
+            raise ProgrammingError(f"{existing.kind if existing.kind == 'view' else 'table'} '{name}' already exists")
+        if existing is not None and existing.kind == "table":
+            shutil.rmtree(existing.path, ignore_errors=True)
+
+    def _write_entry(self, entry: Entry) -> None:
+        target = self.metadata / f"{entry.name}.json"
+        temporary = self.metadata / f".{entry.name}.{uuid.uuid4().hex}.tmp"
+        temporary.write_text(json.dumps(entry.__dict__))
+        os.replace(temporary, target)
+
+    def _remove_entry(self, name: str) -> None:
+        (self.metadata / f"{name.lower()}.json").unlink(missing_ok=True)

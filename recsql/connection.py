@@ -1,0 +1,103 @@
+"""DB-API 2.0 connection: one Spark session, one catalog, one set of settings."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql import DataFrame, SparkSession
+
+from recsql.catalog import Catalog
+from recsql.cursor import Cursor
+from recsql.errors import InterfaceError, NotSupportedError, OperationalError
+from recsql.session import Session
+from recsql.settings import PREFIX, Settings
+from recsql.spark_errors import spark_errors
+
+DEFAULT_SPARK_CONF = {
+    "spark.ui.showConsoleProgress": "false",
+    "spark.sql.shuffle.partitions": "4",
+}
+
+
+def connect(master: str | None = None, conf: dict[str, Any] | None = None, warehouse: str | None = None) -> "Connection":
+    """Open a connection on an embedded local Spark (`local[*]`) or on `master`.
+
+    `conf` holds Spark settings and recsql settings (`recsql.max_iterations`, ...); `warehouse` is where
+    tables persist (default `$RECSQL_WAREHOUSE` or `~/.recsql`)."""
+    conf = {str(k): str(v) for k, v in (conf or {}).items()}
+    warehouse = warehouse or conf.pop(PREFIX + "warehouse", None) or os.environ.get("RECSQL_WAREHOUSE") or "~/.recsql"
+    settings = Settings()
+    builder = SparkSession.builder.master(master or "local[*]").appName("recsql")
+    for key, value in {**DEFAULT_SPARK_CONF, **conf}.items():
+        if key.startswith(PREFIX):
+            settings.set(key, value)
+        else:
+            builder = builder.config(key, value)
+    try:
+        spark = builder.getOrCreate()
+    except Exception as error:  # noqa: BLE001 - no Java, unreachable master
+        raise OperationalError(f"cannot start Spark (master {master or 'local[*]'}): {str(error).splitlines()[0]}") from None
+    spark.sparkContext.setLogLevel("ERROR")
+    return Connection(Session(spark, Catalog(spark, Path(warehouse)), settings))
+
+
+class Connection:
+    def __init__(self, session: Session):
+        self._session: Session | None = session
+
+    @property
+    def session(self) -> Session:
+        if self._session is None:
+            raise InterfaceError("the connection is closed")
+        return self._session
+
+    @property
+    def spark_session(self) -> SparkSession:
+        return self.session.spark
+
+    @property
+    def base_dir(self) -> Path:
+        """Relative paths in CREATE TABLE ... OPTIONS (path ...) are resolved against this directory."""
+        return self.session.base_dir
+
+    @base_dir.setter
+    def base_dir(self, value: str | os.PathLike) -> None:
+        self.session.base_dir = Path(value)
+
+    def cursor(self) -> Cursor:
+        return Cursor(self.session)
+
+    def register(self, name: str, data: Any) -> None:
+        """Make a pandas DataFrame, Arrow table or Spark DataFrame queryable as table `name` (this session only)."""
+        session = self.session
+        with spark_errors(f"register('{name}')"):
+            if isinstance(data, DataFrame):
+                frame = data
+            elif isinstance(data, (pa.Table, pa.RecordBatch)):
+                frame = session.spark.createDataFrame(data.to_pandas()) if data.num_rows == 0 else \
+                    session.spark.createDataFrame(data)
+            elif hasattr(data, "to_arrow") or type(data).__module__.startswith("pandas"):
+                frame = session.spark.createDataFrame(pa.Table.from_pandas(data, preserve_index=False))
+            else:
+                raise InterfaceError(f"register() takes a pandas DataFrame, a pyarrow Table or a Spark DataFrame, not {type(data).__name__}")
+            session.catalog.register(name, frame)
+
+    def commit(self) -> None:
+        """Every statement is committed when it runs."""
+        self.session
+
+    def rollback(self) -> None:
+        raise NotSupportedError("transactions are not supported: every statement is committed when it runs")
+
+    def close(self) -> None:
+        """Closing a connection leaves the Spark session to other connections of the process."""
+        self._session = None
+
+    def __enter__(self) -> "Connection":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

@@ -1,0 +1,1 @@
+"""Execution: Spark DataFrames built from rules, and fixpoint drivers for recursive components."""

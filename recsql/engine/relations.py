@@ -1,0 +1,169 @@
+"""How each kind of recursive relation absorbs newly derived candidate facts in one iteration.
+
+Every state keeps `full` (all facts so far), `delta` (what changed in the last iteration, the input of the
+next one) and `old` (`full` before the last iteration). All frames have positional columns c0 .. cN.
+
+* SetRelation: UNION, set semantics. delta = candidates not yet known.
+* ExtremumRelation: min()/max() in the CTE header. A group's value improves or stays; delta holds only
+  the groups whose value improved, with the new value.
+* SumRelation: sum()/count() in the CTE header (monotonic sum/count). Candidates are contributions
+  (group, rule, contributor key, value); for each contributor only its largest (latest) value counts, a
+  group's value is the sum over its contributors, and delta holds the groups whose sum changed.
+* BagRelation: UNION ALL, the SQL standard's iteration: delta is the last round's rows, full all rounds.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from recsql.engine.render import column_names
+from translator.ir import Relation
+
+RULE_ID, CONTRIBUTOR, VALUE = "__rule", "__contributor", "__value"
+
+
+def empty_frame(spark: SparkSession, width: int) -> DataFrame:
+    """No rows, `width` untyped columns: unions and joins widen them to the other side's types."""
+    return spark.range(0).select(*[F.lit(None).alias(name) for name in column_names(width)])
+
+
+class RelationState:
+    def __init__(self, spark: SparkSession, relation: Relation, checkpoint_interval: int):
+        self.spark = spark
+        self.relation = relation
+        self.names = column_names(len(relation.columns))
+        self.checkpoint_interval = checkpoint_interval
+        self.full = self.delta = self.old = empty_frame(spark, len(relation.columns))
+        self.delta_rows = 0
+        self.merges = 0
+
+    def start(self, candidates: DataFrame | None) -> None:
+        """Absorb the facts of the exit rules."""
+        self.merge(candidates)
+
+    def merge(self, candidates: DataFrame | None) -> None:
+        raise NotImplementedError
+
+    def empty(self) -> DataFrame:
+        return empty_frame(self.spark, len(self.names))
+
+    def materialize_delta(self, frame: DataFrame) -> None:
+        """Compute the delta once (one Spark job: the lazy checkpoint is filled by the count)."""
+        self.delta = frame.localCheckpoint(eager=False)
+        self.delta_rows = self.delta.count()
+
+    def accumulate(self, frame: DataFrame) -> DataFrame:
+        """`frame` as the new full relation, its lineage cut every `checkpoint_interval` merges."""
+        self.merges += 1
+        if self.merges % self.checkpoint_interval == 0:
+            partitions = int(self.spark.conf.get("spark.sql.shuffle.partitions"))
+            return frame.coalesce(partitions).localCheckpoint(eager=True)
+        return frame
+
+
+class SetRelation(RelationState):
+    def merge(self, candidates: DataFrame | None) -> None:
+        self.old = self.full
+        if candidates is None:
+            self.delta, self.delta_rows = self.empty(), 0
+            return
+        self.materialize_delta(candidates.subtract(self.full))
+        self.full = self.accumulate(self.full.unionAll(self.delta))
+
+
+class BagRelation(RelationState):
+    def merge(self, candidates: DataFrame | None) -> None:
+        self.old = self.full
+        if candidates is None:
+            self.delta, self.delta_rows = self.empty(), 0
+            return
+        self.materialize_delta(candidates)
+        self.full = self.accumulate(self.full.unionAll(self.delta))
+
+
+class ExtremumRelation(RelationState):
+    def __init__(self, spark: SparkSession, relation: Relation, checkpoint_interval: int):
+        super().__init__(spark, relation, checkpoint_interval)
+        self.keys = [self.names[i] for i in relation.group_key]
+        self.value = self.names[relation.aggregate.column]
+        self.function = F.min if relation.aggregate.function == "min" else F.max
+
+    def merge(self, candidates: DataFrame | None) -> None:
+        self.old = self.full
+        if candidates is None:
+            self.delta, self.delta_rows = self.empty(), 0
+            return
+        best = self.aggregate(candidates)
+        if not self.keys:
+            merged = self.aggregate(self.full.unionAll(best))
+            self.materialize_delta(merged.subtract(self.full))
+            self.full = merged
+            return
+        known = self.full.select(*self.keys, F.col(self.value).alias("__known"))
+        joined = null_safe_join(best, known, self.keys, "left")
+        better = F.col(self.value) < F.col("__known") if self.function is F.min else F.col(self.value) > F.col("__known")
+        self.materialize_delta(joined.filter(F.col("__known").isNull() | better).select(*self.names))
+        unchanged = null_safe_join(self.full, self.delta, self.keys, "left_anti")
+        self.full = self.accumulate(unchanged.unionAll(self.delta))
+
+    def aggregate(self, frame: DataFrame) -> DataFrame:
+        grouped = frame.groupBy(*self.keys) if self.keys else frame.groupBy()
+        return grouped.agg(self.function(self.value).alias(self.value)).select(*self.names)
+
+
+class SumRelation(RelationState):
+    """Candidates arrive as contribution frames: group key columns, RULE_ID, CONTRIBUTOR, VALUE."""
+
+    def __init__(self, spark: SparkSession, relation: Relation, checkpoint_interval: int):
+        super().__init__(spark, relation, checkpoint_interval)
+        self.keys = [self.names[i] for i in relation.group_key]
+        self.value = self.names[relation.aggregate.column]
+        self.contributions: DataFrame | None = None
+
+    def merge(self, candidates: DataFrame | None) -> None:
+        self.old = self.full
+        if candidates is None:
+            self.delta, self.delta_rows = self.empty(), 0
+            return
+        identity = self.keys + [RULE_ID, CONTRIBUTOR]
+        merged = candidates if self.contributions is None else self.contributions.unionAll(candidates)
+        merged = merged.groupBy(*identity).agg(F.max(VALUE).alias(VALUE)).localCheckpoint(eager=True)
+        if self.contributions is None:
+            self.materialize_delta(self.totals(merged))
+            self.full = self.delta
+        else:
+            changed = merged.subtract(self.contributions).select(*self.keys).distinct()
+            affected = null_safe_join(merged, changed, self.keys, "left_semi") if self.keys else merged
+            self.materialize_delta(self.totals(affected))
+            unchanged = null_safe_join(self.full, self.delta, self.keys, "left_anti") if self.keys else self.empty()
+            self.full = self.accumulate(unchanged.unionAll(self.delta))
+        self.contributions = merged
+
+    def totals(self, contributions: DataFrame) -> DataFrame:
+        grouped = contributions.groupBy(*self.keys) if self.keys else contributions.groupBy()
+        return grouped.agg(F.sum(VALUE).alias(self.value)).select(*self.names)
+
+    def contributions_of(self, derived: DataFrame, rule_id: int) -> DataFrame:
+        """A rule's output (head columns, then contributor columns) as contributions."""
+        width = len(self.names)
+        contributor = F.to_json(F.array(*[F.col(c).cast("string") for c in derived.columns[width:]]))
+        return derived.select(
+            *self.keys, F.lit(rule_id).alias(RULE_ID), contributor.alias(CONTRIBUTOR), F.col(self.value).alias(VALUE)
+        )
+
+
+def null_safe_join(left: DataFrame, right: DataFrame, keys: list[str], how: str) -> DataFrame:
+    """Join on `keys` treating NULL as equal to NULL, as set operations do; keeps the left key columns."""
+    renamed = right.select(*[F.col(c).alias(f"__r_{c}") if c in keys else F.col(c) for c in right.columns])
+    condition = [F.col(k).eqNullSafe(F.col(f"__r_{k}")) for k in keys]
+    joined = left.join(renamed, on=condition, how=how)
+    return joined if how in ("left_semi", "left_anti") else joined.drop(*[f"__r_{k}" for k in keys])
+
+
+def state_for(spark: SparkSession, relation: Relation, bag: bool, checkpoint_interval: int) -> RelationState:
+    if relation.aggregate is not None:
+        kind = ExtremumRelation if relation.aggregate.function in ("min", "max") else SumRelation
+    else:
+        kind = BagRelation if bag else SetRelation
+    return kind(spark, relation, checkpoint_interval)

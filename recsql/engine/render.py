@@ -1,0 +1,121 @@
+"""A rule as a Spark DataFrame: atoms joined on their shared variables, conditions applied as soon as
+their variables are bound, negated atoms as anti-joins, then the head's projection or aggregation.
+
+Every relation's DataFrame has positional columns `c0 .. cN`; inside a rule, columns are named after the
+IR variables, so expressions (sqlglot trees over variables) render directly to Spark SQL.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+from sqlglot import exp
+
+from translator.ir import WILDCARD, Assignment, Atom, Condition, Rule, variables_of
+
+AtomFrames = Callable[[int, Atom], DataFrame]
+
+
+def column_names(width: int) -> list[str]:
+    return [f"c{i}" for i in range(width)]
+
+
+def spark_expression(expression: exp.Expression) -> Column:
+    return F.expr(expression.sql(dialect="spark", identify=True))
+
+
+def render_rule(
+    spark: SparkSession,
+    rule: Rule,
+    frame_of: AtomFrames,
+    extra_terms: tuple[exp.Expression, ...] = (),
+) -> DataFrame:
+    """The facts `rule` derives, given the DataFrame for each body atom (by body position).
+
+    `extra_terms` are appended after the head's columns (contributor keys of monotonic sum/count)."""
+    frame, bound = join_body(spark, rule, frame_of)
+    terms = list(rule.terms) + list(extra_terms)
+    names = column_names(len(terms))
+    if not rule.is_aggregate:
+        return frame.select(*[spark_expression(t).alias(n) for t, n in zip(terms, names)])
+    keys = [(t, n) for t, n in zip(terms, names) if not t.find(exp.AggFunc)]
+    aggregates = [spark_expression(t).alias(n) for t, n in zip(terms, names) if t.find(exp.AggFunc)]
+    grouped = frame.groupBy(*[spark_expression(t).alias(n) for t, n in keys]) if keys else frame.groupBy()
+    return grouped.agg(*aggregates).select(*names)
+
+
+def join_body(spark: SparkSession, rule: Rule, frame_of: AtomFrames) -> tuple[DataFrame, set[str]]:
+    positive = [(i, lit) for i, lit in enumerate(rule.body) if isinstance(lit, Atom) and not lit.negated]
+    pending = [lit for lit in rule.body if isinstance(lit, (Condition, Assignment))]
+    negated = [(i, lit) for i, lit in enumerate(rule.body) if isinstance(lit, Atom) and lit.negated]
+
+    frame: DataFrame | None = None
+    bound: set[str] = set()
+    remaining = list(positive)
+    while remaining:
+        # next: the first atom sharing a variable with what is bound (cross products last)
+        pick = next((p for p in remaining if frame is None or p[1].variables() & bound), remaining[0])
+        remaining.remove(pick)
+        position, atom = pick
+        atom_frame = bind_atom(frame_of(position, atom), atom)
+        if frame is None:
+            frame = atom_frame
+        else:
+            shared = sorted(atom.variables() & bound)
+            frame = frame.join(atom_frame, on=shared, how="inner") if shared else frame.crossJoin(atom_frame)
+        bound |= atom.variables()
+        frame, pending = apply_ready(frame, bound, pending)
+    if frame is None:
+        frame = spark.range(1).select()
+    frame, pending = apply_ready(frame, bound, pending)
+    if pending:
+        unbound = set().union(*(literal.variables() for literal in pending)) - bound
+        raise ValueError(f"rule {rule} uses unbound variables {sorted(unbound)}")
+    for position, atom in negated:
+        atom_frame = bind_atom(frame_of(position, atom), atom)
+        shared = sorted(atom.variables() & bound)
+        frame = frame.join(atom_frame, on=shared, how="left_anti") if shared else frame.join(atom_frame, how="left_anti")
+    return frame, bound
+
+
+def apply_ready(frame: DataFrame, bound: set[str], pending: list) -> tuple[DataFrame, list]:
+    """Apply conditions and assignments whose variables are bound, repeatedly (assignments bind more)."""
+    progress = True
+    while progress:
+        progress = False
+        for literal in list(pending):
+            if not literal.variables() <= bound:
+                continue
+            pending.remove(literal)
+            progress = True
+            if isinstance(literal, Condition):
+                frame = frame.filter(spark_expression(literal.expression))
+            else:
+                frame = frame.withColumn(literal.variable, spark_expression(literal.expression))
+                bound.add(literal.variable)
+    return frame, pending
+
+
+def bind_atom(frame: DataFrame, atom: Atom) -> DataFrame:
+    """Name the columns of a relation's frame after the atom's variables; a variable repeated in one atom
+    becomes an equality filter, wildcards are dropped."""
+    names, seen, equalities, dropped = [], set(), [], []
+    for i, arg in enumerate(atom.args):
+        if arg == WILDCARD or arg in seen:
+            temporary = f"__{i}"
+            names.append(temporary)
+            dropped.append(temporary)
+            if arg != WILDCARD:
+                equalities.append((arg, temporary))
+        else:
+            names.append(arg)
+            seen.add(arg)
+    frame = frame.toDF(*names)
+    for variable, temporary in equalities:
+        frame = frame.filter(F.col(variable) == F.col(temporary))
+    return frame.drop(*dropped) if dropped else frame
+
+
+__all__ = ["render_rule", "column_names", "spark_expression", "variables_of"]

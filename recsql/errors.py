@@ -1,0 +1,65 @@
+"""PEP 249 exception hierarchy.
+
+Every error a user can cause reaches them as one of these classes. SQL errors carry the position
+(1-based line and column within the statement text) when one is known, so the shell and the script
+runner can point at it.
+"""
+
+from __future__ import annotations
+
+
+class Warning(Exception):  # noqa: A001 - the name is fixed by PEP 249
+    """Important warnings (PEP 249)."""
+
+
+class Error(Exception):
+    """Base class of every recsql error."""
+
+    def __init__(self, message: str, line: int | None = None, column: int | None = None):
+        super().__init__(message)
+        self.message = message
+        self.line = line
+        self.column = column
+
+    def __str__(self) -> str:
+        if self.line is not None:
+            return f"{self.message} (line {self.line}, column {self.column})"
+        return self.message
+
+    def at(self, line: int | None, column: int | None) -> "Error":
+        """Attach a position unless one is already known; returns self for `raise err.at(...)`."""
+        if self.line is None and line is not None:
+            self.line, self.column = line, column
+        return self
+
+
+class InterfaceError(Error):
+    """Misuse of the DB-API objects themselves (a closed cursor, fetch before execute)."""
+
+
+class DatabaseError(Error):
+    """Errors related to the database."""
+
+
+class DataError(DatabaseError):
+    """Problems with the processed data (bad values, overflow)."""
+
+
+class OperationalError(DatabaseError):
+    """Limits exceeded, Spark failures, cancelled queries."""
+
+
+class IntegrityError(DatabaseError):
+    """Relational integrity violations."""
+
+
+class InternalError(DatabaseError):
+    """A bug in recsql: the query is valid but the engine failed."""
+
+
+class ProgrammingError(DatabaseError):
+    """SQL the user got wrong: syntax, unknown names, unstratifiable or non-monotone programs."""
+
+
+class NotSupportedError(DatabaseError):
+    """Valid SQL that recsql does not implement."""

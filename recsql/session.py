@@ -1,0 +1,307 @@
+"""A session executes statements: queries through the pipeline (translate → analyse → plan → execute),
+DDL and DML against the catalog, SET against the settings."""
+
+from __future__ import annotations
+
+import datetime
+import decimal
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+import pyarrow as pa
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.types import DataType, StructType
+from sqlglot import exp
+
+from recsql import analysis, planner
+from recsql.catalog import Catalog
+from recsql.engine.executor import Executor, ProgressListener
+from recsql.errors import DataError, Error, NotSupportedError, ProgrammingError
+from recsql.parameters import bind
+from recsql.settings import PREFIX, Settings
+from recsql.spark_errors import spark_errors
+from translator import dialect
+from translator.dialect import Explain
+from translator.errors import TranslationError, UnsupportedError
+from translator.translate import translate
+
+QUERY_TYPES = (exp.Query, exp.Values)
+
+
+@dataclass
+class Result:
+    """What a statement returns: rows (Arrow) with their column names and Spark types, or a row count."""
+
+    names: list[str] = field(default_factory=list)
+    types: list[str] = field(default_factory=list)
+    table: pa.Table | None = None
+    rowcount: int = -1
+
+
+class Session:
+    def __init__(self, spark: SparkSession, catalog: Catalog, settings: Settings):
+        self.spark = spark
+        self.catalog = catalog
+        self.settings = settings
+        self.base_dir = Path.cwd()
+        self.progress: ProgressListener | None = None
+
+    # -------------------------------------------------------------- entry points
+
+    def execute(self, sql: str, params: Sequence[Any] | None = None) -> Result:
+        statement = bind(parse_single(sql), params)
+        with translation_errors(), spark_errors():
+            return self.dispatch(statement, sql)
+
+    def execute_many(self, sql: str, rows: Sequence[Sequence[Any]]) -> Result:
+        statement = parse_single(sql)
+        values = statement.expression if isinstance(statement, exp.Insert) else None
+        if isinstance(values, exp.Values) and all(
+            isinstance(cell, exp.Placeholder) for row in values.expressions for cell in row.expressions
+        ) and len(values.expressions) == 1:
+            with spark_errors():
+                return self.insert_rows(statement, [tuple(row) for row in rows])
+        total = 0
+        for row in rows:
+            total += max(self.execute(sql, row).rowcount, 0)
+        return Result(rowcount=total)
+
+    # -------------------------------------------------------------- statements
+
+    def dispatch(self, statement: exp.Expression, sql: str) -> Result:
+        if isinstance(statement, Explain):
+            return self.explain(statement)
+        if isinstance(statement, QUERY_TYPES):
+            return self.query(statement)
+        if isinstance(statement, exp.Create):
+            return self.create(statement, sql)
+        if isinstance(statement, exp.Drop):
+            return self.drop(statement)
+        if isinstance(statement, exp.Insert):
+            return self.insert(statement)
+        if isinstance(statement, exp.Set):
+            return self.set(statement)
+        keyword = statement.sql(dialect="spark").split()[0].upper() if statement.sql() else "?"
+        raise NotSupportedError(f"{keyword} statements are not supported")
+
+    def plan(self, query: exp.Expression) -> planner.Plan:
+        program = translate(query, self.catalog)
+        return planner.plan(program, analysis.stratify(program))
+
+    def dataframe(self, query: exp.Expression) -> DataFrame:
+        plan = self.plan(query)
+        return Executor(self.spark, self.catalog.dataframe, self.settings, self.progress).run(plan)
+
+    def query(self, query: exp.Expression) -> Result:
+        frame = self.dataframe(query)
+        names = list(frame.columns)
+        types = [f.dataType.simpleString() for f in frame.schema.fields]
+        table = frame.toDF(*[f"c{i}" for i in range(len(names))]).toArrow()
+        return Result(names, types, table, table.num_rows)
+
+    def explain(self, statement: Explain) -> Result:
+        if statement.args.get("analyze"):
+            raise NotSupportedError("EXPLAIN ANALYZE is not supported yet; use EXPLAIN")
+        query = statement.this
+        if not isinstance(query, QUERY_TYPES):
+            raise NotSupportedError("EXPLAIN takes a query")
+        lines = self.plan(query).explain().splitlines()
+        return Result(["plan"], ["string"], pa.table({"plan": lines}), len(lines))
+
+    def create(self, create: exp.Create, sql: str) -> Result:
+        kind = (create.args.get("kind") or "").upper()
+        target = create.this.this if isinstance(create.this, exp.Schema) else create.this
+        name = target.name
+        replace = bool(create.args.get("replace"))
+        if create.args.get("exists") and (
+            self.catalog.entry(name) is not None or self.catalog.table_columns(name) is not None
+        ):
+            return Result()
+        if kind == "VIEW":
+            query = create.expression
+            if not isinstance(query, QUERY_TYPES):
+                raise ProgrammingError("CREATE VIEW needs AS followed by a query")
+            if query.find(exp.Placeholder):
+                raise ProgrammingError("a view cannot hold query parameters (?)")
+            self.plan(query)  # a view must compile now, not at its first use
+            self.catalog.create_view(name, sql, replace)
+            return Result()
+        if kind != "TABLE":
+            raise NotSupportedError(f"CREATE {kind} is not supported")
+        properties = create.args.get("properties")
+        file_format, options = table_properties(properties)
+        schema = table_schema(create.this) if isinstance(create.this, exp.Schema) else None
+        if create.expression is not None:
+            if file_format:
+                raise NotSupportedError("CREATE TABLE ... USING ... AS SELECT is not supported")
+            self.catalog.create_table_as(name, self.dataframe(create.expression), replace)
+            return Result()
+        if file_format:
+            if file_format not in ("csv", "parquet", "json", "orc"):
+                raise NotSupportedError(f"USING {file_format} is not supported (csv, parquet, json, orc are)")
+            if "path" not in options:
+                raise ProgrammingError(f"CREATE TABLE {name} USING {file_format} needs OPTIONS (path '...')")
+            path = Path(options.pop("path")).expanduser()
+            path = path if path.is_absolute() else self.base_dir / path
+            if file_format == "csv" and schema is None and options.get("header", "false").lower() != "true":
+                raise ProgrammingError(f"CSV table {name} needs a column list or OPTIONS (header 'true')")
+            self.catalog.create_external(name, file_format, str(path.resolve()), options, schema)
+            return Result()
+        if schema is None:
+            raise ProgrammingError(f"CREATE TABLE {name} needs a column list, AS SELECT, or USING")
+        self.catalog.create_table(name, schema, replace)
+        return Result()
+
+    def drop(self, drop: exp.Drop) -> Result:
+        kind = (drop.args.get("kind") or "").lower()
+        if kind not in ("table", "view"):
+            raise NotSupportedError(f"DROP {kind.upper()} is not supported")
+        for table in drop.args.get("tables") or [drop.this]:
+            self.catalog.drop(table.name, kind, bool(drop.args.get("exists")))
+        return Result()
+
+    def insert(self, insert: exp.Insert) -> Result:
+        target = insert.this
+        if isinstance(target, exp.Schema):
+            raise NotSupportedError("INSERT with a column list is not supported; give values for every column")
+        source = insert.expression
+        if isinstance(source, exp.Values):
+            rows = [literal_row(row) for row in source.expressions]
+            if all(row is not None for row in rows):
+                return self.insert_rows(insert, rows)
+        frame = self.dataframe(source)
+        count = frame.count()
+        self.catalog.insert_frame(target.name, frame)
+        return Result(rowcount=count)
+
+    def insert_rows(self, insert: exp.Insert, rows: list[tuple]) -> Result:
+        """Rows of Python values straight into a Parquet file: no Spark job for INSERT ... VALUES."""
+        name = insert.this.name
+        entry = self.catalog.entry(name)
+        if entry is None or entry.kind != "table":
+            raise ProgrammingError(f"cannot insert into '{name}': not a table created with CREATE TABLE")
+        fields = entry.struct.fields
+        for number, row in enumerate(rows, start=1):
+            if len(row) != len(fields):
+                raise ProgrammingError(f"row {number} has {len(row)} values but table '{name}' has {len(fields)} columns")
+        columns = []
+        for i, spark_field in enumerate(fields):
+            values = [coerce(row[i], spark_field.dataType) for row in rows]
+            try:
+                columns.append(pa.array(values))
+            except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError) as error:
+                raise DataError(f"column '{spark_field.name}' of '{name}': {error}") from None
+        try:
+            self.catalog.insert(name, pa.Table.from_arrays(columns, names=[f.name for f in fields]))
+        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as error:
+            raise DataError(f"cannot store the values in '{name}': {error}") from None
+        return Result(rowcount=len(rows))
+
+    def set(self, statement: exp.Set) -> Result:
+        items = statement.expressions
+        if not items:
+            pairs = self.settings.items()
+            return Result(["key", "value"], ["string", "string"],
+                          pa.table({"key": [k for k, _ in pairs], "value": [v for _, v in pairs]}), len(pairs))
+        for item in items:
+            assignment = item.this
+            if not isinstance(assignment, exp.EQ):
+                raise ProgrammingError("SET takes key = value")
+            key = assignment.this.sql(dialect="spark").replace("`", "")
+            value = assignment.expression
+            text = value.name if isinstance(value, exp.Literal) else value.sql(dialect="spark")
+            if key.startswith(PREFIX):
+                self.settings.set(key, text)
+            else:
+                self.spark.conf.set(key, text)
+        return Result()
+
+
+# ------------------------------------------------------------------ helpers
+
+
+def parse_single(sql: str) -> exp.Expression:
+    with translation_errors():
+        statements = dialect.parse(sql)
+    if len(statements) != 1:
+        raise ProgrammingError(f"execute() takes one SQL statement, got {len(statements)}")
+    return statements[0]
+
+
+class translation_errors:
+    """Translator errors as PEP 249 errors, with their position."""
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind, error, traceback) -> bool:
+        if isinstance(error, UnsupportedError):
+            raise NotSupportedError(error.message, error.line, error.column) from None
+        if isinstance(error, TranslationError):
+            raise ProgrammingError(error.message, error.line, error.column) from None
+        return False
+
+
+def table_properties(properties: exp.Properties | None) -> tuple[str | None, dict[str, str]]:
+    file_format, options = None, {}
+    for prop in properties.expressions if properties else []:
+        if isinstance(prop, exp.FileFormatProperty):
+            file_format = prop.name.lower()
+        elif isinstance(prop, exp.OptionsProperty):
+            for option in prop.expressions:
+                options[option.name.lower()] = option.args["value"].name
+    return file_format, options
+
+
+def table_schema(schema: exp.Schema) -> StructType:
+    ddl = ", ".join(f"`{c.name}` {c.args['kind'].sql(dialect='spark')}" for c in schema.expressions)
+    try:
+        return DataType.fromDDL(ddl)
+    except Exception as error:  # noqa: BLE001 - Spark's parser reports the bad type
+        raise ProgrammingError(f"bad column list ({ddl}): {error}") from None
+
+
+def literal_row(row: exp.Expression) -> tuple | None:
+    """A VALUES row as Python values, or None when it holds more than constants."""
+    cells = row.expressions if isinstance(row, exp.Tuple) else [row]
+    values = []
+    for cell in cells:
+        negative = isinstance(cell, exp.Neg)
+        inner = cell.this if negative else cell
+        if isinstance(inner, exp.Cast) and isinstance(inner.this, exp.Literal) and inner.this.is_string:
+            values.append(inner.this.name)
+        elif isinstance(inner, (exp.Literal, exp.Null, exp.Boolean)):
+            value = inner.to_py()
+            values.append(-value if negative else value)
+        else:
+            return None
+    return tuple(values)
+
+
+def coerce(value: Any, data_type: DataType) -> Any:
+    """A Python value in the form Arrow wants for a column of `data_type`."""
+    if value is None:
+        return None
+    kind = data_type.typeName()
+    try:
+        if kind in ("integer", "long", "short", "byte"):
+            return int(value)
+        if kind in ("double", "float"):
+            return float(value)
+        if kind == "decimal":
+            return decimal.Decimal(str(value))
+        if kind == "string":
+            return str(value)
+        if kind == "boolean":
+            return value if isinstance(value, bool) else str(value).lower() in ("true", "1", "t")
+        if kind == "date" and isinstance(value, str):
+            return datetime.date.fromisoformat(value)
+        if kind == "timestamp" and isinstance(value, str):
+            return datetime.datetime.fromisoformat(value)
+    except (TypeError, ValueError, decimal.InvalidOperation):
+        raise DataError(f"value {value!r} does not fit a {data_type.simpleString()} column") from None
+    return value
+
+
+__all__ = ["Session", "Result", "Error"]

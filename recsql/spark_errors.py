@@ -1,0 +1,45 @@
+"""Spark and Py4J failures as recsql exceptions: the user sees what went wrong, not a JVM stack trace."""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from typing import Iterator
+
+from recsql.errors import Error, OperationalError, ProgrammingError
+
+_CONDITION = re.compile(r"^\[([A-Z_.]+)\]\s*")
+_USER_ERRORS = ("AnalysisException", "ParseException", "IllegalArgumentException", "NumberFormatException",
+                "ArithmeticException", "DateTimeException", "SparkRuntimeException")
+
+
+@contextlib.contextmanager
+def spark_errors(context: str = "") -> Iterator[None]:
+    try:
+        yield
+    except Error:
+        raise
+    except Exception as error:  # noqa: BLE001 - every Spark/Py4J failure is translated here
+        if type(error).__module__.startswith(("pyspark", "py4j")) or "Java" in type(error).__name__:
+            raise translate(error, context) from None
+        raise
+
+
+def translate(error: Exception, context: str) -> Error:
+    name = type(error).__name__
+    text = first_line(getattr(error, "desc", None) or getattr(error, "getMessage", lambda: None)() or str(error))
+    if "cancelled" in text.lower() or "canceled" in text.lower():
+        return OperationalError("query cancelled")
+    prefix = f"{context}: " if context else ""
+    if name in _USER_ERRORS or any(n in str(error)[:300] for n in _USER_ERRORS if n != "SparkRuntimeException"):
+        return ProgrammingError(prefix + text)
+    return OperationalError(f"{prefix}Spark failed: {text}")
+
+
+def first_line(text: str) -> str:
+    """The message without the JVM stack trace, Spark's error-class tag or its SQL context block."""
+    lines = [line for line in str(text).strip().splitlines() if line.strip()]
+    message = lines[0] if lines else "unknown error"
+    message = re.sub(r"^\s*(py4j\.protocol\.)?Py4JJavaError: An error occurred while calling [^\n]*\.\s*", "", message)
+    message = re.sub(r"^[\w.$]+(Exception|Error):\s*", "", message)
+    return _CONDITION.sub("", message).strip()

@@ -1,0 +1,154 @@
+"""The recsql SQL dialect: Spark SQL plus RaSQL's recursive-aggregate syntax.
+
+Additions over sqlglot's Spark dialect:
+
+* CTE column lists may declare a monotonic aggregate: `sp(node, min() AS dist)`.
+* `MAX RECURSION LEVEL n` between a CTE's name (or column list) and AS.
+* RaSQL's parenthesization `name AS (base) UNION [ALL] (recursive)` besides `name AS (base UNION recursive)`.
+* `EXPLAIN [ANALYZE] statement` parses into an `Explain` node instead of an opaque command.
+"""
+
+from __future__ import annotations
+
+from sqlglot import exp, tokens
+from sqlglot.dialects.spark import Spark
+import re
+
+from sqlglot.errors import ParseError, TokenError
+from sqlglot.parsers.spark import SparkParser
+
+from translator.errors import TranslationError
+
+HEADER_AGGREGATES = ("min", "max", "sum", "count")
+
+
+class RecursiveCTE(exp.CTE):
+    """A CTE with RaSQL header aggregates and/or a recursion limit.
+
+    `aggregates` maps a column name to one of HEADER_AGGREGATES; `max_level` is an int literal.
+    """
+
+    arg_types = {**exp.CTE.arg_types, "aggregates": False, "max_level": False}
+
+
+class Explain(exp.Expression):
+    arg_types = {"this": True, "analyze": False}
+
+
+class RecSQL(Spark):
+    class Tokenizer(Spark.Tokenizer):
+        KEYWORDS = {**Spark.Tokenizer.KEYWORDS, "EXPLAIN": tokens.TokenType.VAR}
+
+    class Parser(SparkParser):
+        PLACEHOLDER_PARSERS = {
+            **SparkParser.PLACEHOLDER_PARSERS,
+            # remember where each `?` stands: parameters bind in text order, not tree order
+            tokens.TokenType.PLACEHOLDER: lambda self: self._positioned_placeholder(),
+        }
+
+        def _positioned_placeholder(self) -> exp.Placeholder:
+            placeholder = self.expression(exp.Placeholder())
+            placeholder.meta.update(start=self._prev.start, line=self._prev.line, col=self._prev.col)
+            return placeholder
+
+        def _parse_statement(self) -> exp.Expression | None:
+            if self._curr and self._curr.text.upper() == "EXPLAIN":
+                self._advance()
+                analyze = self._match_text_seq("ANALYZE")
+                return self.expression(Explain(this=super()._parse_statement(), analyze=analyze))
+            return super()._parse_statement()
+
+        def _parse_cte(self) -> exp.CTE | None:
+            name = self._parse_id_var(any_token=True)
+            if not name:
+                self.raise_error("Expected CTE to have a name")
+            columns: list[exp.Identifier] = []
+            aggregates: dict[str, str] = {}
+            if self._match(tokens.TokenType.L_PAREN):
+                while True:
+                    column, aggregate = self._parse_cte_column()
+                    columns.append(column)
+                    if aggregate:
+                        aggregates[column.name] = aggregate
+                    if not self._match(tokens.TokenType.COMMA):
+                        break
+                self._match_r_paren()
+            max_level = None
+            if self._match_text_seq("MAX", "RECURSION", "LEVEL"):
+                max_level = self._parse_number()
+                if not isinstance(max_level, exp.Literal):
+                    self.raise_error("Expected a number after MAX RECURSION LEVEL")
+            if not self._match(tokens.TokenType.ALIAS):
+                self.raise_error("Expected AS after the CTE name")
+            body = self._parse_wrapped(self._parse_statement)
+            while self._curr and self._curr.token_type == tokens.TokenType.UNION:
+                # RaSQL: AS (base) UNION [ALL] (recursive)
+                self._advance()
+                distinct = not self._match(tokens.TokenType.ALL)
+                self._match(tokens.TokenType.DISTINCT)
+                branch = self._parse_wrapped(self._parse_statement)
+                body = exp.Union(this=body, expression=branch, distinct=distinct)
+            alias = exp.TableAlias(this=name, columns=columns or None)
+            return self.expression(
+                RecursiveCTE(this=body, alias=alias, aggregates=aggregates or None, max_level=max_level)
+            )
+
+        def _parse_cte_column(self) -> tuple[exp.Identifier, str | None]:
+            """`name` or RaSQL's `agg() AS name`."""
+            if (
+                self._curr
+                and self._next
+                and self._curr.text.lower() in HEADER_AGGREGATES
+                and self._next.token_type == tokens.TokenType.L_PAREN
+            ):
+                aggregate = self._curr.text.lower()
+                self._advance(2)
+                self._match_r_paren()
+                if not self._match(tokens.TokenType.ALIAS):
+                    self.raise_error(f"Expected AS after {aggregate}() in the CTE column list")
+                return self._parse_id_var(any_token=True), aggregate
+            column = self._parse_id_var(any_token=True)
+            if not column:
+                self.raise_error("Expected a column name in the CTE column list")
+            return column, None
+
+
+def parse(sql: str) -> list[exp.Expression]:
+    """Parse SQL text (one or more statements) in the recsql dialect; errors carry line and column."""
+    try:
+        return [stmt for stmt in RecSQL().parse(sql) if stmt is not None]
+    except ParseError as error:
+        detail = error.errors[0] if error.errors else {}
+        message = _TOKEN_REPR.sub(r"'\1'", detail.get("description") or str(error).splitlines()[0])
+        highlight = detail.get("highlight")
+        if highlight and f"'{highlight}'" not in message:
+            message = f"{message} near '{highlight}'"
+        raise TranslationError(f"syntax error: {message}", detail.get("line"), _start_column(detail)) from None
+    except TokenError as error:
+        line, column = _line_column(sql, getattr(error, "start", None))
+        raise TranslationError("syntax error: unterminated string, quoted name or comment", line, column) from None
+
+
+def parse_one(sql: str) -> exp.Expression:
+    statements = parse(sql)
+    if len(statements) != 1:
+        raise TranslationError(f"expected one SQL statement, found {len(statements)}")
+    return statements[0]
+
+
+_TOKEN_REPR = re.compile(r"<Token token_type: [^,]+, text: (.*?), line: .*?>")
+
+
+def _line_column(sql: str, offset: int | None) -> tuple[int | None, int | None]:
+    if offset is None:
+        return None, None
+    before = sql[:offset]
+    return before.count("\n") + 1, offset - (before.rfind("\n") + 1) + 1
+
+
+def _start_column(detail: dict) -> int | None:
+    column = detail.get("col")
+    highlight = detail.get("highlight") or ""
+    if column is None:
+        return None
+    return max(column - len(highlight) + 1, 1)

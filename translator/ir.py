@@ -1,0 +1,223 @@
+"""The Datalog intermediate representation.
+
+A `Program` is a set of relations and the rules that derive them. A rule is `head(terms) :- body`, where
+the body is a list of literals: positive or negated atoms over variables, conditions, and assignments.
+Expressions (conditions, assignments, head terms) stay sqlglot trees in which a variable is a bare
+`exp.Column` named after it, so every backend renders them in its own SQL dialect.
+
+Two kinds of aggregation live in the IR:
+
+* stratified aggregation (SQL's GROUP BY): aggregate calls (`exp.AggFunc`) among a rule's head terms,
+  the other head terms being the group keys;
+* monotonic aggregation (RaSQL's `min() AS d` in a CTE header): a property of the relation
+  (`Relation.aggregate`), applied to all rules deriving it, allowed inside recursion.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from enum import Enum
+from typing import Iterator
+
+from sqlglot import exp
+
+WILDCARD = "_"
+
+
+def var(name: str) -> exp.Column:
+    """The expression that stands for the IR variable `name`."""
+    return exp.column(name)
+
+
+def variables_of(expression: exp.Expression) -> set[str]:
+    """The IR variables an expression reads."""
+    return {column.name for column in expression.find_all(exp.Column)}
+
+
+@dataclass(frozen=True)
+class Atom:
+    """`relation(args)`; negated atoms are anti-joins. `call_args` are the arguments of a table-valued
+    function such as `range(10)`, whose output columns are `args`."""
+
+    relation: str
+    args: tuple[str, ...]
+    negated: bool = False
+    call_args: tuple[exp.Expression, ...] = ()
+
+    def variables(self) -> set[str]:
+        return {arg for arg in self.args if arg != WILDCARD}
+
+    def __str__(self) -> str:
+        call = f"[{', '.join(a.sql() for a in self.call_args)}]" if self.call_args else ""
+        text = f"{self.relation}{call}({', '.join(self.args)})"
+        return f"not {text}" if self.negated else text
+
+
+@dataclass(frozen=True)
+class Condition:
+    """A filter over bound variables."""
+
+    expression: exp.Expression
+
+    def variables(self) -> set[str]:
+        return variables_of(self.expression)
+
+    def __str__(self) -> str:
+        return self.expression.sql(dialect="spark")
+
+
+@dataclass(frozen=True)
+class Assignment:
+    """`variable = expression`: binds a new variable from bound ones."""
+
+    variable: str
+    expression: exp.Expression
+
+    def variables(self) -> set[str]:
+        return variables_of(self.expression)
+
+    def __str__(self) -> str:
+        return f"{self.variable} = {self.expression.sql(dialect='spark')}"
+
+
+Literal = Atom | Condition | Assignment
+
+
+@dataclass(frozen=True)
+class Rule:
+    head: str
+    terms: tuple[exp.Expression, ...]
+    body: tuple[Literal, ...]
+
+    @property
+    def atoms(self) -> list[Atom]:
+        return [literal for literal in self.body if isinstance(literal, Atom)]
+
+    @property
+    def is_aggregate(self) -> bool:
+        """True when the head holds aggregate calls (stratified aggregation, GROUP BY)."""
+        return any(term.find(exp.AggFunc) for term in self.terms)
+
+    def __str__(self) -> str:
+        head = f"{self.head}({', '.join(_term_text(term) for term in self.terms)})"
+        if not self.body:
+            return f"{head}."
+        return f"{head} :- {', '.join(str(literal) for literal in self.body)}."
+
+
+def _term_text(term: exp.Expression) -> str:
+    if isinstance(term, exp.AggFunc) and not isinstance(term, exp.Anonymous):
+        argument = term.this
+        distinct = ""
+        if isinstance(argument, exp.Distinct):
+            distinct, arguments = "distinct ", argument.expressions
+        else:
+            arguments = list(term.iter_expressions())
+        inner = ", ".join(arg.sql(dialect="spark") for arg in arguments) or "*"
+        return f"{term.key}<{distinct}{inner}>"
+    return term.sql(dialect="spark")
+
+
+class Iteration(Enum):
+    """How a recursive relation iterates."""
+
+    FIXPOINT = "fixpoint"  # UNION: least fixpoint, set semantics
+    BAG = "bag"  # UNION ALL: the SQL standard's iteration over the previous round's rows
+
+
+@dataclass(frozen=True)
+class HeaderAggregate:
+    """A RaSQL monotonic aggregate: `function` of column `column` grouped by all other columns."""
+
+    function: str  # min | max | sum | count
+    column: int
+
+
+@dataclass(frozen=True)
+class Relation:
+    name: str
+    columns: tuple[str, ...]
+    distinct: bool = False  # set semantics
+    aggregate: HeaderAggregate | None = None
+    iteration: Iteration = Iteration.FIXPOINT
+    max_level: int | None = None
+    label: str = ""  # the name the user wrote (a CTE's name), for messages
+
+    @property
+    def display_name(self) -> str:
+        return self.label or self.name
+
+    @property
+    def group_key(self) -> tuple[int, ...]:
+        """Positions of the non-aggregated columns."""
+        skip = self.aggregate.column if self.aggregate else -1
+        return tuple(i for i in range(len(self.columns)) if i != skip)
+
+    def header(self) -> str:
+        parts = []
+        for i, column in enumerate(self.columns):
+            if self.aggregate and i == self.aggregate.column:
+                parts.append(f"{self.aggregate.function}<{column}>")
+            else:
+                parts.append(column)
+        return f"{self.name}({', '.join(parts)})"
+
+
+@dataclass(frozen=True)
+class SortKey:
+    column: int
+    descending: bool = False
+    nulls_first: bool | None = None
+
+
+@dataclass
+class Program:
+    """Relations derived by rules, plus the answer: which relation, in which order, how many rows."""
+
+    relations: dict[str, Relation] = field(default_factory=dict)
+    rules: list[Rule] = field(default_factory=list)
+    output: str = ""
+    order_by: tuple[SortKey, ...] = ()
+    limit: int | None = None
+    hidden_columns: int = 0  # trailing output columns used only for ORDER BY
+
+    def rules_for(self, relation: str) -> list[Rule]:
+        return [rule for rule in self.rules if rule.head == relation]
+
+    def edges(self) -> Iterator[tuple[str, str, Atom | None, Rule]]:
+        """(body relation, head relation, atom, rule) for every derived relation read by a rule."""
+        for rule in self.rules:
+            for atom in rule.atoms:
+                if atom.relation in self.relations:
+                    yield atom.relation, rule.head, atom, rule
+
+    def with_rules(self, rules: list[Rule]) -> "Program":
+        return replace(self, rules=list(rules))
+
+    @property
+    def output_columns(self) -> tuple[str, ...]:
+        columns = self.relations[self.output].columns
+        return columns[: len(columns) - self.hidden_columns] if self.hidden_columns else columns
+
+    def to_datalog(self) -> str:
+        lines = []
+        for relation in self.relations.values():
+            notes = []
+            if relation.distinct and not relation.aggregate:
+                notes.append("set")
+            if relation.iteration is Iteration.BAG:
+                notes.append("union all")
+            if relation.max_level is not None:
+                notes.append(f"max level {relation.max_level}")
+            suffix = f"  % {', '.join(notes)}" if notes else ""
+            lines.append(f"% {relation.header()}{suffix}")
+            lines.extend(str(rule) for rule in self.rules_for(relation.name))
+        answer = f"?- {self.output}"
+        if self.order_by:
+            columns = self.relations[self.output].columns
+            keys = ", ".join(columns[key.column] + (" desc" if key.descending else "") for key in self.order_by)
+            answer += f" order by {keys}"
+        if self.limit is not None:
+            answer += f" limit {self.limit}"
+        lines.append(answer + ".")
+        return "\n".join(lines)
