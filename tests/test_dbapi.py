@@ -1,0 +1,170 @@
+"""The DB-API 2.0 surface, the catalog (tables, files, views, persistence) and settings."""
+
+from __future__ import annotations
+
+import datetime
+
+import duckdb
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import recsql
+
+
+def test_module_globals():
+    assert recsql.apilevel == "2.0" and recsql.paramstyle == "qmark"
+
+
+def test_create_insert_query_and_description(cur):
+    cur.execute("DROP TABLE IF EXISTS db_people")
+    cur.execute("CREATE TABLE db_people (id INT, name STRING, born DATE, score DOUBLE)")
+    assert cur.description is None
+    cur.execute(
+        "INSERT INTO db_people VALUES (1, 'ada', DATE '1815-12-10', 9.5), (2, 'alan', '1912-06-23', -1), "
+        "(3, NULL, NULL, NULL)"
+    )
+    assert cur.rowcount == 3
+    cur.execute("SELECT id, name, born, score FROM db_people WHERE id <= ? ORDER BY id", (2,))
+    assert [d[0] for d in cur.description] == ["id", "name", "born", "score"]
+    assert [d[1] for d in cur.description] == ["int", "string", "date", "double"]
+    assert cur.rowcount == 2
+    assert cur.fetchone() == (1, "ada", datetime.date(1815, 12, 10), 9.5)
+    assert cur.fetchall() == [(2, "alan", datetime.date(1912, 6, 23), -1.0)]
+    assert cur.fetchone() is None
+
+
+def test_fetchmany_and_arraysize(cur):
+    cur.execute("SELECT id FROM range(10) ORDER BY id")
+    assert cur.fetchmany(3) == [(0,), (1,), (2,)]
+    cur.arraysize = 4
+    assert cur.fetchmany() == [(3,), (4,), (5,), (6,)]
+    assert cur.fetchall() == [(7,), (8,), (9,)]
+    assert cur.fetchmany() == []
+
+
+def test_executemany_batches_rows(cur):
+    cur.execute("DROP TABLE IF EXISTS db_edges")
+    cur.execute("CREATE TABLE db_edges (src BIGINT, dst BIGINT)")
+    rows = [(i, (i * 7) % 1000) for i in range(1000)]
+    cur.executemany("INSERT INTO db_edges VALUES (?, ?)", rows)
+    assert cur.rowcount == 1000
+    cur.execute("SELECT count(*), sum(src), sum(dst) FROM db_edges")
+    assert cur.fetchall() == [(1000, sum(r[0] for r in rows), sum(r[1] for r in rows))]
+
+
+def test_parameters_bind_in_text_order_and_never_as_text(cur):
+    cur.execute(
+        "WITH RECURSIVE r(n) AS (SELECT ? UNION ALL SELECT n + ? FROM r WHERE n < ?) SELECT n FROM r WHERE n > ? ORDER BY n",
+        (1, 2, 9, 4),
+    )
+    assert cur.fetchall() == [(5,), (7,), (9,)]
+    cur.execute("SELECT ? AS s", ("x'; DROP TABLE db_people; --",))
+    assert cur.fetchall() == [("x'; DROP TABLE db_people; --",)]
+
+
+def test_register_pandas_arrow_and_spark(conn, cur):
+    conn.register("db_pd", pd.DataFrame({"a": [1, 2], "b": ["x", "y"]}))
+    conn.register("db_pa", pa.table({"a": [2, 3]}))
+    conn.register("db_sp", conn.spark_session.createDataFrame([(3, "z")], "a INT, c STRING"))
+    cur.execute("SELECT db_pd.a, b, c FROM db_pd, db_pa, db_sp WHERE db_pd.a + 1 = db_sp.a AND db_pa.a = db_pd.a")
+    assert cur.fetchall() == [(2, "y", "z")]
+
+
+def test_create_table_as_select_and_csv_and_parquet(conn, cur, tmp_path):
+    csv = tmp_path / "edges.csv"
+    csv.write_text("src,dst\n1,2\n2,3\n")
+    pq.write_table(pa.table({"src": [3], "dst": [4]}), tmp_path / "more.parquet")
+    for name in ("db_csv", "db_csv_typed", "db_parquet", "db_all"):
+        cur.execute(f"DROP TABLE IF EXISTS {name}")
+    cur.execute(f"CREATE TABLE db_csv USING csv OPTIONS (path '{csv}', header 'true')")
+    cur.execute(f"CREATE TABLE db_csv_typed (s INT, d INT) USING csv OPTIONS (path '{csv}', header 'true')")
+    conn.base_dir = tmp_path
+    cur.execute("CREATE TABLE db_parquet USING parquet OPTIONS (path 'more.parquet')")
+    cur.execute("CREATE TABLE db_all AS SELECT src, dst FROM db_csv UNION ALL SELECT src, dst FROM db_parquet")
+    cur.execute("SELECT src, dst FROM db_all ORDER BY src")
+    assert cur.fetchall() == [(1, 2), (2, 3), (3, 4)]
+    cur.execute("SELECT s + d FROM db_csv_typed ORDER BY s")
+    assert cur.fetchall() == [(3,), (5,)]
+
+
+def test_recursive_view(cur):
+    cur.execute("DROP VIEW IF EXISTS db_reach")
+    cur.execute("DROP TABLE IF EXISTS db_g")
+    cur.execute("CREATE TABLE db_g (src INT, dst INT)")
+    cur.executemany("INSERT INTO db_g VALUES (?, ?)", [(1, 2), (2, 3), (3, 1), (5, 6)])
+    cur.execute(
+        "CREATE VIEW db_reach AS WITH RECURSIVE r(a, b) AS (SELECT src, dst FROM db_g UNION "
+        "SELECT r.a, db_g.dst FROM r JOIN db_g ON r.b = db_g.src) SELECT a, b FROM r"
+    )
+    cur.execute("SELECT b FROM db_reach WHERE a = 1 ORDER BY b")
+    assert cur.fetchall() == [(1,), (2,), (3,)]
+    cur.execute("DROP VIEW db_reach")
+    with pytest.raises(recsql.ProgrammingError):
+        cur.execute("SELECT * FROM db_reach")
+
+
+def test_tables_persist_in_the_warehouse(conn, cur, warehouse):
+    cur.execute("DROP TABLE IF EXISTS db_kept")
+    cur.execute("CREATE TABLE db_kept (k INT)")
+    cur.execute("INSERT INTO db_kept VALUES (42)")
+    other = recsql.connect(warehouse=str(warehouse))  # a second connection reads the same warehouse files
+    try:
+        other_cursor = other.cursor()
+        other_cursor.execute("SELECT k FROM db_kept")
+        assert other_cursor.fetchall() == [(42,)]
+    finally:
+        other.close()
+
+
+def test_drop_and_if_exists(cur):
+    cur.execute("DROP TABLE IF EXISTS db_gone")
+    with pytest.raises(recsql.ProgrammingError, match="db_gone"):
+        cur.execute("DROP TABLE db_gone")
+    cur.execute("CREATE TABLE db_gone (x INT)")
+    with pytest.raises(recsql.ProgrammingError, match="already exists"):
+        cur.execute("CREATE TABLE db_gone (x INT)")
+    cur.execute("CREATE TABLE IF NOT EXISTS db_gone (x INT)")
+    cur.execute("DROP TABLE db_gone")
+
+
+def test_set_spark_and_recsql_settings(conn, cur):
+    cur.execute("SET spark.sql.shuffle.partitions = 3")
+    assert conn.spark_session.conf.get("spark.sql.shuffle.partitions") == "3"
+    cur.execute("SET spark.sql.shuffle.partitions = 2")
+    cur.execute("SET recsql.max_iterations = 77")
+    cur.execute("SET")
+    assert ("recsql.max_iterations", "77") in cur.fetchall()
+    cur.execute("SET recsql.max_iterations = 10000")
+
+
+def test_explain_prints_rules_and_strata(cur):
+    cur.execute(
+        "EXPLAIN WITH RECURSIVE tc(a, b) AS (SELECT src, dst FROM db_g UNION "
+        "SELECT tc.a, db_g.dst FROM tc, db_g WHERE tc.b = db_g.src) SELECT a, b FROM tc"
+    )
+    assert [d[0] for d in cur.description] == ["plan"]
+    text = "\n".join(row[0] for row in cur.fetchall())
+    assert "tc(SRC, DST) :- db_g(SRC, DST)." in text
+    assert "== Strata ==" in text and "semi-naive" in text and "Δtc" in text
+
+
+def test_closed_cursor_and_connection(conn):
+    cursor = conn.cursor()
+    cursor.close()
+    with pytest.raises(recsql.InterfaceError):
+        cursor.execute("SELECT 1")
+    with pytest.raises(recsql.InterfaceError):
+        conn.cursor().fetchall()
+    with pytest.raises(recsql.NotSupportedError):
+        conn.rollback()
+
+
+def test_query_results_match_duckdb_on_types(cur):
+    cur.execute("SELECT CAST(1.5 AS DECIMAL(4,2)) AS d, 'x' || 'y' AS s, 7 / 2 AS q, 7 % 3 AS r")
+    ours = cur.fetchall()
+    theirs = duckdb.sql("SELECT CAST(1.5 AS DECIMAL(4,2)), 'x' || 'y', 7 / 2, 7 % 3").fetchall()
+    assert [tuple(float(v) if not isinstance(v, str) else v for v in row) for row in ours] == [
+        tuple(float(v) if not isinstance(v, str) else v for v in row) for row in theirs
+    ]
