@@ -174,7 +174,7 @@ def check_condition(condition: exp.Expression, directions: dict[str, str], where
             continue
         if left and right:
             break
-        direction = directions[(left or right).pop()]
+        direction = directions[next(iter(left or right))]
         side_ok = keeps[direction] if left else flipped[direction]
         if isinstance(node, side_ok):
             continue
