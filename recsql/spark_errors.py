@@ -6,11 +6,12 @@ import contextlib
 import re
 from typing import Iterator
 
-from recsql.errors import Error, OperationalError, ProgrammingError
+from recsql.errors import DataError, Error, OperationalError, ProgrammingError
 
 _CONDITION = re.compile(r"^\[([A-Z_.]+)\]\s*")
-_USER_ERRORS = ("AnalysisException", "ParseException", "IllegalArgumentException", "NumberFormatException",
-                "ArithmeticException", "DateTimeException", "SparkRuntimeException")
+_SQL_ERRORS = ("AnalysisException", "ParseException", "IllegalArgumentException")
+_DATA_ERRORS = ("NumberFormatException", "ArithmeticException", "DateTimeException", "CAST_INVALID_INPUT",
+                "DIVIDE_BY_ZERO", "ARITHMETIC_OVERFLOW")
 
 
 @contextlib.contextmanager
@@ -31,7 +32,10 @@ def translate(error: Exception, context: str) -> Error:
     if "cancelled" in text.lower() or "canceled" in text.lower():
         return OperationalError("query cancelled")
     prefix = f"{context}: " if context else ""
-    if name in _USER_ERRORS or any(n in str(error)[:300] for n in _USER_ERRORS if n != "SparkRuntimeException"):
+    head = f"{name} {str(error)[:500]}"
+    if any(marker in head for marker in _DATA_ERRORS):
+        return DataError(prefix + text)
+    if any(marker in head for marker in _SQL_ERRORS):
         return ProgrammingError(prefix + text)
     return OperationalError(f"{prefix}Spark failed: {text}")
 

@@ -224,3 +224,8 @@ def test_errors_are_pep249_subclasses():
     for kind in (recsql.ProgrammingError, recsql.OperationalError, recsql.NotSupportedError, recsql.DataError):
         assert issubclass(kind, recsql.DatabaseError) and issubclass(kind, recsql.Error)
     assert issubclass(recsql.InterfaceError, recsql.Error)
+
+
+def test_bad_data_is_a_data_error(cur):
+    error = raised(cur, "SELECT CAST('not a number' AS INT) AS n", recsql.DataError)
+    assert "not a number" in error.message
