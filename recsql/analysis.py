@@ -86,6 +86,12 @@ def check_component(program: Program, component: Component) -> None:
         for atom in rule.atoms:
             if atom.relation not in component:
                 continue
+            if atom.optional:
+                raise ProgrammingError(
+                    f"outer join through recursion: {program.relations[rule.head].display_name} LEFT JOINs "
+                    f"{program.relations[atom.relation].display_name} within the recursive cycle ({cycle}); "
+                    "an outer join may only read relations computed before the recursion"
+                )
             if atom.negated:
                 raise ProgrammingError(
                     f"negation through recursion: {program.relations[rule.head].display_name} depends on NOT "
@@ -200,6 +206,8 @@ def check_safety(program: Program, rule: Rule) -> None:
     for literal in rule.body:
         if isinstance(literal, (Condition, Assignment)) or (isinstance(literal, Atom) and literal.negated):
             used |= literal.variables()
+        elif isinstance(literal, Atom):
+            used |= literal.condition_variables()
     for term in rule.terms:
         used |= variables_of(term)
     unbound = used - bound

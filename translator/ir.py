@@ -37,19 +37,29 @@ def variables_of(expression: exp.Expression) -> set[str]:
 @dataclass(frozen=True)
 class Atom:
     """`relation(args)`; negated atoms are anti-joins. `call_args` are the arguments of a table-valued
-    function such as `range(10)`, whose output columns are `args`."""
+    function such as `range(10)`, whose output columns are `args`. Printed with a trailing ≡ when it
+    matches NULL with NULL."""
 
     relation: str
     args: tuple[str, ...]
     negated: bool = False
     call_args: tuple[exp.Expression, ...] = ()
+    nulls_equal: bool = False  # match NULL with NULL, as SQL's set operations (EXCEPT, INTERSECT) do
+    optional: bool = False  # LEFT OUTER JOIN: rows without a match keep NULLs for this atom's variables
+    on: exp.Expression | None = None  # the outer join's condition
 
     def variables(self) -> set[str]:
         return {arg for arg in self.args if arg != WILDCARD}
 
+    def condition_variables(self) -> set[str]:
+        """Variables the outer join condition reads (bound before the join or by the atom itself)."""
+        return variables_of(self.on) if self.on is not None else set()
+
     def __str__(self) -> str:
         call = f"[{', '.join(a.sql() for a in self.call_args)}]" if self.call_args else ""
-        text = f"{self.relation}{call}({', '.join(self.args)})"
+        text = f"{self.relation}{call}({', '.join(self.args)})" + ("≡" if self.nulls_equal else "")
+        if self.optional:
+            return f"left {text} on {self.on.sql(dialect='spark')}"
         return f"not {text}" if self.negated else text
 
 

@@ -9,7 +9,7 @@ operations become relations of their own. A recursive CTE is simply a relation w
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from sqlglot import exp
@@ -57,6 +57,7 @@ class Block:
     parent_of: dict[str, str] = field(default_factory=dict)
     # correlation pairs (inner expression, outer column) of a correlated subquery
     correlations: list[tuple[exp.Expression, exp.Expression]] = field(default_factory=list)
+    optional: set[str] = field(default_factory=set)  # variables of LEFT JOINed atoms: never unified
 
     def find(self, variable: str) -> str:
         while self.parent_of.get(variable, variable) != variable:
@@ -80,7 +81,8 @@ class Block:
         for literal in self.body:
             if isinstance(literal, Atom):
                 args = tuple(self.find(a) if a != WILDCARD else a for a in literal.args)
-                body.append(Atom(literal.relation, args, literal.negated, literal.call_args))
+                on = self.canonical(literal.on) if literal.on is not None else None
+                body.append(replace(literal, args=args, on=on))
             elif isinstance(literal, Condition):
                 body.append(Condition(self.canonical(literal.expression)))
             else:
@@ -175,13 +177,27 @@ class Translator:
 
     def translate_union(self, union: exp.Union, env: dict[str, str], name_hint: str) -> str:
         env = self.translate_with(union.args.get("with_"), env)
+        if union.args.get("with_"):
+            union = union.copy()
+            union.set("with_", None)
         branches = flatten_union(union)
-        columns = self.branch_columns(branches[0])
         distinct = any(node.args.get("distinct") for node in union_nodes(union))
+        columns = self.branch_columns(branches[0], required=False)
+        first = None
+        if columns is None:  # SELECT * in the first branch: its columns come out of its translation
+            first = self.translate_query(branches[0], env, None, name_hint=f"{name_hint}_branch")
+            columns = self.program.relations[first].columns
         relation = self.new_relation(name_hint, columns, distinct=distinct)
+        if first is not None:
+            self.copy_rule(first, relation, branches[0])
+            branches = branches[1:]
         for branch in branches:
             self.translate_branch(branch, relation, env)
         return relation
+
+    def copy_rule(self, source: str, target: str, node: exp.Expression) -> None:
+        variables = [self.fresh_variable(c) for c in self.program.relations[source].columns]
+        self.add_rule(Rule(target, tuple(var(v) for v in variables), (Atom(source, tuple(variables)),)), node)
 
     def translate_branch(self, branch: exp.Expression, relation: str, env: dict[str, str]) -> None:
         """Add the rules of one UNION branch to `relation`."""
@@ -190,9 +206,7 @@ class Translator:
             self.translate_select(branch, env, None, relation)
             return
         source = self.translate_query(branch, env, None, name_hint=f"{target.display_name}_branch")
-        columns = self.program.relations[source].columns
-        variables = [self.fresh_variable(c) for c in columns]
-        self.add_rule(Rule(relation, tuple(var(v) for v in variables), (Atom(source, tuple(variables)),)), branch)
+        self.copy_rule(source, relation, branch)
 
     def translate_except_intersect(self, node: exp.Expression, env: dict[str, str], name_hint: str) -> str:
         if not node.args.get("distinct", True):
@@ -206,7 +220,7 @@ class Translator:
         relation = self.new_relation(name_hint, columns, distinct=True)
         variables = tuple(self.fresh_variable(c) for c in columns)
         negated = isinstance(node, exp.Except)
-        body = (Atom(left, variables), Atom(right, variables, negated=negated))
+        body = (Atom(left, variables), Atom(right, variables, negated=negated, nulls_equal=True))
         self.add_rule(Rule(relation, tuple(var(v) for v in variables), body), node)
         return relation
 
@@ -226,14 +240,19 @@ class Translator:
             self.add_rule(Rule(relation, tuple(t.copy() for t in terms), ()), row)
         return relation
 
-    def branch_columns(self, branch: exp.Expression) -> tuple[str, ...]:
+    def branch_columns(self, branch: exp.Expression, required: bool = True) -> tuple[str, ...] | None:
+        """Output column names of a query, known before translating it (None when it selects *)."""
         while isinstance(branch, (exp.Subquery, exp.SetOperation)):
             branch = branch.this
         if not isinstance(branch, exp.Select):
+            if not required:
+                return None
             raise UnsupportedError.at_node("cannot determine the columns of this query; give a column list", branch)
         names = []
         for i, expression in enumerate(branch.expressions):
             if isinstance(expression, exp.Star) or (isinstance(expression, exp.Column) and expression.is_star):
+                if not required:
+                    return None
                 raise TranslationError.at_node("a recursive CTE with SELECT * needs a column list", expression)
             names.append(output_name(expression, i))
         return tuple(names)
@@ -244,21 +263,44 @@ class Translator:
         if with_ is None:
             return env
         env = dict(env)
-        recursive = bool(with_.args.get("recursive"))
         ctes = list(with_.expressions)
+        names = {cte.alias_or_name.lower() for cte in ctes}
+        recursive = bool(with_.args.get("recursive"))
         declared: list[tuple[exp.CTE, str]] = []
         for cte in ctes:
             name = cte.alias_or_name.lower()
-            columns = self.cte_columns(cte)
-            relation = self.new_relation(name, columns, **self.cte_properties(cte, columns), label=name)
-            declared.append((cte, relation))
-            if recursive:
+            if recursive and (self.reads_any(cte.this, names) or cte.args.get("aggregates") or cte.args.get("max_level")):
+                columns = self.cte_columns(cte)
+                relation = self.new_relation(name, columns, **self.cte_properties(cte, columns), label=name)
+                declared.append((cte, relation))
                 env[name] = relation
-        for cte, relation in declared:
+        for cte in ctes:
+            name = cte.alias_or_name.lower()
+            match = next((relation for declared_cte, relation in declared if declared_cte is cte), None)
+            if match is None:  # an ordinary CTE: a named subquery
+                env[name] = self.translate_cte_query(cte, env)
+                continue
             for branch in flatten_union(cte.this):
-                self.translate_branch(branch, relation, env)
-            env[cte.alias_or_name.lower()] = relation
+                self.translate_branch(branch, match, env)
         return env
+
+    def translate_cte_query(self, cte: exp.CTE, env: dict[str, str]) -> str:
+        name = cte.alias_or_name.lower()
+        relation = self.translate_query(cte.this, env, None, name_hint=name)
+        alias = cte.args.get("alias")
+        if alias is not None and alias.columns:
+            info = self.program.relations[relation]
+            columns = tuple(column.name for column in alias.columns)
+            if len(columns) != len(info.columns):
+                raise TranslationError.at_node(
+                    f"CTE '{name}' names {len(columns)} columns but its query has {len(info.columns)}", cte
+                )
+            self.program.relations[relation] = replace(info, columns=columns, label=name)
+        return relation
+
+    @staticmethod
+    def reads_any(query: exp.Expression, names: set[str]) -> bool:
+        return any(table.name.lower() in names for table in query.find_all(exp.Table))
 
     def cte_columns(self, cte: exp.CTE) -> tuple[str, ...]:
         alias = cte.args.get("alias")
@@ -351,10 +393,13 @@ class Translator:
         for join in select.args.get("joins") or []:
             side = (join.args.get("side") or "").upper()
             kind = (join.args.get("kind") or "").upper()
-            if side or kind in {"OUTER", "SEMI", "ANTI", "NATURAL"} or join.args.get("method"):
-                raise UnsupportedError.at_node(f"{(side + ' ' + kind).strip()} JOIN is not supported yet", join)
+            if (side and side != "LEFT") or kind in {"SEMI", "ANTI", "NATURAL"} or join.args.get("method"):
+                raise UnsupportedError.at_node(f"{(side + ' ' + kind).strip()} JOIN is not supported", join)
             before = {s.alias for s in block.scope.sources}
             self.add_source(join.this, env, block)
+            if side == "LEFT":
+                self.make_optional(join, block, env)
+                continue
             if join.args.get("on") is not None:
                 conjuncts.extend(split_conjuncts(join.args["on"]))
             for column in join.args.get("using") or []:
@@ -367,6 +412,20 @@ class Translator:
                     exp.EQ(this=exp.column(column.name, left[0].alias), expression=exp.column(column.name, new_source.alias))
                 )
         return conjuncts
+
+    def make_optional(self, join: exp.Join, block: Block, env: dict[str, str]) -> None:
+        """LEFT JOIN: the atom just added becomes optional, its ON condition the condition of the outer join."""
+        if join.args.get("using"):
+            raise UnsupportedError.at_node("LEFT JOIN ... USING is not supported; use ON", join)
+        on = join.args.get("on")
+        if on is None:
+            raise TranslationError.at_node("LEFT JOIN needs an ON condition", join)
+        if on.find(exp.Subquery):
+            raise UnsupportedError.at_node("subqueries in a LEFT JOIN's ON condition are not supported", on)
+        atom = block.body.pop()
+        block.optional |= atom.variables()
+        condition = self.translate_expression(on, block, env)
+        block.body.append(replace(atom, optional=True, on=condition))
 
     def add_source(self, node: exp.Expression, env: dict[str, str], block: Block) -> None:
         alias_node = node.args.get("alias")
@@ -463,7 +522,7 @@ class Translator:
             return False
         left, left_depth = block.scope.resolve(conjunct.this)
         right, right_depth = block.scope.resolve(conjunct.expression)
-        if left_depth or right_depth:
+        if left_depth or right_depth or {left, right} & block.optional:
             return False
         block.unify(left, right)
         return True

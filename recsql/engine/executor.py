@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from functools import reduce
 from typing import Callable
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from sqlglot import exp
 
@@ -17,7 +17,7 @@ from recsql.engine.render import column_names, render_rule
 from recsql.errors import OperationalError
 from recsql.planner import DELTA, FULL, OLD, Plan, Stratum
 from recsql.settings import Settings
-from translator.ir import Atom, Iteration, Program, Relation, Rule, variables_of
+from translator.ir import Atom, Iteration, Program, Relation, Rule, SortKey
 
 
 @dataclass(frozen=True)
@@ -107,11 +107,13 @@ class Executor:
         return frame.select(*visible).toDF(*program.output_columns)
 
 
-def sort_column(name: str, key) -> "F.Column":
+def sort_column(name: str, key: SortKey) -> Column:
+    """Spark's default: NULLs first ascending, last descending, unless the query says otherwise."""
     column = F.col(name)
+    nulls_first = key.nulls_first if key.nulls_first is not None else not key.descending
     if key.descending:
-        return column.desc_nulls_first() if key.nulls_first else column.desc_nulls_last() if key.nulls_first is False else column.desc()
-    return column.asc_nulls_last() if key.nulls_first is False else column.asc_nulls_first() if key.nulls_first else column.asc()
+        return column.desc_nulls_first() if nulls_first else column.desc_nulls_last()
+    return column.asc_nulls_first() if nulls_first else column.asc_nulls_last()
 
 
 def union_all(frames: list[DataFrame]) -> DataFrame:
@@ -218,4 +220,3 @@ class Fixpoint:
         return ", ".join(f"'{self.program.relations[n].display_name}'" for n in self.stratum.relations)
 
 
-__all__ = ["Executor", "Progress", "ProgressListener", "variables_of"]

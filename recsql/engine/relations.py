@@ -17,7 +17,7 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from recsql.engine.render import column_names
+from recsql.engine.render import column_names, null_safe_join
 from translator.ir import Relation
 
 RULE_ID, CONTRIBUTOR, VALUE = "__rule", "__contributor", "__value"
@@ -151,14 +151,6 @@ class SumRelation(RelationState):
         return derived.select(
             *self.keys, F.lit(rule_id).alias(RULE_ID), contributor.alias(CONTRIBUTOR), F.col(self.value).alias(VALUE)
         )
-
-
-def null_safe_join(left: DataFrame, right: DataFrame, keys: list[str], how: str) -> DataFrame:
-    """Join on `keys` treating NULL as equal to NULL, as set operations do; keeps the left key columns."""
-    renamed = right.select(*[F.col(c).alias(f"__r_{c}") if c in keys else F.col(c) for c in right.columns])
-    condition = [F.col(k).eqNullSafe(F.col(f"__r_{k}")) for k in keys]
-    joined = left.join(renamed, on=condition, how=how)
-    return joined if how in ("left_semi", "left_anti") else joined.drop(*[f"__r_{k}" for k in keys])
 
 
 def state_for(spark: SparkSession, relation: Relation, bag: bool, checkpoint_interval: int) -> RelationState:

@@ -13,7 +13,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from sqlglot import exp
 
-from translator.ir import WILDCARD, Assignment, Atom, Condition, Rule, variables_of
+from translator.ir import WILDCARD, Assignment, Atom, Condition, Rule
 
 AtomFrames = Callable[[int, Atom], DataFrame]
 
@@ -54,17 +54,21 @@ def join_body(spark: SparkSession, rule: Rule, frame_of: AtomFrames) -> tuple[Da
     frame: DataFrame | None = None
     bound: set[str] = set()
     remaining = list(positive)
+    in_written_order = any(atom.optional for _, atom in positive)  # outer joins do not commute
     while remaining:
         # next: the first atom sharing a variable with what is bound (cross products last)
-        pick = next((p for p in remaining if frame is None or p[1].variables() & bound), remaining[0])
+        pick = remaining[0] if in_written_order else next(
+            (p for p in remaining if frame is None or p[1].variables() & bound), remaining[0]
+        )
         remaining.remove(pick)
         position, atom = pick
         atom_frame = bind_atom(frame_of(position, atom), atom)
         if frame is None:
             frame = atom_frame
+        elif atom.optional:
+            frame = frame.join(atom_frame, on=spark_expression(atom.on), how="left")
         else:
-            shared = sorted(atom.variables() & bound)
-            frame = frame.join(atom_frame, on=shared, how="inner") if shared else frame.crossJoin(atom_frame)
+            frame = join(frame, atom_frame, sorted(atom.variables() & bound), "inner", atom.nulls_equal)
         bound |= atom.variables()
         frame, pending = apply_ready(frame, bound, pending)
     if frame is None:
@@ -75,9 +79,25 @@ def join_body(spark: SparkSession, rule: Rule, frame_of: AtomFrames) -> tuple[Da
         raise ValueError(f"rule {rule} uses unbound variables {sorted(unbound)}")
     for position, atom in negated:
         atom_frame = bind_atom(frame_of(position, atom), atom)
-        shared = sorted(atom.variables() & bound)
-        frame = frame.join(atom_frame, on=shared, how="left_anti") if shared else frame.join(atom_frame, how="left_anti")
+        frame = join(frame, atom_frame, sorted(atom.variables() & bound), "left_anti", atom.nulls_equal)
     return frame, bound
+
+
+def join(left: DataFrame, right: DataFrame, keys: list[str], how: str, nulls_equal: bool = False) -> DataFrame:
+    """Join on the shared variables `keys` (a cross product when there are none)."""
+    if not keys:
+        return left.crossJoin(right) if how == "inner" else left.join(right, how=how)
+    if nulls_equal:
+        return null_safe_join(left, right, keys, how)
+    return left.join(right, on=keys, how=how)
+
+
+def null_safe_join(left: DataFrame, right: DataFrame, keys: list[str], how: str) -> DataFrame:
+    """Join on `keys` treating NULL as equal to NULL, as set operations do; keeps the left key columns."""
+    renamed = right.select(*[F.col(c).alias(f"__r_{c}") if c in keys else F.col(c) for c in right.columns])
+    condition = [F.col(k).eqNullSafe(F.col(f"__r_{k}")) for k in keys]
+    joined = left.join(renamed, on=condition, how=how)
+    return joined if how in ("left_semi", "left_anti") else joined.drop(*[f"__r_{k}" for k in keys])
 
 
 def apply_ready(frame: DataFrame, bound: set[str], pending: list) -> tuple[DataFrame, list]:
@@ -118,4 +138,3 @@ def bind_atom(frame: DataFrame, atom: Atom) -> DataFrame:
     return frame.drop(*dropped) if dropped else frame
 
 
-__all__ = ["render_rule", "column_names", "spark_expression", "variables_of"]

@@ -1,0 +1,1 @@
+"""The `recsql` command: script runner, interactive shell and output formats."""

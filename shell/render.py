@@ -1,0 +1,119 @@
+"""Output formats of query results, shared by the script runner and the interactive shell.
+
+`table` is for people (rich table, right-aligned numbers, a visible NULL, a row count and the time);
+`csv` and `json` (one object per line) are for programs, so they carry nothing but the rows.
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime
+import decimal
+import json
+from dataclasses import dataclass
+from typing import Any, Sequence, TextIO
+
+from rich import box
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+FORMATS = ("table", "csv", "json")
+
+# Spark type names whose values read best right-aligned.
+_NUMERIC_TYPES = ("tinyint", "smallint", "int", "integer", "bigint", "long", "float", "double", "real", "decimal")
+
+# Width of a console that is not a terminal: wide enough that a table written to a file or a pipe
+# is never squeezed or wrapped.
+_PIPE_WIDTH = 10_000
+
+
+@dataclass(frozen=True)
+class Result:
+    """A query's answer as the cursor gave it, plus how long it took."""
+
+    columns: Sequence[str]
+    types: Sequence[str | None]
+    rows: Sequence[Sequence[Any]]
+    seconds: float
+
+
+def render(result: Result, out: TextIO, fmt: str) -> None:
+    """Write `result` to `out` in format `fmt` (one of FORMATS)."""
+    {"table": write_table, "csv": write_csv, "json": write_json}[fmt](result, out)
+
+
+def console(out: TextIO) -> Console:
+    """A rich console on `out`: colours and terminal width on a terminal, plain and unbounded elsewhere."""
+    return Console(file=out, width=None if out.isatty() else _PIPE_WIDTH, highlight=False)
+
+
+def write_table(result: Result, out: TextIO) -> None:
+    """A rich table followed by the line `N rows (0.12 s)`."""
+    table = Table(box=box.SIMPLE_HEAD, header_style="bold", show_edge=False)
+    for index, name in enumerate(result.columns):
+        numeric = _is_numeric(result.types[index], [row[index] for row in result.rows])
+        table.add_column(name, justify="right" if numeric else "left")
+    for row in result.rows:
+        table.add_row(*(_cell(value) for value in row))
+    target = console(out)
+    target.print(table)
+    target.print(Text(f"{count_rows(len(result.rows))} ({result.seconds:.2f} s)\n", style="dim"))
+
+
+def write_status(message: str, out: TextIO, fmt: str) -> None:
+    """Confirm a statement without result (`CREATE TABLE`); only for people, so only in table format."""
+    if fmt == "table":
+        console(out).print(Text(message, style="dim"))
+
+
+def write_csv(result: Result, out: TextIO) -> None:
+    """A header line, then one line per row; NULL is an empty field."""
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(result.columns)
+    writer.writerows([[_csv_value(value) for value in row] for row in result.rows])
+
+
+def write_json(result: Result, out: TextIO) -> None:
+    """One JSON object per row (JSON lines), keyed by column name; NULL is null."""
+    for row in result.rows:
+        out.write(json.dumps(dict(zip(result.columns, row)), default=_json_value, ensure_ascii=False) + "\n")
+
+
+def _is_numeric(type_code: str | None, values: list[Any]) -> bool:
+    """Whether a column holds numbers: by its type, or by its values when the type is unknown."""
+    if type_code is not None:
+        return type_code.lower().startswith(_NUMERIC_TYPES)
+    present = [value for value in values if value is not None]
+    return bool(present) and all(_is_number(value) for value in present)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float, decimal.Decimal)) and not isinstance(value, bool)
+
+
+def _cell(value: Any) -> Text:
+    """Table cell text; never parsed as rich markup, so data like `[red]` prints as it is."""
+    return Text("NULL", style="dim") if value is None else Text(_text(value))
+
+
+def _text(value: Any) -> str:
+    return ("true" if value else "false") if isinstance(value, bool) else str(value)
+
+
+def _csv_value(value: Any) -> str:
+    return "" if value is None else _text(value)
+
+
+def _json_value(value: Any) -> Any:
+    """JSON for the values json cannot write itself: dates as ISO text, decimals as numbers."""
+    if isinstance(value, (datetime.date, datetime.time)):
+        return value.isoformat()
+    if isinstance(value, decimal.Decimal):
+        return float(value)
+    return str(value)
+
+
+def count_rows(rows: int) -> str:
+    """`1 row`, `2 rows`."""
+    return "1 row" if rows == 1 else f"{rows} rows"
