@@ -43,6 +43,16 @@ class Entry:
         return StructType.fromJson(self.schema) if self.schema else None
 
 
+def view_query_of(create: exp.Create) -> exp.Expression:
+    """The query a CREATE VIEW statement defines; a column list `v(a, b)` renames its columns."""
+    query = create.expression
+    if isinstance(create.this, exp.Schema):
+        columns = [exp.to_identifier(column.name) for column in create.this.expressions]
+        alias = exp.TableAlias(this=exp.to_identifier(create.this.this.name), columns=columns)
+        query = exp.select("*").from_(exp.Subquery(this=query, alias=alias))
+    return query
+
+
 class Catalog:
     def __init__(self, spark: SparkSession, warehouse: Path):
         self.spark = spark
@@ -73,7 +83,7 @@ class Catalog:
         entry = self.entry(name)
         if entry is None or entry.kind != "view":
             return None
-        return dialect.parse_one(entry.sql).expression
+        return view_query_of(dialect.parse_one(entry.sql))
 
     def entry(self, name: str) -> Entry | None:
         path = self.metadata / f"{name.lower()}.json"

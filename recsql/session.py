@@ -15,7 +15,7 @@ from pyspark.sql.types import DataType, StructType
 from sqlglot import exp
 
 from recsql import analysis, planner
-from recsql.catalog import Catalog
+from recsql.catalog import Catalog, view_query_of
 from recsql.engine.executor import Executor, ProgressListener
 from recsql.errors import DataError, Error, NotSupportedError, ProgrammingError
 from recsql.parameters import bind
@@ -124,7 +124,7 @@ class Session:
                 raise ProgrammingError("CREATE VIEW needs AS followed by a query")
             if query.find(exp.Placeholder):
                 raise ProgrammingError("a view cannot hold query parameters (?)")
-            self.plan(query)  # a view must compile now, not at its first use
+            self.plan(view_query_of(create))  # a view must compile now, not at its first use
             self.catalog.create_view(name, sql, replace)
             return Result()
         if kind != "TABLE":

@@ -13,7 +13,6 @@ PREFIX = "recsql."
 class Settings:
     max_iterations: int = 10_000  # iterations of one recursive component
     max_rows: int = 100_000_000  # facts derived by one recursive component
-    checkpoint_interval: int = 10  # iterations between lineage cuts of the accumulated relations
 
     def set(self, key: str, value: str) -> None:
         name = key[len(PREFIX):] if key.startswith(PREFIX) else key

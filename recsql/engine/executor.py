@@ -128,11 +128,9 @@ class Fixpoint:
         self.spark = executor.spark
         self.program = program
         self.stratum = stratum
-        settings = executor.settings
         bag = stratum.iteration is Iteration.BAG
         self.states: dict[str, RelationState] = {
-            name: state_for(self.spark, program.relations[name], bag, settings.checkpoint_interval)
-            for name in stratum.relations
+            name: state_for(self.spark, program.relations[name], bag) for name in stratum.relations
         }
         self.rule_ids = {id(rule): i for i, rule in enumerate(program.rules)}
 

@@ -29,14 +29,13 @@ def empty_frame(spark: SparkSession, width: int) -> DataFrame:
 
 
 class RelationState:
-    def __init__(self, spark: SparkSession, relation: Relation, checkpoint_interval: int):
+    def __init__(self, spark: SparkSession, relation: Relation):
         self.spark = spark
         self.relation = relation
         self.names = column_names(len(relation.columns))
-        self.checkpoint_interval = checkpoint_interval
+        self.partitions = int(spark.conf.get("spark.sql.shuffle.partitions"))
         self.full = self.delta = self.old = empty_frame(spark, len(relation.columns))
         self.delta_rows = 0
-        self.merges = 0
 
     def start(self, candidates: DataFrame | None) -> None:
         """Absorb the facts of the exit rules."""
@@ -54,12 +53,9 @@ class RelationState:
         self.delta_rows = self.delta.count()
 
     def accumulate(self, frame: DataFrame) -> DataFrame:
-        """`frame` as the new full relation, its lineage cut every `checkpoint_interval` merges."""
-        self.merges += 1
-        if self.merges % self.checkpoint_interval == 0:
-            partitions = int(self.spark.conf.get("spark.sql.shuffle.partitions"))
-            return frame.coalesce(partitions).localCheckpoint(eager=True)
-        return frame
+        """`frame` as the new full relation. Its lineage is cut lazily: the checkpoint is filled by the next
+        job that reads it, so no job runs for it here and no iteration recomputes an earlier one."""
+        return frame.coalesce(self.partitions).localCheckpoint(eager=False)
 
 
 class SetRelation(RelationState):
@@ -73,18 +69,31 @@ class SetRelation(RelationState):
 
 
 class BagRelation(RelationState):
+    """No iteration reads `full` (each round reads only the last one), so a lazy checkpoint would never be
+    filled: the union of the rounds is materialized every ROUNDS_PER_CUT rounds instead."""
+
+    ROUNDS_PER_CUT = 32
+
+    def __init__(self, spark: SparkSession, relation: Relation):
+        super().__init__(spark, relation)
+        self.rounds_since_cut = 0
+
     def merge(self, candidates: DataFrame | None) -> None:
         self.old = self.full
         if candidates is None:
             self.delta, self.delta_rows = self.empty(), 0
             return
         self.materialize_delta(candidates)
-        self.full = self.accumulate(self.full.unionAll(self.delta))
+        self.full = self.full.unionAll(self.delta)
+        self.rounds_since_cut += 1
+        if self.rounds_since_cut == self.ROUNDS_PER_CUT:
+            self.full = self.full.coalesce(self.partitions).localCheckpoint(eager=True)
+            self.rounds_since_cut = 0
 
 
 class ExtremumRelation(RelationState):
-    def __init__(self, spark: SparkSession, relation: Relation, checkpoint_interval: int):
-        super().__init__(spark, relation, checkpoint_interval)
+    def __init__(self, spark: SparkSession, relation: Relation):
+        super().__init__(spark, relation)
         self.keys = [self.names[i] for i in relation.group_key]
         self.value = self.names[relation.aggregate.column]
         self.function = F.min if relation.aggregate.function == "min" else F.max
@@ -96,7 +105,7 @@ class ExtremumRelation(RelationState):
             return
         best = self.aggregate(candidates)
         if not self.keys:
-            merged = self.aggregate(self.full.unionAll(best))
+            merged = self.accumulate(self.aggregate(self.full.unionAll(best)))
             self.materialize_delta(merged.subtract(self.full))
             self.full = merged
             return
@@ -115,8 +124,8 @@ class ExtremumRelation(RelationState):
 class SumRelation(RelationState):
     """Candidates arrive as contribution frames: group key columns, RULE_ID, CONTRIBUTOR, VALUE."""
 
-    def __init__(self, spark: SparkSession, relation: Relation, checkpoint_interval: int):
-        super().__init__(spark, relation, checkpoint_interval)
+    def __init__(self, spark: SparkSession, relation: Relation):
+        super().__init__(spark, relation)
         self.keys = [self.names[i] for i in relation.group_key]
         self.value = self.names[relation.aggregate.column]
         self.contributions: DataFrame | None = None
@@ -128,7 +137,7 @@ class SumRelation(RelationState):
             return
         identity = self.keys + [RULE_ID, CONTRIBUTOR]
         merged = candidates if self.contributions is None else self.contributions.unionAll(candidates)
-        merged = merged.groupBy(*identity).agg(F.max(VALUE).alias(VALUE)).localCheckpoint(eager=True)
+        merged = self.accumulate(merged.groupBy(*identity).agg(F.max(VALUE).alias(VALUE)))
         if self.contributions is None:
             self.materialize_delta(self.totals(merged))
             self.full = self.delta
@@ -153,9 +162,9 @@ class SumRelation(RelationState):
         )
 
 
-def state_for(spark: SparkSession, relation: Relation, bag: bool, checkpoint_interval: int) -> RelationState:
+def state_for(spark: SparkSession, relation: Relation, bag: bool) -> RelationState:
     if relation.aggregate is not None:
         kind = ExtremumRelation if relation.aggregate.function in ("min", "max") else SumRelation
     else:
         kind = BagRelation if bag else SetRelation
-    return kind(spark, relation, checkpoint_interval)
+    return kind(spark, relation)
