@@ -17,7 +17,7 @@ from sqlglot import exp
 from recsql import analysis, planner
 from recsql.catalog import Catalog, view_query_of
 from recsql.engine.executor import Executor, ProgressListener
-from recsql.errors import DataError, Error, NotSupportedError, ProgrammingError
+from recsql.errors import DataError, NotSupportedError, ProgrammingError
 from recsql.parameters import bind
 from recsql.settings import PREFIX, Settings
 from recsql.spark_errors import spark_errors
@@ -304,4 +304,4 @@ def coerce(value: Any, data_type: DataType) -> Any:
     return value
 
 
-__all__ = ["Session", "Result", "Error"]
+__all__ = ["Session", "Result"]

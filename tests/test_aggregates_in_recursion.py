@@ -32,13 +32,20 @@ from reference import (
 
 
 def register(conn, name, rows, columns, doubles=()):
+    """Register `rows` as table `name` (int64 columns, float64 for those in `doubles`); return `rows`."""
     dtypes = {c: ("float64" if c in doubles else "int64") for c in columns}
     conn.register(name, pd.DataFrame(list(rows), columns=list(columns)).astype(dtypes))
+    return rows
 
 
 def query(cur, sql, params=None):
     cur.execute(sql, params) if params is not None else cur.execute(sql)
     return cur.fetchall()
+
+
+def assert_answer(cur, sql, expected, **options):
+    """Run `sql` and compare its rows with `expected` as sets (`assert_same_rows`, the query as context)."""
+    assert_same_rows(query(cur, sql), expected, context=sql, **options)
 
 
 # --- data ------------------------------------------------------------------------------------------------------
@@ -107,7 +114,7 @@ def test_single_source_shortest_paths_min(conn, cur):
     register(conn, "agg_wedge", WEIGHTED, ("src", "dst", "w"))
     expected = single_source_shortest(WEIGHTED, SOURCE)
     assert len(expected) > 5
-    assert_same_rows(query(cur, SSSP_RASQL), expected.items(), context=SSSP_RASQL)
+    assert_answer(cur, SSSP_RASQL, expected.items())
 
 
 def test_all_pairs_shortest_paths_min(conn, cur):
@@ -118,7 +125,7 @@ def test_all_pairs_shortest_paths_min(conn, cur):
         "SELECT src, dst, cost FROM sp"
     )
     expected = all_pairs_shortest_nonempty(WEIGHTED)
-    assert_same_rows(query(cur, sql), [(s, d, c) for (s, d), c in expected.items()], context=sql)
+    assert_answer(cur, sql, [(s, d, c) for (s, d), c in expected.items()])
 
 
 def test_connected_components_min_label(conn, cur):
@@ -141,7 +148,7 @@ def test_connected_components_min_label(conn, cur):
     )
     expected = min_label_components(undirected)
     assert len(set(expected.values())) == 4
-    assert_same_rows(query(cur, sql), expected.items(), context=sql)
+    assert_answer(cur, sql, expected.items())
 
 
 # --- max ---------------------------------------------------------------------------------------------------------
@@ -162,33 +169,31 @@ def test_bill_of_materials_longest_delivery_max(conn, cur):
         "SELECT part, days FROM actualdays"
     )
     expected = bom_max_days(assbl, basic)
-    assert_same_rows(query(cur, sql), expected.items(), context=sql)
+    assert_answer(cur, sql, expected.items())
 
 
 # --- count -------------------------------------------------------------------------------------------------------
 
 
 def test_path_counts_single_source_dag_count(conn, cur):
-    edges = dag()
-    register(conn, "agg_dag", edges, ("src", "dst"))
+    edges = register(conn, "agg_dag", dag(), ("src", "dst"))
     sql = (
         "WITH RECURSIVE paths(node, count() AS cnt) AS (SELECT 1, 1) UNION "
         "(SELECT e.dst, paths.cnt FROM paths, agg_dag e WHERE paths.node = e.src) SELECT node, cnt FROM paths"
     )
     expected = dag_path_counts(edges, 1)
     assert max(expected.values()) > 50  # many paths: a real test of counting, not of reachability
-    assert_same_rows(query(cur, sql), expected.items(), context=sql)
+    assert_answer(cur, sql, expected.items())
 
 
 def test_path_counts_all_pairs_dag_count(conn, cur):
-    edges = dag(seed=4, n=10, m=20)
-    register(conn, "agg_dag", edges, ("src", "dst"))
+    edges = register(conn, "agg_dag", dag(seed=4, n=10, m=20), ("src", "dst"))
     sql = (
         "WITH RECURSIVE paths(x, y, count() AS cnt) AS (SELECT src, dst, 1 FROM agg_dag) UNION "
         "(SELECT paths.x, e.dst, paths.cnt FROM paths, agg_dag e WHERE paths.y = e.src) SELECT x, y, cnt FROM paths"
     )
     expected = all_pairs_path_counts(edges)
-    assert_same_rows(query(cur, sql), [(x, y, c) for (x, y), c in expected.items()], context=sql)
+    assert_answer(cur, sql, [(x, y, c) for (x, y), c in expected.items()])
 
 
 def test_org_chart_head_count(conn, cur):
@@ -199,7 +204,7 @@ def test_org_chart_head_count(conn, cur):
         "(SELECT r.mgr, dept.cnt FROM dept, agg_report r WHERE dept.mgr = r.emp) SELECT mgr, cnt FROM dept"
     )
     expected = head_counts(report)
-    assert_same_rows(query(cur, sql), expected.items(), context=sql)
+    assert_answer(cur, sql, expected.items())
 
 
 def test_cyclic_count_of_paths_hits_iteration_limit(conn, cur):
@@ -242,7 +247,7 @@ def test_bonus_rollup_sum_doubles(conn, cur):
         "(SELECT s.m1, bonus.b * 0.5 FROM bonus, agg_sponsor s WHERE bonus.m = s.m2) SELECT m, b FROM bonus"
     )
     expected = mlm_bonus(sales, sponsor)
-    assert_same_rows(query(cur, sql), expected.items(), tol=1e-6, context=sql)
+    assert_answer(cur, sql, expected.items(), tol=1e-6)
 
 
 # --- syntax: both parenthesizations ---------------------------------------------------------------------------
@@ -261,26 +266,24 @@ def test_parenthesization_base_union_recursive_inside_same_answer(conn, cur):
 
 
 def test_nonlinear_transitive_closure(conn, cur):
-    edges = cyclic_graph(seed=17, n=12, m=18)
-    register(conn, "agg_e", edges, ("src", "dst"))
+    edges = register(conn, "agg_e", cyclic_graph(seed=17, n=12, m=18), ("src", "dst"))
     sql = (
         "WITH RECURSIVE tc(x, y) AS (SELECT src, dst FROM agg_e) UNION "
         "(SELECT a.x, b.y FROM tc a, tc b WHERE a.y = b.x) SELECT x, y FROM tc"
     )
-    assert_same_rows(query(cur, sql), transitive_closure(edges), context=sql)
+    assert_answer(cur, sql, transitive_closure(edges))
 
 
 def test_nonlinear_three_atoms_odd_walks(conn, cur):
     # tc(x, y) :- e(x, y).  tc(x, y) :- tc(x, a), e(a, b), tc(b, y).  Path lengths 1, 1+1+1, ...: all odd ones.
-    edges = cyclic_graph(seed=29, n=10, m=12)
-    register(conn, "agg_e", edges, ("src", "dst"))
+    edges = register(conn, "agg_e", cyclic_graph(seed=29, n=10, m=12), ("src", "dst"))
     sql = (
         "WITH RECURSIVE ow(x, y) AS (SELECT src, dst FROM agg_e) UNION "
         "(SELECT a.x, c.y FROM ow a, agg_e b, ow c WHERE a.y = b.src AND b.dst = c.x) SELECT x, y FROM ow"
     )
     _, odd = parity_reach(edges)
     assert odd != transitive_closure(edges)  # some pairs are joined by even walks only
-    assert_same_rows(query(cur, sql), odd, context=sql)
+    assert_answer(cur, sql, odd)
 
 
 def forest(seed=23):
@@ -289,8 +292,7 @@ def forest(seed=23):
 
 
 def test_same_generation_three_atoms(conn, cur):
-    rel = forest()
-    register(conn, "agg_rel", rel, ("parent", "child"))
+    rel = register(conn, "agg_rel", forest(), ("parent", "child"))
     sql = (
         "WITH RECURSIVE sg(x, y) AS (SELECT a.child, b.child FROM agg_rel a, agg_rel b "
         "WHERE a.parent = b.parent AND a.child <> b.child) UNION "
@@ -299,14 +301,13 @@ def test_same_generation_three_atoms(conn, cur):
     )
     expected = same_generation_tree(rel)
     assert expected == same_generation_naive(rel)
-    assert_same_rows(query(cur, sql), expected, context=sql)
+    assert_answer(cur, sql, expected)
 
 
 def test_same_generation_nonlinear(conn, cur):
     # a third, non-linear rule sg(x, y) :- sg(x, z), sg(z, y) adds the pairs (x, x), which the linear rule then
     # carries down to children
-    rel = forest(seed=29)
-    register(conn, "agg_rel", rel, ("parent", "child"))
+    rel = register(conn, "agg_rel", forest(seed=29), ("parent", "child"))
     sql = (
         "WITH RECURSIVE sg(x, y) AS ("
         "SELECT a.child, b.child FROM agg_rel a, agg_rel b WHERE a.parent = b.parent AND a.child <> b.child "
@@ -316,15 +317,14 @@ def test_same_generation_nonlinear(conn, cur):
     )
     expected = same_generation_naive(rel, transitive=True)
     assert any(x == y for x, y in expected)
-    assert_same_rows(query(cur, sql), expected, context=sql)
+    assert_answer(cur, sql, expected)
 
 
 # --- mutual recursion --------------------------------------------------------------------------------------------
 
 
 def test_mutual_recursion_even_odd(conn, cur):
-    edges = cyclic_graph(seed=31, n=11, m=16)
-    register(conn, "agg_e", edges, ("src", "dst"))
+    edges = register(conn, "agg_e", cyclic_graph(seed=31, n=11, m=16), ("src", "dst"))
     sql = (
         "WITH RECURSIVE "
         "odd(x, y) AS (SELECT src, dst FROM agg_e) UNION "
@@ -335,7 +335,7 @@ def test_mutual_recursion_even_odd(conn, cur):
     even, odd = parity_reach(edges)
     assert even != odd
     expected = [(0, x, y) for x, y in even] + [(1, x, y) for x, y in odd]
-    assert_same_rows(query(cur, sql), expected, context=sql)
+    assert_answer(cur, sql, expected)
 
 
 def test_mutual_recursion_count_attend(conn, cur):
@@ -359,7 +359,7 @@ def test_mutual_recursion_count_attend(conn, cur):
     # both CTEs in one answer: tag 0 = attend(x), tag 1 = cntcoming(y, n)
     sql = ctes + "SELECT 0, x, 0 FROM attend UNION ALL SELECT 1, y, n FROM cntcoming"
     expected = [(0, p, 0) for p in attending] + [(1, y, n) for y, n in coming.items()]
-    assert_same_rows(query(cur, sql), expected, context=sql)
+    assert_answer(cur, sql, expected)
 
 
 # --- the final query over the recursive result ----------------------------------------------------------------

@@ -8,6 +8,7 @@ function-scoped `cur` fixture cannot be used under @given).
 from __future__ import annotations
 
 import pandas as pd
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -72,20 +73,13 @@ PATH_COUNTS = (
 )
 
 
+@pytest.mark.parametrize("sql", [TC_LINEAR, TC_NONLINEAR], ids=["linear", "nonlinear"])
 @PROPERTY_SETTINGS
 @given(graph=graphs())
-def test_transitive_closure_matches_networkx(conn, graph):
+def test_transitive_closure_matches_networkx(conn, sql, graph):
     _, edges = graph
     register(conn, "prop_edge", edges, ("src", "dst"))
-    assert_same_rows(run(conn, TC_LINEAR), transitive_closure(edges), context=f"{TC_LINEAR}\nedges={edges}")
-
-
-@PROPERTY_SETTINGS
-@given(graph=graphs())
-def test_nonlinear_transitive_closure_matches_networkx(conn, graph):
-    _, edges = graph
-    register(conn, "prop_edge", edges, ("src", "dst"))
-    assert_same_rows(run(conn, TC_NONLINEAR), transitive_closure(edges), context=f"{TC_NONLINEAR}\nedges={edges}")
+    assert_same_rows(run(conn, sql), transitive_closure(edges), context=f"{sql}\nedges={edges}")
 
 
 @PROPERTY_SETTINGS

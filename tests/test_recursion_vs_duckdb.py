@@ -7,15 +7,15 @@ On linear recursion DuckDB's answers are the reference for both flavours (DESIGN
 
 from __future__ import annotations
 
-import math
-from collections import Counter
-from decimal import Decimal
-
-import duckdb
 import pandas as pd
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
+pytest.register_assert_rewrite("duckdb_reference")  # before its import: its asserts explain themselves like ours
+
+import duckdb_reference
+from duckdb_reference import check, q, register_both, register_tables
 
 # ---------------------------------------------------------------------------------------------------------------
 # Data (table names prefixed with rc_)
@@ -60,81 +60,20 @@ TABLES = {"rc_dag": RC_DAG, "rc_cyc": RC_CYC, "rc_tree": RC_TREE, "rc_node": RC_
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# Fixtures and comparison helpers
+# Fixtures (the comparison is tests/duckdb_reference.py) and query text
 # ---------------------------------------------------------------------------------------------------------------
 
 
 @pytest.fixture(scope="module")
 def duck():
-    con = duckdb.connect()
-    con.execute("SET default_null_order = 'nulls_first_on_asc_last_on_desc'")  # Spark's NULL ordering
-    for name, df in TABLES.items():
-        con.register(name, df)
+    con = duckdb_reference.connect(TABLES)
     yield con
     con.close()
 
 
 @pytest.fixture(scope="module")
 def rc_tables(conn):
-    for name, df in TABLES.items():
-        conn.register(name, df)
-    return conn
-
-
-def _norm(value):
-    if isinstance(value, Decimal):
-        value = float(value)
-    if isinstance(value, float):
-        if math.isnan(value):
-            return "NaN"
-        return round(value, 6) + 0.0
-    return value
-
-
-def _normalize(rows):
-    return [tuple(_norm(v) for v in row) for row in rows]
-
-
-def _diff(got, expected):
-    g, e = Counter(got), Counter(expected)
-    missing = list((e - g).elements())[:10]
-    extra = list((g - e).elements())[:10]
-    return (f"recsql {len(got)} rows, DuckDB {len(expected)} rows\n"
-            f"missing (in DuckDB, not recsql): {missing}\nextra (in recsql, not DuckDB): {extra}")
-
-
-def check(cur, duck, sql, duck_sql=None, params=None, ordered=False, allow_empty=False, names=False):
-    """Run `sql` on recsql and `duck_sql` (default: the same text) on DuckDB; assert equal answers."""
-    cur.execute(sql, params)
-    got_raw = cur.fetchall()
-    description = cur.description
-
-    ref = duck.execute(duck_sql or sql, list(params)) if params else duck.execute(duck_sql or sql)
-    expected = _normalize(ref.fetchall())
-    if not allow_empty:
-        assert expected, f"reference answer is empty; the test is vacuous: {duck_sql or sql}"
-
-    assert isinstance(got_raw, list), type(got_raw)
-    assert all(isinstance(row, tuple) for row in got_raw), got_raw[:3]
-    got = _normalize(got_raw)
-
-    assert description is not None, "cursor.description is None after a query"
-    assert len(description) == len(ref.description), (description, ref.description)
-    assert all(len(row) == len(description) for row in got), got[:3]
-    if names:
-        assert [c[0].lower() for c in description] == [c[0].lower() for c in ref.description]
-
-    if ordered:
-        assert got == expected, f"{sql}\nrecsql: {got}\nduckdb: {expected}"
-    else:
-        assert Counter(got) == Counter(expected), f"{sql}\n{_diff(got, expected)}"
-    return got
-
-
-def q(sql, duck=None, *, params=None, ordered=False, allow_empty=False, names=False, id=None):
-    return pytest.param(
-        dict(sql=sql, duck_sql=duck, params=params, ordered=ordered, allow_empty=allow_empty, names=names), id=id
-    )
+    return register_tables(conn, TABLES)
 
 
 def tc_sql(table, union="UNION"):
@@ -305,17 +244,14 @@ ALL_CASES = CLOSURE + REACHABILITY + DEPTH_AND_COUNTERS + MULTI_TABLE + FINAL_QU
 
 @pytest.mark.parametrize("case", ALL_CASES)
 def test_recursive_query_matches_duckdb(case, rc_tables, cur, duck):
-    check(cur, duck, case["sql"], duck_sql=case["duck_sql"], params=case["params"], ordered=case["ordered"],
-          allow_empty=case["allow_empty"], names=case["names"])
+    check(cur, duck, **case)
 
 
 def test_reregistered_edges_change_the_closure(rc_tables, cur, duck):
     """The recursion reads the table registered now, not a cached copy of an earlier registration."""
     sql = tc_sql("rc_swap")
     for pairs in ([(1, 2), (2, 3)], [(1, 2), (2, 3), (3, 1), (4, 1)]):
-        df = edges(pairs)
-        rc_tables.register("rc_swap", df)
-        duck.register("rc_swap", df)
+        register_both(rc_tables, duck, "rc_swap", edges(pairs))
         check(cur, duck, sql)
 
 
@@ -335,9 +271,7 @@ def digraphs(draw, dag=False):
 
 
 def _run_both(conn, duck, pairs, sql, params=None):
-    df = edges(pairs)
-    conn.register("rc_hyp_edge", df)
-    duck.register("rc_hyp_edge", df)
+    register_both(conn, duck, "rc_hyp_edge", edges(pairs))
     cur = conn.cursor()
     try:
         return check(cur, duck, sql, params=params, allow_empty=True)

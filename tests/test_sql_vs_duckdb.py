@@ -11,13 +11,15 @@ NULLS clause can be compared as well.
 from __future__ import annotations
 
 import datetime
-import math
 from collections import Counter
-from decimal import Decimal
 
-import duckdb
 import pandas as pd
 import pytest
+
+pytest.register_assert_rewrite("duckdb_reference")  # before its import: its asserts explain themselves like ours
+
+import duckdb_reference
+from duckdb_reference import normalize, q, register_both, register_tables
 
 D = datetime.date
 
@@ -70,82 +72,29 @@ TABLES = {"sq_emp": SQ_EMP, "sq_dept": SQ_DEPT, "sq_proj": SQ_PROJ, "sq_assign":
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# Fixtures and comparison helpers
+# Fixtures and the comparison (tests/duckdb_reference.py, plus the DB-API checks of this module)
 # ---------------------------------------------------------------------------------------------------------------
 
 
 @pytest.fixture(scope="module")
 def duck():
-    con = duckdb.connect()
-    con.execute("SET default_null_order = 'nulls_first_on_asc_last_on_desc'")  # Spark's NULL ordering
-    for name, df in TABLES.items():
-        con.register(name, df)
+    con = duckdb_reference.connect(TABLES)
     yield con
     con.close()
 
 
 @pytest.fixture(scope="module")
 def sq_tables(conn):
-    for name, df in TABLES.items():
-        conn.register(name, df)
-    return conn
+    return register_tables(conn, TABLES)
 
 
-def _norm(value):
-    if isinstance(value, Decimal):
-        value = float(value)
-    if isinstance(value, float):
-        if math.isnan(value):
-            return "NaN"
-        return round(value, 6) + 0.0
-    return value
-
-
-def _normalize(rows):
-    return [tuple(_norm(v) for v in row) for row in rows]
-
-
-def _diff(got, expected):
-    g, e = Counter(got), Counter(expected)
-    missing = list((e - g).elements())[:10]
-    extra = list((g - e).elements())[:10]
-    return f"missing (in DuckDB, not recsql): {missing}\nextra (in recsql, not DuckDB): {extra}"
-
-
-def check(cur, duck, sql, duck_sql=None, params=None, ordered=False, allow_empty=False, names=False):
-    """Run `sql` on recsql and `duck_sql` (default: the same text) on DuckDB; assert equal answers."""
-    cur.execute(sql, params)
-    got_raw = cur.fetchall()
-    description = cur.description
-
-    ref = duck.execute(duck_sql or sql, list(params)) if params else duck.execute(duck_sql or sql)
-    expected = _normalize(ref.fetchall())
-    if not allow_empty:
-        assert expected, f"reference answer is empty; the test is vacuous: {duck_sql or sql}"
-
-    assert isinstance(got_raw, list), type(got_raw)
-    assert all(isinstance(row, tuple) for row in got_raw), got_raw[:3]
-    got = _normalize(got_raw)
-
-    assert description is not None, "cursor.description is None after a query"
-    assert all(len(col) == 7 for col in description), description
-    assert len(description) == len(ref.description), (description, ref.description)
-    assert all(len(row) == len(description) for row in got), got[:3]
-    if names:
-        assert [c[0].lower() for c in description] == [c[0].lower() for c in ref.description]
+def check(cur, duck, sql, **options):
+    """`duckdb_reference.check`, and the DB-API shape of the cursor: 7-item description entries, a rowcount that is
+    -1 or the number of rows."""
+    got = duckdb_reference.check(cur, duck, sql, **options)
+    assert all(len(col) == 7 for col in cur.description), cur.description
     assert cur.rowcount in (-1, len(got)), cur.rowcount
-
-    if ordered:
-        assert got == expected, f"{sql}\nrecsql: {got}\nduckdb: {expected}"
-    else:
-        assert Counter(got) == Counter(expected), f"{sql}\n{_diff(got, expected)}"
     return got
-
-
-def q(sql, duck=None, *, params=None, ordered=False, allow_empty=False, names=False, id=None):
-    return pytest.param(
-        dict(sql=sql, duck_sql=duck, params=params, ordered=ordered, allow_empty=allow_empty, names=names), id=id
-    )
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -404,8 +353,7 @@ ALL_CASES = PROJECTION + WHERE + JOINS + SUBQUERIES + AGGREGATES + SET_OPERATION
 
 @pytest.mark.parametrize("case", ALL_CASES)
 def test_query_matches_duckdb(case, sq_tables, cur, duck):
-    check(cur, duck, case["sql"], duck_sql=case["duck_sql"], params=case["params"], ordered=case["ordered"],
-          allow_empty=case["allow_empty"], names=case["names"])
+    check(cur, duck, **case)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -415,16 +363,15 @@ def test_query_matches_duckdb(case, sq_tables, cur, duck):
 
 def test_limit_without_order_is_a_subset(sq_tables, cur, duck):
     cur.execute("SELECT id, name FROM sq_emp WHERE salary > 3000 LIMIT 4")
-    got = _normalize(cur.fetchall())
-    full = Counter(_normalize(duck.execute("SELECT id, name FROM sq_emp WHERE salary > 3000").fetchall()))
+    got = normalize(cur.fetchall())
+    full = Counter(normalize(duck.execute("SELECT id, name FROM sq_emp WHERE salary > 3000").fetchall()))
     assert len(got) == 4
     assert not Counter(got) - full, got
 
 
 def test_aggregates_on_empty_registered_table(sq_tables, cur, duck):
     empty = pd.DataFrame({"k": pd.Series([], dtype="int64"), "v": pd.Series([], dtype="int64")})
-    sq_tables.register("sq_empty", empty)
-    duck.register("sq_empty", empty)
+    register_both(sq_tables, duck, "sq_empty", empty)
     check(cur, duck, "SELECT count(*), sum(v), min(v), max(k), avg(v) FROM sq_empty")
     check(cur, duck, "SELECT k, count(*) FROM sq_empty GROUP BY k", allow_empty=True)
     check(cur, duck, "SELECT e.id FROM sq_emp e JOIN sq_empty x ON x.k = e.id", allow_empty=True)
@@ -432,22 +379,16 @@ def test_aggregates_on_empty_registered_table(sq_tables, cur, duck):
 
 
 def test_register_overwrites_table(conn, cur, duck):
-    first = pd.DataFrame({"a": [1, 2, 3], "b": ["x", "y", "z"]})
-    second = pd.DataFrame({"a": [10, 20], "b": ["p", "q"]})
-    conn.register("sq_over", first)
-    duck.register("sq_over", first)
-    check(cur, duck, "SELECT a, b FROM sq_over")
-    conn.register("sq_over", second)
-    duck.register("sq_over", second)
-    check(cur, duck, "SELECT a, b FROM sq_over")
+    for table in (pd.DataFrame({"a": [1, 2, 3], "b": ["x", "y", "z"]}), pd.DataFrame({"a": [10, 20], "b": ["p", "q"]})):
+        register_both(conn, duck, "sq_over", table)
+        check(cur, duck, "SELECT a, b FROM sq_over")
 
 
 def test_register_arrow_table(sq_tables, cur, duck):
     import pyarrow as pa
 
     table = pa.table({"k": pa.array([1, 2, 2, None], pa.int64()), "s": pa.array(["a", None, "c", "d"])})
-    sq_tables.register("sq_arrow", table)
-    duck.register("sq_arrow", table)
+    register_both(sq_tables, duck, "sq_arrow", table)
     check(cur, duck, "SELECT k, count(*) AS n, max(s) AS m FROM sq_arrow GROUP BY k", names=True)
     check(cur, duck, "SELECT a.k, e.name FROM sq_arrow a JOIN sq_emp e ON e.id = a.k")
 
