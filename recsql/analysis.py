@@ -194,6 +194,17 @@ def check_condition(condition: exp.Expression, directions: dict[str, str], where
     )
 
 
+def local_variables(rule: Rule, atom: Atom) -> set[str]:
+    """Variables of a conditional anti-join that occur nowhere else in the rule: existential, like `_`."""
+    elsewhere = set()
+    for literal in rule.body:
+        if literal is not atom:
+            elsewhere |= literal.variables() | (literal.condition_variables() if isinstance(literal, Atom) else set())
+    for term in rule.terms:
+        elsewhere |= variables_of(term)
+    return atom.variables() - elsewhere
+
+
 def check_safety(program: Program, rule: Rule) -> None:
     """Every variable used in a condition, negation or head must be bound by a positive atom or assignment."""
     bound = set()
@@ -204,7 +215,11 @@ def check_safety(program: Program, rule: Rule) -> None:
             bound.add(literal.variable)
     used = set()
     for literal in rule.body:
-        if isinstance(literal, (Condition, Assignment)) or (isinstance(literal, Atom) and literal.negated):
+        if isinstance(literal, (Condition, Assignment)):
+            used |= literal.variables()
+        elif isinstance(literal, Atom) and literal.negated and literal.on is not None:
+            used |= (literal.variables() | literal.condition_variables()) - local_variables(rule, literal)
+        elif isinstance(literal, Atom) and literal.negated:
             used |= literal.variables()
         elif isinstance(literal, Atom):
             used |= literal.condition_variables()

@@ -46,7 +46,9 @@ class Atom:
     call_args: tuple[exp.Expression, ...] = ()
     nulls_equal: bool = False  # match NULL with NULL, as SQL's set operations (EXCEPT, INTERSECT) do
     optional: bool = False  # LEFT OUTER JOIN: rows without a match keep NULLs for this atom's variables
-    on: exp.Expression | None = None  # the outer join's condition
+    # the join condition of an outer join, or the extra condition of an anti-join (NOT IN), besides the
+    # shared variables; a variable only this atom and its condition use is local to the anti-join
+    on: exp.Expression | None = None
 
     def variables(self) -> set[str]:
         return {arg for arg in self.args if arg != WILDCARD}
@@ -58,9 +60,10 @@ class Atom:
     def __str__(self) -> str:
         call = f"[{', '.join(a.sql() for a in self.call_args)}]" if self.call_args else ""
         text = f"{self.relation}{call}({', '.join(self.args)})" + ("≡" if self.nulls_equal else "")
+        on = f" on {self.on.sql(dialect='spark')}" if self.on is not None else ""
         if self.optional:
-            return f"left {text} on {self.on.sql(dialect='spark')}"
-        return f"not {text}" if self.negated else text
+            return f"left {text}{on}"
+        return f"not {text}{on}" if self.negated else text
 
 
 @dataclass(frozen=True)

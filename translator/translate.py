@@ -571,12 +571,22 @@ class Translator:
         if probe is not None and width != 1:
             raise TranslationError.at_node(f"the subquery of IN must select one column, not {width}", query)
         args: list[str] = []
-        if probe is not None:
+        on = None
+        if probe is not None and negated:
+            # x NOT IN (...) holds only when no member equals x, is NULL, or meets a NULL x (SQL's three values)
+            probe_variable, member = self.bind_expression(probe, block, env), self.fresh_variable("member")
+            on = exp.or_(
+                exp.EQ(this=var(member), expression=var(probe_variable)),
+                exp.Is(this=var(member), expression=exp.Null()),
+                exp.Is(this=var(probe_variable), expression=exp.Null()),
+            )
+            args.append(member)
+        elif probe is not None:
             args.append(self.bind_expression(probe, block, env))
         elif width:
             args.append(WILDCARD if negated else self.fresh_variable("one"))
         args.extend(self.bind_expression(outer_column, block, env) for outer_column in correlations)
-        block.body.append(Atom(relation, tuple(args), negated=negated))
+        block.body.append(Atom(relation, tuple(args), negated=negated, on=on))
         return True
 
     def bind_expression(self, expression: exp.Expression, block: Block, env: dict[str, str]) -> str:

@@ -79,8 +79,21 @@ def join_body(spark: SparkSession, rule: Rule, frame_of: AtomFrames) -> tuple[Da
         raise ValueError(f"rule {rule} uses unbound variables {sorted(unbound)}")
     for position, atom in negated:
         atom_frame = bind_atom(frame_of(position, atom), atom)
-        frame = join(frame, atom_frame, sorted(atom.variables() & bound), "left_anti", atom.nulls_equal)
+        shared = sorted(atom.variables() & bound)
+        if atom.on is not None:
+            frame = conditional_anti_join(frame, atom_frame, shared, atom.on)
+        else:
+            frame = join(frame, atom_frame, shared, "left_anti", atom.nulls_equal)
     return frame, bound
+
+
+def conditional_anti_join(left: DataFrame, right: DataFrame, keys: list[str], on: exp.Expression) -> DataFrame:
+    """Rows of `left` with no row of `right` equal on `keys` and satisfying `on` (NOT IN's null-aware anti-join)."""
+    renamed = right.select(*[F.col(c).alias(f"__r_{c}") if c in keys else F.col(c) for c in right.columns])
+    condition = spark_expression(on)
+    for key in keys:
+        condition = condition & (F.col(key) == F.col(f"__r_{key}"))
+    return left.join(renamed, on=condition, how="left_anti")
 
 
 def join(left: DataFrame, right: DataFrame, keys: list[str], how: str, nulls_equal: bool = False) -> DataFrame:
