@@ -359,9 +359,7 @@ class Translator:
         items = self.expand_stars(select, block)
         group = select.args.get("group")
         having = select.args.get("having")
-        aggregating = group is not None or having is not None or any(
-            e.find(exp.AggFunc) for _, e in items
-        )
+        aggregating = group is not None or having is not None or any(outermost_aggregates(e) for _, e in items)
         if aggregating:
             block, terms, having_conditions = self.translate_aggregation(select, items, block, env)
             block.body.extend(Condition(condition) for condition in having_conditions)
@@ -624,14 +622,18 @@ class Translator:
         return expression.copy().transform(rewrite, copy=False)
 
     def scalar_subquery(self, subquery: exp.Subquery, block: Block, env: dict[str, str]) -> str:
+        """A scalar subquery as an outer join: NULL when it returns no row (for its correlation values)."""
         correlations: list[exp.Expression] = []
         relation = self.translate_query(subquery.this, env, block.scope, "scalar", correlations)
         width = len(self.program.relations[relation].columns) - len(correlations)
         if width != 1:
             raise TranslationError.at_node(f"a scalar subquery must select one column, not {width}", subquery)
         value = self.fresh_variable("scalar")
-        args = [value] + [self.bind_expression(c, block, env) for c in correlations]
-        block.body.append(Atom(relation, tuple(args)))
+        keys = [self.fresh_variable("key") for _ in correlations]
+        outer = [self.bind_expression(c, block, env) for c in correlations]
+        on = exp.and_(*[exp.EQ(this=var(k), expression=var(o)) for k, o in zip(keys, outer)]) if keys else exp.true()
+        block.optional |= {value, *keys}
+        block.body.append(Atom(relation, (value, *keys), optional=True, on=on))
         return value
 
     # ------------------------------------------------------------------ GROUP BY

@@ -53,20 +53,23 @@ def join_body(spark: SparkSession, rule: Rule, frame_of: AtomFrames) -> tuple[Da
 
     frame: DataFrame | None = None
     bound: set[str] = set()
-    remaining = list(positive)
-    in_written_order = any(atom.optional for _, atom in positive)  # outer joins do not commute
-    while remaining:
-        # next: the first atom sharing a variable with what is bound (cross products last)
-        pick = remaining[0] if in_written_order else next(
-            (p for p in remaining if frame is None or p[1].variables() & bound), remaining[0]
-        )
-        remaining.remove(pick)
+    # inner joins first, the first atom sharing a variable with what is bound next (cross products last);
+    # then outer joins in written order: their ON conditions read only atoms written before them
+    remaining = [p for p in positive if not p[1].optional]
+    optional = [p for p in positive if p[1].optional]
+    while remaining or optional:
+        if remaining:
+            pick = next((p for p in remaining if frame is None or p[1].variables() & bound), remaining[0])
+            remaining.remove(pick)
+        else:
+            pick = optional.pop(0)
         position, atom = pick
         atom_frame = bind_atom(frame_of(position, atom), atom)
-        if frame is None:
+        if atom.optional:
+            outer = frame if frame is not None else spark.range(1).select()
+            frame = outer.join(atom_frame, on=spark_expression(atom.on), how="left")
+        elif frame is None:
             frame = atom_frame
-        elif atom.optional:
-            frame = frame.join(atom_frame, on=spark_expression(atom.on), how="left")
         else:
             frame = join(frame, atom_frame, sorted(atom.variables() & bound), "inner", atom.nulls_equal)
         bound |= atom.variables()
