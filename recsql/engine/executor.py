@@ -89,12 +89,16 @@ class Executor:
     def materialize_inputs(self, program: Program, stratum: Stratum) -> None:
         """Relations a fixpoint reads from outside itself are computed once, not once per iteration."""
         rules = list(stratum.exit_rules) + [variant.rule for variant in stratum.variants]
-        for atom in {atom for rule in rules for atom in rule.atoms}:
-            if atom.relation in stratum.relations or atom.call_args:
-                continue
+        inputs = {
+            atom.relation: atom
+            for rule in rules
+            for atom in rule.atoms
+            if atom.relation not in stratum.relations and not atom.call_args
+        }
+        for name, atom in inputs.items():
             frame = self.atom_frame(atom).localCheckpoint(eager=True)
-            target = self.frames if atom.relation in self.frames else self.tables
-            target[atom.relation] = frame
+            target = self.frames if name in self.frames else self.tables
+            target[name] = frame
 
     def answer(self, program: Program) -> DataFrame:
         frame = self.frames[program.output]
