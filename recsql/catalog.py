@@ -92,11 +92,6 @@ class Catalog:
         except FileNotFoundError:
             return None
 
-    def names(self) -> list[tuple[str, str]]:
-        """(name, kind) of every visible table and view."""
-        stored = [(p.stem, json.loads(p.read_text())["kind"]) for p in sorted(self.metadata.glob("*.json"))]
-        return sorted(set(stored) | {(name, "registered") for name in self.registered})
-
     def dataframe(self, name: str) -> DataFrame:
         name = name.lower()
         if name in self.registered:

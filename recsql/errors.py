@@ -26,12 +26,6 @@ class Error(Exception):
             return f"{self.message} (line {self.line}, column {self.column})"
         return self.message
 
-    def at(self, line: int | None, column: int | None) -> "Error":
-        """Attach a position unless one is already known; returns self for `raise err.at(...)`."""
-        if self.line is None and line is not None:
-            self.line, self.column = line, column
-        return self
-
 
 class InterfaceError(Error):
     """Misuse of the DB-API objects themselves (a closed cursor, fetch before execute)."""

@@ -3,11 +3,12 @@ DDL and DML against the catalog, SET against the settings."""
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import decimal
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
@@ -229,18 +230,15 @@ def parse_single(sql: str) -> exp.Expression:
     return statements[0]
 
 
-class translation_errors:
+@contextlib.contextmanager
+def translation_errors() -> Iterator[None]:
     """Translator errors as PEP 249 errors, with their position."""
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, kind, error, traceback) -> bool:
-        if isinstance(error, UnsupportedError):
-            raise NotSupportedError(error.message, error.line, error.column) from None
-        if isinstance(error, TranslationError):
-            raise ProgrammingError(error.message, error.line, error.column) from None
-        return False
+    try:
+        yield
+    except UnsupportedError as error:
+        raise NotSupportedError(error.message, error.line, error.column) from None
+    except TranslationError as error:
+        raise ProgrammingError(error.message, error.line, error.column) from None
 
 
 def table_properties(properties: exp.Properties | None) -> tuple[str | None, dict[str, str]]:

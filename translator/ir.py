@@ -15,7 +15,7 @@ Two kinds of aggregation live in the IR:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from enum import Enum
 from typing import Iterator
 
@@ -203,9 +203,6 @@ class Program:
             for atom in rule.atoms:
                 if atom.relation in self.relations:
                     yield atom.relation, rule.head, atom, rule
-
-    def with_rules(self, rules: list[Rule]) -> "Program":
-        return replace(self, rules=list(rules))
 
     @property
     def output_columns(self) -> tuple[str, ...]:

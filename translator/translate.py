@@ -28,7 +28,6 @@ from translator.ir import (
     Rule,
     SortKey,
     var,
-    variables_of,
 )
 from translator.scope import Scope, Source
 
@@ -856,4 +855,4 @@ def in_subquery(node: exp.Expression, root: exp.Expression) -> bool:
     return False
 
 
-__all__ = ["translate", "SchemaProvider", "Translator", "variables_of"]
+__all__ = ["translate", "SchemaProvider", "Translator"]
