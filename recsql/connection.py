@@ -44,6 +44,19 @@ def connect(master: str | None = None, conf: dict[str, Any] | None = None, wareh
     return Connection(Session(spark, Catalog(spark, Path(warehouse)), settings))
 
 
+def as_arrow(data: Any) -> pa.Table:
+    """A pandas DataFrame, Arrow table or record batch as an Arrow table (Spark takes Arrow directly)."""
+    if isinstance(data, pa.Table):
+        return data
+    if isinstance(data, pa.RecordBatch):
+        return pa.Table.from_batches([data])
+    if type(data).__module__.startswith("pandas"):
+        return pa.Table.from_pandas(data, preserve_index=False)
+    raise InterfaceError(
+        f"register() takes a pandas DataFrame, a pyarrow Table or a Spark DataFrame, not {type(data).__name__}"
+    )
+
+
 class Connection:
     def __init__(self, session: Session):
         self._session: Session | None = session
@@ -76,13 +89,8 @@ class Connection:
         with spark_errors(f"register('{name}')"):
             if isinstance(data, DataFrame):
                 frame = data
-            elif isinstance(data, (pa.Table, pa.RecordBatch)):
-                frame = session.spark.createDataFrame(data.to_pandas()) if data.num_rows == 0 else \
-                    session.spark.createDataFrame(data)
-            elif hasattr(data, "to_arrow") or type(data).__module__.startswith("pandas"):
-                frame = session.spark.createDataFrame(pa.Table.from_pandas(data, preserve_index=False))
             else:
-                raise InterfaceError(f"register() takes a pandas DataFrame, a pyarrow Table or a Spark DataFrame, not {type(data).__name__}")
+                frame = session.spark.createDataFrame(as_arrow(data))
             session.catalog.register(name, frame)
 
     def commit(self) -> None:

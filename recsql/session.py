@@ -171,7 +171,7 @@ class Session:
             rows = [literal_row(row) for row in source.expressions]
             if all(row is not None for row in rows):
                 return self.insert_rows(insert, rows)
-        frame = self.dataframe(source)
+        frame = self.dataframe(source).localCheckpoint(eager=True)  # computed once: counted, then written
         count = frame.count()
         self.catalog.insert_frame(target.name, frame)
         return Result(rowcount=count)

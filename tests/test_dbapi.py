@@ -168,3 +168,15 @@ def test_query_results_match_duckdb_on_types(cur):
     assert [tuple(float(v) if not isinstance(v, str) else v for v in row) for row in ours] == [
         tuple(float(v) if not isinstance(v, str) else v for v in row) for row in theirs
     ]
+
+
+def test_insert_select_and_empty_arrow_registration(conn, cur):
+    conn.register("db_empty", pa.table({"k": pa.array([], pa.int64())}))
+    cur.execute("SELECT count(*) FROM db_empty")
+    assert cur.fetchall() == duckdb.sql("SELECT count(*) FROM range(0)").fetchall()
+    cur.execute("DROP TABLE IF EXISTS db_copy")
+    cur.execute("CREATE TABLE db_copy (n BIGINT)")
+    cur.execute("INSERT INTO db_copy SELECT id * 2 FROM range(5)")
+    assert cur.rowcount == 5
+    cur.execute("SELECT n FROM db_copy ORDER BY n")
+    assert cur.fetchall() == duckdb.sql("SELECT range * 2 FROM range(5) ORDER BY 1").fetchall()
