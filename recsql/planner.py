@@ -16,6 +16,7 @@ from recsql.analysis import Component
 from translator.ir import Atom, Iteration, Program, Rule
 
 FULL, DELTA, OLD = "full", "delta", "old"
+LOCAL, DISTRIBUTED = "local", "distributed"
 
 
 @dataclass(frozen=True)
@@ -41,6 +42,7 @@ class Stratum:
     exit_rules: tuple[Rule, ...]
     variants: tuple[Variant, ...]
     iteration: Iteration
+    strategy: str = DISTRIBUTED  # recursive strata: LOCAL (one process, Arrow) or DISTRIBUTED (Spark jobs)
 
     @property
     def relations(self) -> tuple[str, ...]:
@@ -60,12 +62,13 @@ class Plan:
                 lines.append(f"{number}. {names}")
                 continue
             how = "UNION ALL iteration" if stratum.iteration is Iteration.BAG else "semi-naive fixpoint"
-            lines.append(f"{number}. {names}  (recursive: {how}, distributed on Spark)")
+            where = "local, in one process" if stratum.strategy == LOCAL else "distributed on Spark"
+            lines.append(f"{number}. {names}  (recursive: {how}, {where})")
             lines.extend(f"     {variant}" for variant in stratum.variants)
         return "\n".join(lines)
 
 
-def plan(program: Program, components: list[Component]) -> Plan:
+def plan(program: Program, components: list[Component], strategy: str = DISTRIBUTED) -> Plan:
     strata = []
     for component in components:
         rules = [rule for rule in program.rules if rule.head in component]
@@ -80,7 +83,7 @@ def plan(program: Program, components: list[Component]) -> Plan:
             if reads_component(rule, component)
             for variant in delta_variants(rule, component, iteration)
         )
-        strata.append(Stratum(component, exit_rules, variants, iteration))
+        strata.append(Stratum(component, exit_rules, variants, iteration, strategy))
     return Plan(program, tuple(strata))
 
 

@@ -88,7 +88,8 @@ class Session:
 
     def plan(self, query: exp.Expression) -> planner.Plan:
         program = translate(query, self.catalog)
-        return planner.plan(program, analysis.stratify(program))
+        strategy = planner.DISTRIBUTED if self.settings.strategy == "auto" else self.settings.strategy
+        return planner.plan(program, analysis.stratify(program), strategy)
 
     def dataframe(self, query: exp.Expression) -> DataFrame:
         plan = self.plan(query)

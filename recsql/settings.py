@@ -8,19 +8,36 @@ from recsql.errors import ProgrammingError
 
 PREFIX = "recsql."
 
+CHOICES = {
+    "strategy": ("auto", "local", "distributed"),
+    "magic": ("auto", "on", "off"),
+}
+
 
 @dataclass
 class Settings:
     max_iterations: int = 10_000  # iterations of one recursive component
     max_rows: int = 100_000_000  # facts derived by one recursive component
+    # how recursive components run: in one process over Arrow data (local), as Spark jobs (distributed),
+    # or chosen per component from the estimated sizes (auto)
+    strategy: str = "auto"
+    local_rows: int = 2_000_000  # auto: a component runs locally when its inputs and result fit under this
+    magic: str = "auto"  # magic sets: where the optimizer expects them to help (auto), always (on), never (off)
 
     def set(self, key: str, value: str) -> None:
         name = key[len(PREFIX):] if key.startswith(PREFIX) else key
         known = {f.name: f for f in fields(self)}
         if name not in known:
             raise ProgrammingError(f"unknown setting '{key}'; known: {', '.join(PREFIX + k for k in known)}")
+        text = str(value).strip("'\"")
+        if name in CHOICES:
+            choice = text.lower()
+            if choice not in CHOICES[name]:
+                raise ProgrammingError(f"setting '{key}' takes one of {', '.join(CHOICES[name])}, not {text!r}")
+            setattr(self, name, choice)
+            return
         try:
-            number = int(str(value).strip("'\""))
+            number = int(text)
         except ValueError:
             raise ProgrammingError(f"setting '{key}' takes a positive integer, not {value!r}") from None
         if number <= 0:
