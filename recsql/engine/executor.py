@@ -1,37 +1,32 @@
 """Runs a plan on Spark: non-recursive strata as lazy DataFrames, recursive strata as semi-naive (or
-UNION ALL) fixpoint loops with one materialization per relation and iteration."""
+UNION ALL) fixpoint loops with one materialization per relation and iteration, or, for strata planned
+LOCAL, as one local fixpoint over their inputs collected to Arrow."""
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 from functools import reduce
 from typing import Callable
 
+import pyarrow as pa
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
-from sqlglot import exp
+from pyspark.sql.pandas.types import to_arrow_schema
+from pyspark.sql.types import StructField, StructType
 
+from recsql.engine.local import LocalFixpoint, RelationTypes, SparkSettings
 from recsql.engine.relations import RelationState, SumRelation, empty_frame, state_for
 from recsql.engine.render import column_names, render_rule
-from recsql.errors import OperationalError
-from recsql.planner import DELTA, FULL, OLD, Plan, Stratum
+from recsql.engine.trace import Step, Trace
+from recsql.engine.semi_naive import (
+    Limits, Progress, ProgressListener, contributor_terms, iterate, rule_ids, rule_key,
+)
+from recsql.planner import DELTA, FULL, LOCAL, OLD, Plan, Stratum
 from recsql.settings import Settings
 from translator.ir import Atom, Iteration, Program, Relation, Rule, SortKey
 
+__all__ = ["Executor", "Fixpoint", "Progress", "ProgressListener"]
 
-@dataclass(frozen=True)
-class Progress:
-    """One iteration of a recursive component, as reported to a progress listener."""
-
-    relations: tuple[str, ...]
-    iteration: int
-    delta_rows: int
-    total_rows: int
-    elapsed: float
-
-
-ProgressListener = Callable[[Progress], None]
 TableFrames = Callable[[str], DataFrame]
 
 
@@ -42,25 +37,44 @@ class Executor:
         table_frame: TableFrames,
         settings: Settings,
         progress: ProgressListener | None = None,
+        trace: Trace | None = None,
     ):
         self.spark = spark
         self.table_frame = table_frame
         self.settings = settings
         self.progress = progress
+        self.trace = trace
+        self.plan: Plan | None = None
         self.frames: dict[str, DataFrame] = {}
         self.tables: dict[str, DataFrame] = {}
 
     def run(self, plan: Plan) -> DataFrame:
         """The answer of the plan's program as a DataFrame named after the output columns, ordered."""
         program = plan.program
+        self.plan = plan
         for stratum in plan.strata:
-            if stratum.component.recursive:
+            started = time.monotonic()
+            if stratum.component.recursive and stratum.strategy == LOCAL:
+                self.frames.update(self.run_local(program, stratum))
+            elif stratum.component.recursive:
                 self.frames.update(Fixpoint(self, program, stratum).run())
             else:
                 for name in stratum.relations:
                     rules = [rule for rule in stratum.exit_rules if rule.head == name]
                     self.frames[name] = self.combine(program.relations[name], rules)
+                    if self.trace is not None:
+                        self.frames[name] = self.frames[name].localCheckpoint(eager=True)
+                        self.trace.record(Step((name,), None, {name: self.frames[name].count()},
+                                               time.monotonic() - started))
         return self.answer(program)
+
+    def report(self, event: Progress) -> None:
+        """Progress of a recursive component: to the listener, and to the trace under EXPLAIN ANALYZE."""
+        if self.trace is not None:
+            self.trace.record(Step(event.relations, event.iteration, dict(event.facts),
+                                   event.elapsed - self.trace.elapsed_in(event.relations)))
+        if self.progress is not None:
+            self.progress(event)
 
     def combine(self, relation: Relation, rules: list[Rule]) -> DataFrame:
         """A non-recursive relation: the union of its rules, deduplicated or aggregated as declared."""
@@ -86,19 +100,38 @@ class Executor:
             self.tables[atom.relation] = self.table_frame(atom.relation)
         return self.tables[atom.relation]
 
-    def materialize_inputs(self, program: Program, stratum: Stratum) -> None:
+    def materialize_inputs(self, stratum: Stratum) -> None:
         """Relations a fixpoint reads from outside itself are computed once, not once per iteration."""
-        rules = list(stratum.exit_rules) + [variant.rule for variant in stratum.variants]
-        inputs = {
-            atom.relation: atom
-            for rule in rules
-            for atom in rule.atoms
-            if atom.relation not in stratum.relations and not atom.call_args
-        }
-        for name, atom in inputs.items():
+        for name, atom in stratum_inputs(stratum).items():
             frame = self.atom_frame(atom).localCheckpoint(eager=True)
             target = self.frames if name in self.frames else self.tables
             target[name] = frame
+
+    def run_local(self, program: Program, stratum: Stratum) -> dict[str, DataFrame]:
+        """A recursive stratum evaluated in this process: its inputs are collected to Arrow once, the
+        fixpoint runs without a Spark job, and its results come back as DataFrames with the column types
+        the distributed evaluation would give."""
+        spark_settings = self.spark_settings()
+        types = DistributedTypes(self, program, stratum, spark_settings.timezone)
+        fixpoint = LocalFixpoint(program, stratum, self.local_inputs(stratum), self.settings, self.report,
+                                 types.arrow, spark_settings)
+        tables = fixpoint.run()
+        schemas = types.spark(fixpoint.iterations)
+        return {name: self.spark.createDataFrame(table, schemas[name]) for name, table in tables.items()}
+
+    def spark_settings(self) -> SparkSettings:
+        conf = self.spark.conf
+        return SparkSettings(
+            ansi=(conf.get("spark.sql.ansi.enabled") or "").lower() == "true",
+            timezone=conf.get("spark.sql.session.timeZone") or "UTC",
+        )
+
+    def local_inputs(self, stratum: Stratum) -> dict[str, pa.Table]:
+        tables = {}
+        for name, atom in stratum_inputs(stratum).items():
+            table = self.atom_frame(atom).toArrow()
+            tables[name] = table.rename_columns(column_names(table.num_columns))
+        return tables
 
     def answer(self, program: Program) -> DataFrame:
         frame = self.frames[program.output]
@@ -124,48 +157,56 @@ def union_all(frames: list[DataFrame]) -> DataFrame:
     return reduce(DataFrame.unionAll, frames)
 
 
-class Fixpoint:
-    """Evaluates one recursive component to its fixpoint (or its UNION ALL iteration to exhaustion)."""
+def stratum_inputs(stratum: Stratum) -> dict[str, Atom]:
+    """The relations a recursive stratum reads from outside itself (an atom reading each)."""
+    rules = list(stratum.exit_rules) + [variant.rule for variant in stratum.variants]
+    return {
+        atom.relation: atom
+        for rule in rules
+        for atom in rule.atoms
+        if atom.relation not in stratum.relations and not atom.call_args
+    }
 
-    def __init__(self, executor: Executor, program: Program, stratum: Stratum):
+
+class Fixpoint:
+    """Evaluates one recursive component to its fixpoint (or its UNION ALL iteration to exhaustion).
+
+    A schema-only fixpoint runs no job: stepping it only tells the column types of each relation."""
+
+    def __init__(self, executor: Executor, program: Program, stratum: Stratum, schema_only: bool = False):
         self.executor = executor
+        self.order_variant = executor.plan.order_variant if executor.plan else lambda variant, _: variant
         self.spark = executor.spark
         self.program = program
         self.stratum = stratum
         bag = stratum.iteration is Iteration.BAG
         self.states: dict[str, RelationState] = {
-            name: state_for(self.spark, program.relations[name], bag) for name in stratum.relations
+            name: state_for(self.spark, program.relations[name], bag, schema_only) for name in stratum.relations
         }
-        self.rule_ids = {id(rule): i for i, rule in enumerate(program.rules)}
+        self.rule_ids = rule_ids(program)
 
     def run(self) -> dict[str, DataFrame]:
-        executor, settings = self.executor, self.executor.settings
-        executor.materialize_inputs(self.program, self.stratum)
-        started = time.monotonic()
-        exit_frames = self.derive([(rule, None) for rule in self.stratum.exit_rules])
-        for name, state in self.states.items():
-            state.start(exit_frames.get(name))
-        derived = sum(state.delta_rows for state in self.states.values())
-        iteration = 0
-        limit, limited_by = self.iteration_limit()
-        while any(state.delta_rows for state in self.states.values()):
-            iteration += 1
-            if iteration > limit:
-                raise OperationalError(self.iteration_message(limit, limited_by))
-            candidates = self.derive([(variant.rule, variant.versions) for variant in self.stratum.variants])
-            for name, state in self.states.items():
-                state.merge(candidates.get(name))
-            new_rows = sum(state.delta_rows for state in self.states.values())
-            derived += new_rows
-            if derived > settings.max_rows:
-                raise OperationalError(
-                    f"recursive query over {self.names()} derived more than {settings.max_rows} rows by iteration "
-                    f"{iteration} (recsql.max_rows); raise the limit with SET recsql.max_rows = <n> if this is expected"
-                )
-            if executor.progress is not None:
-                executor.progress(Progress(self.stratum.relations, iteration, new_rows, derived,
-                                           time.monotonic() - started))
+        self.executor.materialize_inputs(self.stratum)
+        iterate(self, Limits(self.program, self.stratum, self.executor.settings), self.executor.report)
         return {name: state.full for name, state in self.states.items()}
+
+    def start(self) -> int:
+        return self.absorb(self.derive([(rule, None) for rule in self.stratum.exit_rules]))
+
+    def step(self) -> int:
+        """One iteration, each delta rule's joins ordered for the size of the delta it starts from."""
+        sizes = {name: float(state.delta_rows) for name, state in self.states.items()}
+        variants = [self.order_variant(variant, sizes) for variant in self.stratum.variants]
+        return self.absorb(self.derive([(variant.rule, variant.versions) for variant in variants]))
+
+    def absorb(self, candidates: dict[str, DataFrame]) -> int:
+        """Merge each relation's candidates; the number of new facts."""
+        for name, state in self.states.items():
+            state.merge(candidates.get(name))
+        return sum(state.delta_rows for state in self.states.values())
+
+    def facts(self) -> dict[str, int]:
+        return {name: state.delta_rows for name, state in self.states.items()}
 
     def derive(self, rules: list[tuple[Rule, tuple | None]]) -> dict[str, DataFrame]:
         """Candidate facts per relation from the given rules, each atom reading the chosen version."""
@@ -180,45 +221,63 @@ class Fixpoint:
 
             state = self.states[rule.head]
             if isinstance(state, SumRelation):
-                frame = render_rule(self.spark, rule, frame_of, self.contributor_terms(rule))
-                frame = state.contributions_of(frame, self.rule_ids[id(rule)])
+                frame = render_rule(self.spark, rule, frame_of, contributor_terms(self.program, self.stratum, rule))
+                frame = state.contributions_of(frame, self.rule_ids[rule_key(rule)])
             else:
                 frame = render_rule(self.spark, rule, frame_of)
             by_relation.setdefault(rule.head, []).append(frame)
         return {name: union_all(frames) for name, frames in by_relation.items()}
 
-    def contributor_terms(self, rule: Rule) -> tuple[exp.Expression, ...]:
-        """What identifies a contribution to a sum/count: the group keys of the recursive atoms it came
-        from, or, for a rule reading no recursive relation, the whole derived row."""
-        keys = []
-        for atom in rule.atoms:
-            if atom.relation in self.states and not atom.negated:
-                relation = self.program.relations[atom.relation]
-                keys.extend(exp.column(atom.args[i]) for i in relation.group_key)
-        return tuple(keys) if keys else tuple(term.copy() for term in rule.terms)
 
-    def iteration_limit(self) -> tuple[int, Relation | None]:
-        limit, limited_by = self.executor.settings.max_iterations, None
-        for name in self.stratum.relations:
-            relation = self.program.relations[name]
-            if relation.max_level is not None and relation.max_level < limit:
-                limit, limited_by = relation.max_level, relation
-        return limit, limited_by
+class DistributedTypes:
+    """The column types the distributed evaluation gives each relation of a stratum after each
+    iteration, read from a schema-only Fixpoint stepped as far as asked (no Spark job runs): Spark's
+    union widening can change them while iterating (an int exit rule, a bigint recursive rule; sum()
+    turns int into bigint), and the local strategy must give the same."""
 
-    def iteration_message(self, limit: int, limited_by: Relation | None) -> str:
-        if limited_by is not None:
-            return (
-                f"recursive CTE '{limited_by.display_name}' exceeded MAX RECURSION LEVEL {limit}: iteration "
-                f"{limit + 1} still derives new rows; raise the level in the query if deeper recursion is expected"
-            )
-        return (
-            f"recursive query over {self.names()} did not reach a fixpoint within {limit} iterations "
-            f"(recsql.max_iterations): iteration {limit + 1} still derives new rows. Raise the limit with "
-            "SET recsql.max_iterations = <n> if the recursion is meant to go deeper; on cyclic data, "
-            "UNION ALL and count()/sum() over paths never converge"
-        )
+    def __init__(self, executor: Executor, program: Program, stratum: Stratum, timezone: str):
+        self.fixpoint = Fixpoint(executor, program, stratum, schema_only=True)
+        self.timezone = timezone
+        self.read = {version for variant in stratum.variants for version in variant.versions if version}
+        self.steps: list[dict[str, dict[str, StructType]]] = []  # per step, relation and version
 
-    def names(self) -> str:
-        return ", ".join(f"'{self.program.relations[n].display_name}'" for n in self.stratum.relations)
+    def arrow(self, iteration: int) -> dict[str, RelationTypes]:
+        """Arrow schemas of each relation's full and delta facts after `iteration` iterations."""
+        return {
+            name: RelationTypes(self.arrow_schema(types[FULL]), self.arrow_schema(types[DELTA]))
+            for name, types in self.at(iteration).items()
+        }
+
+    def arrow_schema(self, schema: StructType) -> pa.Schema:
+        return to_arrow_schema(schema, timezone=self.timezone)
+
+    def spark(self, iteration: int) -> dict[str, StructType]:
+        """Spark schemas of each relation's facts after `iteration` iterations."""
+        return {name: types[FULL] for name, types in self.at(iteration).items()}
+
+    def at(self, iteration: int) -> dict[str, dict[str, StructType]]:
+        while len(self.steps) <= iteration and not self.converged():
+            if self.steps:
+                self.fixpoint.step()
+            else:
+                self.fixpoint.start()
+            self.steps.append({
+                name: {FULL: nullable(state.full.schema), DELTA: nullable(state.delta.schema),
+                       OLD: nullable(state.old.schema)}
+                for name, state in self.fixpoint.states.items()
+            })
+        return self.steps[min(iteration, len(self.steps) - 1)]
+
+    def converged(self) -> bool:
+        """The last two steps agree on the types of the facts and of the versions the delta rules read:
+        every later step then repeats the last."""
+        if len(self.steps) < 2:
+            return False
+        versions = self.read | {FULL}
+        last, before = self.steps[-1], self.steps[-2]
+        return all(last[name][v] == before[name][v] for name in last for v in versions)
 
 
+def nullable(schema: StructType) -> StructType:
+    """`schema` with every column nullable: only the types are the distributed evaluation's to decide."""
+    return StructType([StructField(field.name, field.dataType, True) for field in schema])

@@ -10,12 +10,17 @@ next one) and `old` (`full` before the last iteration). All frames have position
   (group, rule, contributor key, value); for each contributor only its largest (latest) value counts, a
   group's value is the sum over its contributors, and delta holds the groups whose sum changed.
 * BagRelation: UNION ALL, the SQL standard's iteration: delta is the last round's rows, full all rounds.
+
+A schema-only state keeps, instead of each frame, an empty frame of its columns and types: stepping it
+runs no Spark job, and tells the types the distributed evaluation gives after each iteration (which
+Spark's union widening can change while iterating) to the local strategy.
 """
 
 from __future__ import annotations
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.types import StructType
 
 from recsql.engine.render import column_names, null_safe_join
 from translator.ir import Relation
@@ -28,18 +33,20 @@ def empty_frame(spark: SparkSession, width: int) -> DataFrame:
     return spark.range(0).select(*[F.lit(None).alias(name) for name in column_names(width)])
 
 
+def schema_frame(spark: SparkSession, schema: StructType) -> DataFrame:
+    """No rows, the columns and types of `schema`: a frame's type without its plan or data."""
+    return spark.range(0).select(*[F.lit(None).cast(field.dataType).alias(field.name) for field in schema])
+
+
 class RelationState:
-    def __init__(self, spark: SparkSession, relation: Relation):
+    def __init__(self, spark: SparkSession, relation: Relation, schema_only: bool = False):
         self.spark = spark
         self.relation = relation
+        self.schema_only = schema_only
         self.names = column_names(len(relation.columns))
         self.partitions = int(spark.conf.get("spark.sql.shuffle.partitions"))
         self.full = self.delta = self.old = empty_frame(spark, len(relation.columns))
         self.delta_rows = 0
-
-    def start(self, candidates: DataFrame | None) -> None:
-        """Absorb the facts of the exit rules."""
-        self.merge(candidates)
 
     def merge(self, candidates: DataFrame | None) -> None:
         raise NotImplementedError
@@ -49,12 +56,17 @@ class RelationState:
 
     def materialize_delta(self, frame: DataFrame) -> None:
         """Compute the delta once (one Spark job: the lazy checkpoint is filled by the count)."""
+        if self.schema_only:
+            self.delta, self.delta_rows = schema_frame(self.spark, frame.schema), 0
+            return
         self.delta = frame.localCheckpoint(eager=False)
         self.delta_rows = self.delta.count()
 
     def accumulate(self, frame: DataFrame) -> DataFrame:
         """`frame` as the new full relation. Its lineage is cut lazily: the checkpoint is filled by the next
         job that reads it, so no job runs for it here and no iteration recomputes an earlier one."""
+        if self.schema_only:
+            return schema_frame(self.spark, frame.schema)
         return frame.coalesce(self.partitions).localCheckpoint(eager=False)
 
 
@@ -74,8 +86,8 @@ class BagRelation(RelationState):
 
     ROUNDS_PER_CUT = 32
 
-    def __init__(self, spark: SparkSession, relation: Relation):
-        super().__init__(spark, relation)
+    def __init__(self, spark: SparkSession, relation: Relation, schema_only: bool = False):
+        super().__init__(spark, relation, schema_only)
         self.rounds_since_cut = 0
 
     def merge(self, candidates: DataFrame | None) -> None:
@@ -87,13 +99,18 @@ class BagRelation(RelationState):
         self.full = self.full.unionAll(self.delta)
         self.rounds_since_cut += 1
         if self.rounds_since_cut == self.ROUNDS_PER_CUT:
-            self.full = self.full.coalesce(self.partitions).localCheckpoint(eager=True)
+            self.full = self.cut(self.full)
             self.rounds_since_cut = 0
+
+    def cut(self, frame: DataFrame) -> DataFrame:
+        if self.schema_only:
+            return schema_frame(self.spark, frame.schema)
+        return frame.coalesce(self.partitions).localCheckpoint(eager=True)
 
 
 class ExtremumRelation(RelationState):
-    def __init__(self, spark: SparkSession, relation: Relation):
-        super().__init__(spark, relation)
+    def __init__(self, spark: SparkSession, relation: Relation, schema_only: bool = False):
+        super().__init__(spark, relation, schema_only)
         self.keys = [self.names[i] for i in relation.group_key]
         self.value = self.names[relation.aggregate.column]
         self.function = F.min if relation.aggregate.function == "min" else F.max
@@ -124,8 +141,8 @@ class ExtremumRelation(RelationState):
 class SumRelation(RelationState):
     """Candidates arrive as contribution frames: group key columns, RULE_ID, CONTRIBUTOR, VALUE."""
 
-    def __init__(self, spark: SparkSession, relation: Relation):
-        super().__init__(spark, relation)
+    def __init__(self, spark: SparkSession, relation: Relation, schema_only: bool = False):
+        super().__init__(spark, relation, schema_only)
         self.keys = [self.names[i] for i in relation.group_key]
         self.value = self.names[relation.aggregate.column]
         self.contributions: DataFrame | None = None
@@ -162,9 +179,9 @@ class SumRelation(RelationState):
         )
 
 
-def state_for(spark: SparkSession, relation: Relation, bag: bool) -> RelationState:
+def state_for(spark: SparkSession, relation: Relation, bag: bool, schema_only: bool = False) -> RelationState:
     if relation.aggregate is not None:
         kind = ExtremumRelation if relation.aggregate.function in ("min", "max") else SumRelation
     else:
         kind = BagRelation if bag else SetRelation
-    return kind(spark, relation)
+    return kind(spark, relation, schema_only)

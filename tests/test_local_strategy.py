@@ -1,0 +1,289 @@
+"""The local strategy (SET recsql.strategy = local): recursive strata evaluated in one process by DuckDB over
+Arrow data must give what the distributed evaluation gives.
+
+The other suites' recursive cases run again under the local strategy against their own independent
+references (DuckDB, networkx / plain Python, the RaDlog peer's answers); the cases below them compare the
+two strategies directly where only recsql defines the answer: column types, NULL handling, error messages
+of the limits, progress events.
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections import Counter
+from decimal import Decimal
+
+import pandas as pd
+import pyarrow as pa
+import pytest
+
+pytest.register_assert_rewrite("duckdb_reference")
+
+import duckdb_reference
+import test_aggregates_in_recursion as aggregates
+import test_peer_radlog as peer
+import test_recursion_vs_duckdb as linear
+from duckdb_reference import check, register_tables
+from reference import transitive_closure
+
+import recsql
+from recsql.engine import executor
+from recsql.engine.local import LocalFixpoint
+from recsql.settings import Settings
+from translator import dialect
+
+
+def set_strategy(conn, strategy: str) -> None:
+    cursor = conn.cursor()
+    cursor.execute(f"SET recsql.strategy = {strategy}")
+    cursor.close()
+
+
+@pytest.fixture
+def local(conn, monkeypatch):
+    """Every recursive stratum runs locally for the test (`auto` again afterwards), and some did."""
+    runs = []
+
+    class Counted(LocalFixpoint):
+        def run(self):
+            runs.append(self.stratum.relations)
+            return super().run()
+
+    monkeypatch.setattr(executor, "LocalFixpoint", Counted)
+    set_strategy(conn, "local")
+    yield runs
+    set_strategy(conn, "auto")
+    assert runs, "no recursive stratum ran locally"
+
+
+def suite_tests(module):
+    """The test functions of another suite that take only (conn, cur): rerun under the local strategy."""
+    return [
+        pytest.param(function, id=name)
+        for name, function in vars(module).items()
+        if name.startswith("test_") and function.__code__.co_varnames[: function.__code__.co_argcount] == ("conn", "cur")
+    ]
+
+
+# --- the other suites' cases, against their references -----------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def duck():
+    con = duckdb_reference.connect(linear.TABLES)
+    yield con
+    con.close()
+
+
+@pytest.mark.parametrize("case", linear.ALL_CASES)
+def test_linear_recursion_matches_duckdb(case, conn, cur, duck, local):
+    register_tables(conn, linear.TABLES)
+    check(cur, duck, **case)
+
+
+@pytest.mark.parametrize("test", suite_tests(aggregates))
+def test_aggregates_in_recursion(test, conn, cur, local):
+    test(conn, cur)
+
+
+@pytest.mark.parametrize("case", peer.CASES, ids=[case.id for case in peer.CASES])
+def test_peer_case(case, conn, cur, local):
+    peer.test_peer_case(conn, cur, case)
+
+
+@pytest.mark.parametrize("test", suite_tests(peer))
+def test_peer_company_control(test, conn, cur, local):
+    test(conn, cur)
+
+
+# --- the two strategies side by side ------------------------------------------------------------------------
+
+TABLES = {
+    "lc_typed": pa.table({
+        "src": pa.array([1, 2, 3, 4], pa.int32()),
+        "dst": pa.array([2, 3, 4, 5], pa.int32()),
+        "w": pa.array([1, 2, 3, 1], pa.int32()),
+        "big": pa.array([10, 20, 30, 40], pa.int64()),
+        "dbl": pa.array([0.5, 1.25, 2.0, 0.125]),
+        "dec": pa.array([Decimal("1.10"), Decimal("2.25"), Decimal("0.05"), Decimal("3.00")], pa.decimal128(10, 2)),
+        "day": pa.array([datetime.date(2024, 1, d) for d in (1, 2, 3, 4)], pa.date32()),
+        "name": ["a", "b", "c", "d"],
+    }),
+    "lc_nulls": pa.table({"a": pa.array([1, None, 2, None], pa.int32()), "b": pa.array([None, 1, 2, None], pa.int32())}),
+    "lc_block": pa.table({"x": pa.array([3, None], pa.int32())}),
+    "lc_cycle": pd.DataFrame({"src": [1, 2, 3, 3], "dst": [2, 3, 1, 4]}),
+}
+
+
+def answer(conn, sql: str):
+    """The rows (a multiset, numbers normalized) and the column types of `sql`, or the error it raises."""
+    cursor = conn.cursor()
+    try:
+        cursor.execute(sql)
+        return Counter(duckdb_reference.normalize(cursor.fetchall())), [column[1] for column in cursor.description]
+    except recsql.Error as error:
+        return type(error), error.message
+    finally:
+        cursor.close()
+
+
+@pytest.fixture
+def both(conn, local):
+    """Runs a query under each strategy: {strategy: answer(...)}."""
+    register_tables(conn, TABLES)
+
+    def run(sql: str, settings: tuple[str, ...] = ()) -> dict:
+        answers = {}
+        cursor = conn.cursor()
+        for strategy in ("distributed", "local"):
+            set_strategy(conn, strategy)
+            for setting in settings:
+                cursor.execute(f"SET {setting}")
+            try:
+                answers[strategy] = answer(conn, sql)
+            finally:
+                cursor.execute("SET recsql.max_iterations = 10000")
+                cursor.execute("SET recsql.max_rows = 100000000")
+        cursor.close()
+        return answers
+
+    return run
+
+
+SP = "sp(node, min() AS d) AS (SELECT 1, {zero}) UNION (SELECT e.dst, sp.d + e.{column} FROM sp, lc_typed e WHERE sp.node = e.src)"
+SUM = "s(node, sum() AS v) AS (SELECT dst, {value} FROM lc_typed) UNION (SELECT e.src, {step} FROM s, lc_typed e WHERE s.node = e.dst)"
+
+SAME_ANSWER = [
+    # types: Spark's union widening and aggregates decide them, iteration by iteration
+    pytest.param(f"WITH RECURSIVE {SP.format(zero='0', column='big')} SELECT * FROM sp", id="int_exit_bigint_recursion"),
+    pytest.param(f"WITH RECURSIVE {SP.format(zero='CAST(0 AS DECIMAL(10,2))', column='dec')} SELECT * FROM sp",
+                 id="decimal_widening_per_iteration"),
+    pytest.param(f"WITH RECURSIVE {SP.format(zero='0.0D', column='dbl')} SELECT * FROM sp", id="double_min"),
+    pytest.param("WITH RECURSIVE c(node, count() AS n) AS (SELECT 1, 1) UNION (SELECT e.dst, c.n FROM c, lc_typed e "
+                 "WHERE c.node = e.src) SELECT * FROM c", id="count_int_becomes_bigint"),
+    pytest.param(f"WITH RECURSIVE {SUM.format(value='dec', step='s.v')} SELECT * FROM s", id="sum_decimal"),
+    pytest.param(f"WITH RECURSIVE {SUM.format(value='dbl', step='s.v * 0.5')} SELECT * FROM s", id="sum_double"),
+    pytest.param("WITH RECURSIVE m(node, max() AS nm) AS (SELECT src, name FROM lc_typed) UNION "
+                 "(SELECT e.dst, m.nm FROM m, lc_typed e WHERE m.node = e.src) SELECT * FROM m", id="max_string"),
+    pytest.param("WITH RECURSIVE p(node, path) AS (SELECT 1, 'x' UNION ALL SELECT e.dst, concat(p.path, e.name) "
+                 "FROM p JOIN lc_typed e ON e.src = p.node) SELECT * FROM p", id="union_all_strings"),
+    pytest.param("WITH RECURSIVE d(day, n) AS (SELECT DATE '2024-01-01', 0 UNION SELECT date_add(d.day, 1), d.n + 1 "
+                 "FROM d WHERE d.day < DATE '2024-01-10') SELECT * FROM d", id="dates"),
+    pytest.param("WITH RECURSIVE r(n, q, m, s) AS (SELECT 7, 7 / 2, 7 % 3, CAST(7 AS STRING) UNION "
+                 "SELECT r.n - 1, r.n / 2, r.n % 3, CAST(r.n div 4 AS STRING) FROM r WHERE r.n > 1) SELECT * FROM r",
+                 id="division_modulo_casts"),
+    # NULLs: equal to each other in the set difference, never in joins; NOT IN's null-aware anti-join
+    pytest.param("WITH RECURSIVE r(a, b) AS (SELECT a, b FROM lc_nulls UNION SELECT r.b, r.a FROM r) SELECT * FROM r",
+                 id="null_facts_are_known_facts"),
+    pytest.param("WITH RECURSIVE r(n) AS (SELECT 1 UNION SELECT e.dst FROM r JOIN lc_typed e ON e.src = r.n "
+                 "WHERE e.dst NOT IN (SELECT x FROM lc_block WHERE x IS NOT NULL)) SELECT * FROM r", id="not_in"),
+    pytest.param("WITH RECURSIVE r(n) AS (SELECT 1 UNION SELECT e.dst FROM r JOIN lc_typed e ON e.src = r.n "
+                 "WHERE e.dst NOT IN (SELECT x FROM lc_block)) SELECT * FROM r", id="not_in_with_null"),
+    pytest.param("WITH RECURSIVE r(a, b) AS (SELECT a, b FROM lc_nulls UNION (SELECT r.b, r.a FROM r "
+                 "EXCEPT SELECT a, b FROM lc_nulls WHERE a IS NULL)) SELECT * FROM r", id="except_matches_null"),
+    pytest.param("WITH RECURSIVE r(a, b) AS (SELECT a, b FROM lc_nulls WHERE a = 2 UNION (SELECT r.b, r.a FROM r "
+                 "INTERSECT SELECT b, a FROM lc_nulls)) SELECT * FROM r", id="intersect_matches_null"),
+    pytest.param("WITH RECURSIVE r(n) AS (SELECT 1 UNION SELECT e.dst FROM r JOIN lc_cycle e ON e.src = r.n "
+                 "WHERE NOT EXISTS (SELECT 1 FROM lc_block b WHERE b.x = e.dst)) SELECT * FROM r", id="not_exists"),
+    # outer joins, table functions, aggregates below the recursion
+    pytest.param("WITH RECURSIVE r(n, w) AS (SELECT id, 0 FROM range(3) UNION SELECT r.n + 1, "
+                 "(SELECT max(t.w) FROM lc_typed t WHERE t.src = r.n) FROM r LEFT JOIN lc_nulls z ON z.a = r.n "
+                 "WHERE r.n < 6) SELECT * FROM r", id="range_left_join_scalar_subquery"),
+    pytest.param("WITH RECURSIVE r(n, c) AS (SELECT src, count(*) FROM lc_typed GROUP BY src UNION "
+                 "SELECT r.n + 1, r.c FROM r WHERE r.n < 8) SELECT * FROM r", id="group_by_exit_rule"),
+]
+
+
+@pytest.mark.parametrize("sql", SAME_ANSWER)
+def test_same_answer_and_types_as_distributed(both, sql):
+    answers = both(sql)
+    rows, _ = answers["local"]
+    assert isinstance(rows, Counter) and rows, answers["local"]
+    assert answers["local"] == answers["distributed"]
+
+
+LIMITS = [
+    pytest.param("WITH RECURSIVE counter(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM counter WHERE n < 100) "
+                 "SELECT max(n) FROM counter", ("recsql.max_iterations = 5",), id="max_iterations"),
+    pytest.param("WITH RECURSIVE counter(n) MAX RECURSION LEVEL 3 AS (SELECT 1 UNION ALL SELECT n + 1 FROM counter "
+                 "WHERE n < 10) SELECT * FROM counter", (), id="max_recursion_level"),
+    pytest.param("WITH RECURSIVE tc(a, b) AS (SELECT src, dst FROM lc_cycle UNION SELECT tc.a, e.dst FROM tc "
+                 "JOIN lc_cycle e ON tc.b = e.src) SELECT * FROM tc", ("recsql.max_rows = 5",), id="max_rows"),
+    pytest.param("WITH RECURSIVE paths(node, count() AS cnt) AS (SELECT 1, 1) UNION (SELECT e.dst, paths.cnt "
+                 "FROM paths, lc_cycle e WHERE paths.node = e.src) SELECT * FROM paths",
+                 ("recsql.max_iterations = 12",), id="count_on_a_cycle"),
+]
+
+
+@pytest.mark.parametrize("sql, settings", LIMITS)
+def test_limits_raise_the_distributed_error(both, sql, settings):
+    answers = both(sql, settings)
+    assert answers["local"][0] is recsql.OperationalError, answers["local"]
+    assert answers["local"] == answers["distributed"]
+
+
+@pytest.mark.parametrize("sql", [
+    pytest.param("WITH RECURSIVE r(n) AS (SELECT 'a' UNION SELECT CAST(CAST(r.n AS INT) - 1 AS STRING) FROM r) "
+                 "SELECT * FROM r", id="bad_cast"),
+    pytest.param("WITH RECURSIVE r(n) AS (SELECT 3 UNION SELECT r.n div (r.n - 1) FROM r) SELECT * FROM r",
+                 id="division_by_zero"),
+])
+def test_bad_data_is_a_data_error(both, sql):
+    answers = both(sql)
+    assert answers["local"][0] is recsql.DataError, answers["local"]
+    assert answers["distributed"][0] is recsql.DataError, answers["distributed"]
+
+
+def test_progress_events_match_distributed(conn, both):
+    events = []
+    conn.session.progress = events.append
+    try:
+        answers = both("WITH RECURSIVE tc(a, b) AS (SELECT src, dst FROM lc_cycle UNION SELECT tc.a, e.dst FROM tc "
+                       "JOIN lc_cycle e ON tc.b = e.src) SELECT * FROM tc")
+    finally:
+        conn.session.progress = None
+    assert answers["local"] == answers["distributed"]
+    seen = [(e.relations, e.iteration, e.delta_rows, e.total_rows) for e in events]
+    half = len(seen) // 2
+    assert half >= 3 and seen[:half] == seen[half:], seen
+    assert all(e.elapsed >= 0 for e in events)
+
+
+def spark_jobs(conn, sql: str) -> int:
+    """The number of Spark jobs `sql` runs."""
+    context = conn.spark_session.sparkContext
+    group = f"local-strategy-{id(sql)}"
+    context.setJobGroup(group, sql)
+    try:
+        cursor = conn.cursor()
+        cursor.execute(sql)
+        assert cursor.fetchall()
+    finally:
+        context.setLocalProperty("spark.jobGroup.id", None)
+    return len(context.statusTracker().getJobIdsForGroup(group))
+
+
+def test_no_spark_job_per_iteration(conn, local):
+    sql = "WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r WHERE n < 40) SELECT max(n) FROM r"
+    local_jobs = spark_jobs(conn, sql)
+    set_strategy(conn, "distributed")
+    distributed_jobs = spark_jobs(conn, sql + " ")
+    assert distributed_jobs >= 40
+    assert local_jobs < 10, local_jobs
+
+
+def test_local_fixpoint_needs_no_spark(conn):
+    """LocalFixpoint alone, on Arrow inputs and without the distributed types, computes the closure."""
+    edges = [(1, 2), (2, 3), (3, 1), (3, 4)]
+    conn.register("lc_edges", pd.DataFrame(edges, columns=["src", "dst"]))
+    plan = conn.session.plan(dialect.parse(
+        "WITH RECURSIVE tc(a, b) AS (SELECT src, dst FROM lc_edges UNION "
+        "SELECT tc.a, e.dst FROM tc JOIN lc_edges e ON tc.b = e.src) SELECT * FROM tc"
+    )[0])
+    stratum = next(s for s in plan.strata if s.component.recursive)
+    inputs = {name: pa.table({"c0": [a for a, _ in edges], "c1": [b for _, b in edges]})
+              for name in executor.stratum_inputs(stratum)}
+    fixpoint = LocalFixpoint(plan.program, stratum, inputs, Settings())
+    (table,) = fixpoint.run().values()
+    assert set(zip(*table.to_pydict().values())) == transitive_closure(edges)
+    assert fixpoint.iterations >= 2
