@@ -24,6 +24,7 @@ from typing import Callable, Iterator, Mapping
 
 import duckdb
 import pyarrow as pa
+from sqlglot import exp
 
 from recsql.engine.local_sql import RuleSQL, quote
 from recsql.engine.render import column_names
@@ -146,7 +147,7 @@ class Database:
 
     def __init__(self, timezone: str):
         self.connection = duckdb.connect()
-        self.connection.execute("SET TimeZone = ?", [timezone])
+        self.connection.execute(f"SET TimeZone = {exp.Literal.string(timezone).sql(dialect='duckdb')}")
         self.registered: dict[str, pa.Table] = {}
         self.sql_types: dict[pa.Schema, tuple[str | None, ...]] = {}
 

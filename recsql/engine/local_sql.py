@@ -27,10 +27,8 @@ class Frame:
     sql: str
     columns: tuple[str, ...]
 
-    def select(self, items: list[str], where: str = "", alias: str = "f") -> str:
-        return f"SELECT {', '.join(items) or 'NULL AS __unit'} FROM ({self.sql}) AS {alias}" + (
-            f" WHERE {where}" if where else ""
-        )
+    def select(self, items: list[str], where: str = "") -> str:
+        return f"SELECT {select_list(items)} FROM ({self.sql}) AS f" + (f" WHERE {where}" if where else "")
 
 
 UNIT = Frame("SELECT 1 AS __unit", ())  # one row, no variables: what a body without atoms reads
@@ -38,6 +36,11 @@ UNIT = Frame("SELECT 1 AS __unit", ())  # one row, no variables: what a body wit
 
 def quote(name: str) -> str:
     return exp.to_identifier(name, quoted=True).sql(dialect="duckdb")
+
+
+def select_list(items: list[str]) -> str:
+    """SQL has no empty SELECT list: a frame binding no variable keeps a placeholder column."""
+    return ", ".join(items) or "NULL AS __unit"
 
 
 class RuleSQL:
@@ -107,7 +110,7 @@ class RuleSQL:
         items = [f"l.{quote(c)}" for c in left.columns] + [f"r.{quote(c)}" for c in extra]
         condition = self.expression(qualified(on, set(right.columns)))
         return Frame(
-            f"SELECT {', '.join(items) or 'NULL AS __unit'} FROM ({left.sql}) AS l "
+            f"SELECT {select_list(items)} FROM ({left.sql}) AS l "
             f"LEFT JOIN ({right.sql}) AS r ON {condition}",
             left.columns + extra,
         )
@@ -122,9 +125,9 @@ class RuleSQL:
             local = set(right.columns) - set(keys)
             conditions.insert(0, f"({self.expression(qualified(atom.on, local))})")
         where = f" WHERE {' AND '.join(conditions)}" if conditions else ""
-        items = [f"l.{quote(c)}" for c in left.columns] or ["NULL AS __unit"]
+        items = [f"l.{quote(c)}" for c in left.columns]
         return Frame(
-            f"SELECT {', '.join(items)} FROM ({left.sql}) AS l "
+            f"SELECT {select_list(items)} FROM ({left.sql}) AS l "
             f"WHERE NOT EXISTS (SELECT 1 FROM ({right.sql}) AS r{where})",
             left.columns,
         )
@@ -174,7 +177,7 @@ def inner_join(left: Frame, right: Frame, nulls_equal: bool) -> Frame:
     operator = "IS NOT DISTINCT FROM" if nulls_equal else "="
     on = " AND ".join(f"l.{quote(k)} {operator} r.{quote(k)}" for k in keys)
     join = f"JOIN ({right.sql}) AS r ON {on}" if keys else f"CROSS JOIN ({right.sql}) AS r"
-    return Frame(f"SELECT {', '.join(items)} FROM ({left.sql}) AS l {join}", left.columns + extra)
+    return Frame(f"SELECT {select_list(items)} FROM ({left.sql}) AS l {join}", left.columns + extra)
 
 
 def bind_atom(table: str, atom: Atom) -> Frame:
@@ -191,5 +194,5 @@ def bind_atom(table: str, atom: Atom) -> Frame:
             seen.append(arg)
     where = f" WHERE {' AND '.join(equalities)}" if equalities else ""
     aliases = ", ".join(quote(n) for n in names)
-    items = ", ".join(quote(v) for v in seen) or "NULL AS __unit"
+    items = select_list([quote(v) for v in seen])
     return Frame(f"SELECT {items} FROM {table} AS a({aliases}){where}", tuple(seen))
