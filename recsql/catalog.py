@@ -6,10 +6,13 @@ Layout of the warehouse:
     data/<name>-<id>/     the Parquet files of a managed table; INSERT adds a file
 
 Several processes may share a warehouse: every read looks at the files, nothing is cached in memory.
+Statistics are kept in the metadata file with the version of the data they describe (a fingerprint of
+the data files), so a change to the data, by this process or another, makes them stale.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -24,7 +27,9 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
 from sqlglot import exp
 
+from recsql import statistics
 from recsql.errors import ProgrammingError
+from recsql.statistics import TableStatistics
 from translator import dialect
 
 
@@ -37,6 +42,7 @@ class Entry:
     format: str = "parquet"
     options: dict = field(default_factory=dict)
     sql: str | None = None  # the CREATE VIEW statement
+    statistics: dict | None = None  # TableStatistics as JSON, for the data version it names
 
     @property
     def struct(self) -> StructType | None:
@@ -62,6 +68,7 @@ class Catalog:
         self.metadata.mkdir(parents=True, exist_ok=True)
         self.data.mkdir(parents=True, exist_ok=True)
         self.registered: dict[str, DataFrame] = {}
+        self.registered_statistics: dict[str, TableStatistics] = {}
 
     # -------------------------------------------------------------- lookups (the translator's view)
 
@@ -109,10 +116,53 @@ class Catalog:
             options.setdefault("inferSchema", "true")
         return reader.options(**options).format(entry.format).load(entry.path)
 
+    # -------------------------------------------------------------- statistics (the optimizer's view)
+
+    ARROW_STATISTICS_BYTES = 64 << 20  # managed tables up to this size get exact statistics from Arrow
+
+    def table_statistics(self, name: str) -> TableStatistics | None:
+        """Statistics of a table's current data, gathered on first use and cached per data version."""
+        name = name.lower()
+        if name in self.registered:
+            if name not in self.registered_statistics:
+                self.registered_statistics[name] = statistics.from_spark(self.registered[name])
+            return self.registered_statistics[name]
+        entry = self.entry(name)
+        if entry is None or entry.kind == "view":
+            return None
+        version = data_version(entry.path)
+        if entry.statistics and entry.statistics.get("version") == version:
+            return TableStatistics.from_json(entry.statistics)
+        return self.analyze(name)
+
+    def analyze(self, name: str) -> TableStatistics:
+        """Gather a table's statistics now (ANALYZE TABLE) and cache them."""
+        name = name.lower()
+        if name in self.registered:
+            self.registered_statistics[name] = statistics.from_spark(self.registered[name])
+            return self.registered_statistics[name]
+        entry = self.entry(name)
+        if entry is None or entry.kind == "view":
+            raise ProgrammingError(f"table '{name}' not found")
+        version = data_version(entry.path)
+        if entry.kind == "table" and data_bytes(entry.path) <= self.ARROW_STATISTICS_BYTES:
+            table = pq.read_table(entry.path, schema=to_arrow_schema(entry.struct))
+            gathered = statistics.from_arrow(table, version)
+        else:
+            gathered = statistics.from_spark(self.dataframe(name), version)
+        entry.statistics = gathered.to_json()
+        self._write_entry(entry)
+        return gathered
+
     # -------------------------------------------------------------- changes
 
-    def register(self, name: str, frame: DataFrame) -> None:
-        self.registered[name.lower()] = frame
+    def register(self, name: str, frame: DataFrame, data: pa.Table | None = None) -> None:
+        """Register a DataFrame under `name`; when its Arrow data is at hand, statistics come from it."""
+        name = name.lower()
+        self.registered[name] = frame
+        self.registered_statistics.pop(name, None)
+        if data is not None:
+            self.registered_statistics[name] = statistics.from_arrow(data)
 
     def create_table(self, name: str, schema: StructType, replace: bool = False) -> None:
         self._check_new(name, replace)
@@ -162,6 +212,7 @@ class Catalog:
         name = name.lower()
         if kind == "table" and name in self.registered:
             del self.registered[name]
+            self.registered_statistics.pop(name, None)
             return
         entry = self.entry(name)
         wanted = {"table": ("table", "external"), "view": ("view",)}[kind]
@@ -197,3 +248,24 @@ class Catalog:
 
     def _remove_entry(self, name: str) -> None:
         (self.metadata / f"{name.lower()}.json").unlink(missing_ok=True)
+
+
+def data_files(path: str) -> list[Path]:
+    root = Path(path)
+    if root.is_file():
+        return [root]
+    return sorted(p for p in root.rglob("*") if p.is_file() and not p.name.startswith((".", "_")))
+
+
+def data_version(path: str) -> str:
+    """A fingerprint of a table's data files (names, sizes, modification times)."""
+    parts = []
+    for file in data_files(path):
+        status = file.stat()
+        parts.append(f"{file.name}:{status.st_size}:{status.st_mtime_ns}")
+    return hashlib.sha1("|".join(parts).encode()).hexdigest()[:16]
+
+
+def data_bytes(path: str) -> int:
+    return sum(file.stat().st_size for file in data_files(path))
+

@@ -88,10 +88,10 @@ class Connection:
         session = self.session
         with spark_errors(f"register('{name}')"):
             if isinstance(data, DataFrame):
-                frame = data
+                session.catalog.register(name, data)
             else:
-                frame = session.spark.createDataFrame(as_arrow(data))
-            session.catalog.register(name, frame)
+                table = as_arrow(data)
+                session.catalog.register(name, session.spark.createDataFrame(table), table)
 
     def commit(self) -> None:
         """Every statement is committed when it runs."""

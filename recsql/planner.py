@@ -1,11 +1,12 @@
-"""Planner: turns an analysed program into evaluation steps, one per strongly connected component.
+"""Planner: turns an optimized program into evaluation steps, one per strongly connected component.
 
 A recursive component is evaluated semi-naively. For each recursive rule the planner emits one delta
 variant per body atom of the component: in variant j, atom j reads the facts new in the last iteration
 (Δ), the atoms before it read everything known (full), the atoms after it what was known before the last
 iteration (old). Every combination of facts with at least one new fact is then joined exactly once.
-UNION ALL components follow the SQL standard instead: every recursive reference reads the previous
-round's rows.
+The Δ atom drives its variant's join order; the order is chosen again each iteration from the sizes seen
+in the last one. UNION ALL components follow the SQL standard instead: every recursive reference reads
+the previous round's rows.
 """
 
 from __future__ import annotations
@@ -13,10 +14,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from recsql.analysis import Component
+from recsql.optimizer import Optimized
+from recsql.optimizer.cardinality import atom_estimate
+from recsql.optimizer.explain import explain_passes
+from recsql.optimizer.ordering import order_body
 from translator.ir import Atom, Iteration, Program, Rule
 
 FULL, DELTA, OLD = "full", "delta", "old"
-LOCAL, DISTRIBUTED = "local", "distributed"
+AUTO, LOCAL, DISTRIBUTED = "auto", "local", "distributed"
 
 
 @dataclass(frozen=True)
@@ -25,6 +30,11 @@ class Variant:
 
     rule: Rule
     versions: tuple[str | None, ...]  # per body literal; None for literals outside the component
+
+    @property
+    def driver(self) -> int | None:
+        """The body position of the Δ atom (semi-naive variants)."""
+        return self.versions.index(DELTA) if self.versions.count(DELTA) == 1 else None
 
     def __str__(self) -> str:
         marks = {DELTA: "Δ", OLD: "old ", FULL: ""}
@@ -49,13 +59,30 @@ class Stratum:
         return self.component.relations
 
 
-@dataclass(frozen=True)
 class Plan:
-    program: Program
-    strata: tuple[Stratum, ...]
+    def __init__(self, optimized: Optimized, strata: tuple[Stratum, ...]):
+        self.optimized = optimized
+        self.program: Program = optimized.program
+        self.strata = strata
+
+    def order_variant(self, variant: Variant, delta_rows: dict[str, float]) -> Variant:
+        """`variant` with its joins ordered for a Δ of the given size (rows seen in the last iteration)."""
+        driver = variant.driver
+        if driver is None:
+            return variant
+        atom = variant.rule.body[driver]
+        estimator, relation = self.optimized.estimator, self.optimized.estimator.relation(atom.relation)
+        rows = max(delta_rows.get(atom.relation, relation.rows), 1.0)
+        scaled = type(relation)(rows, tuple(min(d, rows) for d in relation.distinct), relation.ranges)
+        body = order_body(variant.rule, estimator, self.optimized.model, driver, {driver: atom_estimate(atom, scaled)})
+        if body.positions == tuple(range(len(variant.rule.body))):
+            return variant
+        rule = Rule(variant.rule.head, variant.rule.terms, body.literals)
+        return Variant(rule, tuple(variant.versions[i] for i in body.positions))
 
     def explain(self) -> str:
-        lines = ["== Datalog ==", self.program.to_datalog(), "", "== Strata =="]
+        lines = explain_passes(self.optimized)
+        lines += ["", "== Strata =="]
         for number, stratum in enumerate(self.strata, start=1):
             names = ", ".join(self.program.relations[r].display_name for r in stratum.relations)
             if not stratum.component.recursive:
@@ -68,8 +95,12 @@ class Plan:
         return "\n".join(lines)
 
 
-def plan(program: Program, components: list[Component], strategy: str = DISTRIBUTED) -> Plan:
+def plan(optimized: Optimized, components: list[Component], strategy: str = AUTO, local_rows: float = 0) -> Plan:
+    """The strata of the optimized program. `strategy` AUTO runs a recursive component locally when its
+    inputs and its estimated result together hold at most `local_rows` rows, else distributed."""
+    program = optimized.program
     strata = []
+    first_plan = Plan(optimized, ())
     for component in components:
         rules = [rule for rule in program.rules if rule.head in component]
         iteration = program.relations[component.relations[0]].iteration
@@ -77,14 +108,26 @@ def plan(program: Program, components: list[Component], strategy: str = DISTRIBU
             strata.append(Stratum(component, tuple(rules), (), iteration))
             continue
         exit_rules = tuple(rule for rule in rules if not reads_component(rule, component))
+        seeds = {name: optimized.estimator.seed(name).rows for name in component.relations}
         variants = tuple(
-            variant
+            first_plan.order_variant(variant, seeds)
             for rule in rules
             if reads_component(rule, component)
             for variant in delta_variants(rule, component, iteration)
         )
-        strata.append(Stratum(component, exit_rules, variants, iteration, strategy))
-    return Plan(program, tuple(strata))
+        chosen = strategy if strategy != AUTO else choose_strategy(optimized, component, rules, local_rows)
+        strata.append(Stratum(component, exit_rules, variants, iteration, chosen))
+    return Plan(optimized, tuple(strata))
+
+
+def choose_strategy(optimized: Optimized, component: Component, rules: list[Rule], local_rows: float) -> str:
+    estimator = optimized.estimator
+    inputs = {
+        atom.relation for rule in rules for atom in rule.atoms
+        if atom.relation not in component and not atom.call_args
+    }
+    rows = sum(estimator.relation(name).rows for name in inputs | set(component.relations))
+    return LOCAL if rows <= local_rows else DISTRIBUTED
 
 
 def reads_component(rule: Rule, component: Component) -> bool:

@@ -18,7 +18,10 @@ from sqlglot import exp
 from recsql import analysis, planner
 from recsql.catalog import Catalog, view_query_of
 from recsql.engine.executor import Executor, ProgressListener
+from recsql.engine.trace import Trace
 from recsql.errors import DataError, NotSupportedError, ProgrammingError
+from recsql.optimizer import optimize
+from recsql.optimizer.join_order import CostModel
 from recsql.parameters import bind
 from recsql.settings import PREFIX, Settings
 from recsql.spark_errors import spark_errors
@@ -83,13 +86,21 @@ class Session:
             return self.insert(statement)
         if isinstance(statement, exp.Set):
             return self.set(statement)
+        if isinstance(statement, exp.Analyze):
+            return self.analyze(statement)
         keyword = statement.sql(dialect="spark").split()[0].upper() if statement.sql() else "?"
         raise NotSupportedError(f"{keyword} statements are not supported")
 
     def plan(self, query: exp.Expression) -> planner.Plan:
         program = translate(query, self.catalog)
-        strategy = planner.DISTRIBUTED if self.settings.strategy == "auto" else self.settings.strategy
-        return planner.plan(program, analysis.stratify(program), strategy)
+        analysis.stratify(program)  # errors name the query's own relations, before any rewriting
+        optimized = optimize(program, self.catalog, self.settings, self.cost_model())
+        components = analysis.stratify(optimized.program)
+        return planner.plan(optimized, components, self.settings.strategy, self.settings.local_rows)
+
+    def cost_model(self) -> CostModel:
+        partitions = int(self.spark.conf.get("spark.sql.shuffle.partitions") or 4)
+        return CostModel(parallelism=partitions)
 
     def dataframe(self, query: exp.Expression) -> DataFrame:
         plan = self.plan(query)
@@ -103,12 +114,15 @@ class Session:
         return Result(names, types, table, table.num_rows)
 
     def explain(self, statement: Explain) -> Result:
-        if statement.args.get("analyze"):
-            raise NotSupportedError("EXPLAIN ANALYZE is not supported yet; use EXPLAIN")
         query = statement.this
         if not isinstance(query, QUERY_TYPES):
             raise NotSupportedError("EXPLAIN takes a query")
-        lines = self.plan(query).explain().splitlines()
+        plan = self.plan(query)
+        lines = plan.explain().splitlines()
+        if statement.args.get("analyze"):
+            trace = Trace()
+            frame = Executor(self.spark, self.catalog.dataframe, self.settings, self.progress, trace).run(plan)
+            lines += [""] + trace.report() + [f"answer rows: {frame.count()}"]
         return Result(["plan"], ["string"], pa.table({"plan": lines}), len(lines))
 
     def create(self, create: exp.Create, sql: str) -> Result:
@@ -199,6 +213,21 @@ class Session:
         except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as error:
             raise DataError(f"cannot store the values in '{name}': {error}") from None
         return Result(rowcount=len(rows))
+
+    def analyze(self, statement: exp.Analyze) -> Result:
+        """ANALYZE TABLE t [COMPUTE STATISTICS]: gather the optimizer's statistics now; returns them."""
+        if (statement.args.get("kind") or "").upper() != "TABLE" or not statement.args.get("tables"):
+            raise NotSupportedError("ANALYZE takes TABLE name")
+        names, rows, distinct = [], [], []
+        for table in statement.args["tables"]:
+            gathered = self.catalog.analyze(table.name)
+            columns = self.catalog.table_columns(table.name) or ()
+            for column, column_statistics in zip(columns, gathered.columns):
+                names.append(f"{table.name.lower()}.{column}")
+                rows.append(gathered.rows)
+                distinct.append(column_statistics.distinct)
+        data = pa.table({"column": names, "rows": pa.array(rows, pa.int64()), "distinct": pa.array(distinct, pa.int64())})
+        return Result(["column", "rows", "distinct"], ["string", "bigint", "bigint"], data, data.num_rows)
 
     def set(self, statement: exp.Set) -> Result:
         items = statement.expressions

@@ -1,5 +1,6 @@
-"""A rule as a Spark DataFrame: atoms joined on their shared variables, conditions applied as soon as
-their variables are bound, negated atoms as anti-joins, then the head's projection or aggregation.
+"""A rule as a Spark DataFrame: atoms joined on their shared variables in body order (the optimizer
+chose it), conditions applied as soon as their variables are bound, negated atoms as anti-joins, then
+the head's projection or aggregation.
 
 Every relation's DataFrame has positional columns `c0 .. cN`; inside a rule, columns are named after the
 IR variables, so expressions (sqlglot trees over variables) render directly to Spark SQL.
@@ -53,17 +54,10 @@ def join_body(spark: SparkSession, rule: Rule, frame_of: AtomFrames) -> tuple[Da
 
     frame: DataFrame | None = None
     bound: set[str] = set()
-    # inner joins first, the first atom sharing a variable with what is bound next (cross products last);
-    # then outer joins in written order: their ON conditions read only atoms written before them
-    remaining = [p for p in positive if not p[1].optional]
-    optional = [p for p in positive if p[1].optional]
-    while remaining or optional:
-        if remaining:
-            pick = next((p for p in remaining if frame is None or p[1].variables() & bound), remaining[0])
-            remaining.remove(pick)
-        else:
-            pick = optional.pop(0)
-        position, atom = pick
+    # inner joins in the order the body lists them (the optimizer's join order), then outer joins in
+    # written order: their ON conditions read only atoms before them
+    ordered = [p for p in positive if not p[1].optional] + [p for p in positive if p[1].optional]
+    for position, atom in ordered:
         atom_frame = bind_atom(frame_of(position, atom), atom)
         if atom.optional:
             outer = frame if frame is not None else spark.range(1).select()

@@ -1,0 +1,50 @@
+"""What EXPLAIN ANALYZE reports: the facts each relation derived, per iteration for recursive ones, and
+the time each step took."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Step:
+    relations: tuple[str, ...]
+    iteration: int | None  # None: a non-recursive relation; 0: a recursion's exit rules
+    facts: dict[str, int]  # new facts per relation
+    seconds: float
+
+
+@dataclass
+class Trace:
+    steps: list[Step] = field(default_factory=list)
+
+    def record(self, step: Step) -> None:
+        self.steps.append(step)
+
+    def elapsed_in(self, relations: tuple[str, ...]) -> float:
+        """Time recorded so far for the component of `relations` (progress events report it cumulatively)."""
+        return sum(step.seconds for step in self.steps if step.relations == relations)
+
+    def facts_per_relation(self) -> dict[str, int]:
+        totals: dict[str, int] = {}
+        for step in self.steps:
+            for name, facts in step.facts.items():
+                totals[name] = totals.get(name, 0) + facts
+        return totals
+
+    def report(self) -> list[str]:
+        """Lines naming the program's relations as EXPLAIN prints them."""
+        lines = ["== Analyze =="]
+        for step in self.steps:
+            names = ", ".join(step.relations)
+            facts = ", ".join(f"{r} +{n}" for r, n in step.facts.items())
+            if step.iteration is None:
+                lines.append(f"{names}: {sum(step.facts.values())} facts, {step.seconds:.3f} s")
+            else:
+                label = "exit rules" if step.iteration == 0 else f"iteration {step.iteration}"
+                lines.append(f"{names} {label}: {facts}, {step.seconds:.3f} s")
+        totals = self.facts_per_relation()
+        lines.append("facts per relation: " + ", ".join(f"{r} {n}" for r, n in totals.items()))
+        lines.append(f"total derived facts: {sum(totals.values())}")
+        lines.append(f"total time: {sum(step.seconds for step in self.steps):.3f} s")
+        return lines

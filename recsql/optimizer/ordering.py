@@ -1,0 +1,88 @@
+"""The join-ordering pass: each rule's inner-join atoms in the order System R finds cheapest.
+
+Only positive, non-outer atoms move. Conditions and assignments are applied by the engine as soon as
+their variables are bound wherever they stand; outer joins keep their written order after the inner
+joins (their ON conditions read what is bound before them); anti-joins come last.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from recsql.optimizer.cardinality import AtomEstimate, Estimator
+from recsql.optimizer.join_order import CostModel, JoinPlan, JoinSpace, best_plan
+from translator.ir import Atom, Condition, Literal, Program, Rule
+
+
+@dataclass(frozen=True)
+class OrderedBody:
+    literals: tuple[Literal, ...]
+    positions: tuple[int, ...]  # for each literal, its position in the rule as written
+    plan: JoinPlan | None
+    space: JoinSpace | None
+
+
+def inner_atom_positions(rule: Rule) -> list[int]:
+    return [
+        i for i, literal in enumerate(rule.body)
+        if isinstance(literal, Atom) and not literal.negated and not literal.optional
+    ]
+
+
+def order_body(
+    rule: Rule,
+    estimator: Estimator,
+    model: CostModel,
+    first: int | None = None,
+    overrides: dict[int, AtomEstimate] | None = None,
+) -> OrderedBody:
+    """The body of `rule` in join order. `first` (a body position) fixes the driving atom; `overrides`
+    replace the estimate of atoms at given positions (a delta's size from the last iteration)."""
+    inner = inner_atom_positions(rule)
+    if not inner:
+        return OrderedBody(rule.body, tuple(range(len(rule.body))), None, None)
+    overrides = overrides or {}
+    estimates = [overrides.get(i) or estimator.atom(rule.body[i]) for i in inner]
+    conditions = [literal for literal in rule.body if isinstance(literal, Condition)]
+    space = JoinSpace(estimates, conditions, model)
+    plan = best_plan(space, inner.index(first) if first is not None else None)
+    ordered = [inner[k] for k in plan.order]
+    rest = [i for i in range(len(rule.body)) if i not in inner]
+    rest.sort(key=lambda i: (isinstance(rule.body[i], Atom), i))  # conditions, then outer joins and anti-joins
+    positions = tuple(ordered + rest)
+    return OrderedBody(tuple(rule.body[i] for i in positions), positions, plan, space)
+
+
+def order_joins(program: Program, estimator: Estimator, model: CostModel) -> Program:
+    """Every rule with its inner joins in System R order."""
+    rules = [
+        Rule(rule.head, rule.terms, order_body(rule, estimator, model).literals) for rule in program.rules
+    ]
+    return Program(program.relations, rules, program.output, program.order_by, program.limit, program.hidden_columns)
+
+
+def describe_plan(rule: Rule, body: OrderedBody) -> str:
+    """`est. N rows: a ⋈ b [shuffle on X] ⋈ c [broadcast]` for EXPLAIN."""
+    if body.plan is None:
+        return ""
+    inner = [literal for literal in body.literals if isinstance(literal, Atom)][: len(body.plan.steps)]
+    parts = []
+    for atom, step in zip(inner, body.plan.steps):
+        text = f"{atom.relation}({', '.join(atom.args)})"
+        if step.method != "scan":
+            on = f" on {', '.join(step.keys)}" if step.keys else ""
+            text = f"⋈ {text} [{step.method}{on}, ~{rows_text(step.rows)}]"
+        else:
+            text = f"{text} [~{rows_text(step.rows)}]"
+        parts.append(text)
+    return f"cost {rows_text(body.plan.cost)}: " + " ".join(parts)
+
+
+def rows_text(rows: float) -> str:
+    if rows >= 1e9:
+        return f"{rows / 1e9:.1f}G"
+    if rows >= 1e6:
+        return f"{rows / 1e6:.1f}M"
+    if rows >= 1e4:
+        return f"{rows / 1e3:.0f}k"
+    return f"{rows:.0f}"
