@@ -10,6 +10,7 @@ of the limits, progress events.
 from __future__ import annotations
 
 import datetime
+import inspect
 from collections import Counter
 from decimal import Decimal
 
@@ -41,7 +42,7 @@ def set_strategy(conn, strategy: str) -> None:
 
 @pytest.fixture
 def local(conn, monkeypatch):
-    """Every recursive stratum runs locally for the test (`auto` again afterwards), and some did."""
+    """Every recursive stratum runs locally for the test (the suite's strategy again afterwards), and some did."""
     runs = []
 
     class Counted(LocalFixpoint):
@@ -50,9 +51,10 @@ def local(conn, monkeypatch):
             return super().run()
 
     monkeypatch.setattr(executor, "LocalFixpoint", Counted)
+    previous = conn.session.settings.strategy
     set_strategy(conn, "local")
     yield runs
-    set_strategy(conn, "auto")
+    set_strategy(conn, previous)
     assert runs, "no recursive stratum ran locally"
 
 
@@ -61,7 +63,7 @@ def suite_tests(module):
     return [
         pytest.param(function, id=name)
         for name, function in vars(module).items()
-        if name.startswith("test_") and function.__code__.co_varnames[: function.__code__.co_argcount] == ("conn", "cur")
+        if name.startswith("test_") and tuple(inspect.signature(function).parameters) == ("conn", "cur")
     ]
 
 
@@ -249,10 +251,9 @@ def test_progress_events_match_distributed(conn, both):
     assert all(e.elapsed >= 0 for e in events)
 
 
-def spark_jobs(conn, sql: str) -> int:
-    """The number of Spark jobs `sql` runs."""
+def spark_jobs(conn, sql: str, group: str) -> int:
+    """The number of Spark jobs `sql` runs (counted in the job group `group`)."""
     context = conn.spark_session.sparkContext
-    group = f"local-strategy-{id(sql)}"
     context.setJobGroup(group, sql)
     try:
         cursor = conn.cursor()
@@ -265,9 +266,9 @@ def spark_jobs(conn, sql: str) -> int:
 
 def test_no_spark_job_per_iteration(conn, local):
     sql = "WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r WHERE n < 40) SELECT max(n) FROM r"
-    local_jobs = spark_jobs(conn, sql)
+    local_jobs = spark_jobs(conn, sql, "local-strategy-local")
     set_strategy(conn, "distributed")
-    distributed_jobs = spark_jobs(conn, sql + " ")
+    distributed_jobs = spark_jobs(conn, sql, "local-strategy-distributed")
     assert distributed_jobs >= 40
     assert local_jobs < 10, local_jobs
 
