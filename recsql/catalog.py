@@ -69,6 +69,7 @@ class Catalog:
         self.data.mkdir(parents=True, exist_ok=True)
         self.registered: dict[str, DataFrame] = {}
         self.registered_statistics: dict[str, TableStatistics] = {}
+        self.registered_arrow: dict[str, pa.Table] = {}
 
     # -------------------------------------------------------------- lookups (the translator's view)
 
@@ -116,9 +117,20 @@ class Catalog:
             options.setdefault("inferSchema", "true")
         return reader.options(**options).format(entry.format).load(entry.path)
 
+    def arrow_table(self, name: str) -> pa.Table | None:
+        """A table's rows as Arrow without a Spark job: registered Arrow data, or a managed table whose
+        Parquet files are small; None otherwise."""
+        name = name.lower()
+        if name in self.registered:
+            return self.registered_arrow.get(name)
+        entry = self.entry(name)
+        if entry is None or entry.kind != "table" or data_bytes(entry.path) > self.ARROW_STATISTICS_BYTES:
+            return None
+        return pq.read_table(entry.path, schema=to_arrow_schema(entry.struct))
+
     # -------------------------------------------------------------- statistics (the optimizer's view)
 
-    ARROW_STATISTICS_BYTES = 64 << 20  # managed tables up to this size get exact statistics from Arrow
+    ARROW_STATISTICS_BYTES = 64 << 20  # managed tables up to this size are read with Arrow, not Spark
 
     def table_statistics(self, name: str) -> TableStatistics | None:
         """Statistics of a table's current data, gathered on first use and cached per data version."""
@@ -161,8 +173,10 @@ class Catalog:
         name = name.lower()
         self.registered[name] = frame
         self.registered_statistics.pop(name, None)
+        self.registered_arrow.pop(name, None)
         if data is not None:
             self.registered_statistics[name] = statistics.from_arrow(data)
+            self.registered_arrow[name] = data
 
     def create_table(self, name: str, schema: StructType, replace: bool = False) -> None:
         self._check_new(name, replace)
@@ -213,6 +227,7 @@ class Catalog:
         if kind == "table" and name in self.registered:
             del self.registered[name]
             self.registered_statistics.pop(name, None)
+            self.registered_arrow.pop(name, None)
             return
         entry = self.entry(name)
         wanted = {"table": ("table", "external"), "view": ("view",)}[kind]

@@ -104,7 +104,7 @@ class Session:
 
     def dataframe(self, query: exp.Expression) -> DataFrame:
         plan = self.plan(query)
-        return Executor(self.spark, self.catalog.dataframe, self.settings, self.progress).run(plan)
+        return Executor(self.spark, self.catalog, self.settings, self.progress).run(plan)
 
     def query(self, query: exp.Expression) -> Result:
         frame = self.dataframe(query)
@@ -121,7 +121,7 @@ class Session:
         lines = plan.explain().splitlines()
         if statement.args.get("analyze"):
             trace = Trace()
-            frame = Executor(self.spark, self.catalog.dataframe, self.settings, self.progress, trace).run(plan)
+            frame = Executor(self.spark, self.catalog, self.settings, self.progress, trace).run(plan)
             lines += [""] + trace.report() + [f"answer rows: {frame.count()}"]
         return Result(["plan"], ["string"], pa.table({"plan": lines}), len(lines))
 

@@ -23,6 +23,11 @@ def warehouse(tmp_path_factory):
 @pytest.fixture(scope="session")
 def conn(warehouse):
     connection = recsql.connect(master="local[2]", conf=TEST_CONF, warehouse=str(warehouse))
+    # the suites check the distributed evaluation on their small data (which `auto` would run locally);
+    # test_local_strategy.py runs their recursive cases again with the local strategy
+    cursor = connection.cursor()
+    cursor.execute("SET recsql.strategy = distributed")
+    cursor.close()
     yield connection
     connection.close()
 

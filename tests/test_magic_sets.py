@@ -3,6 +3,8 @@ the rewrite as without it, and the rewrite is really applied."""
 
 from __future__ import annotations
 
+import re
+
 import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -103,3 +105,19 @@ def test_free_query_is_not_rewritten(conn, cur):
     assert "m_r" not in plan
     cur.execute(sql)
     assert sorted(cur.fetchall()) == [(1,), (2,), (2,)]
+
+
+def test_auto_strategy_runs_the_restricted_recursion_locally(conn, cur):
+    """Magic sets make the recursion small: `auto` then evaluates it in one process, same answer."""
+    load(conn, [(i, (i * 3 + 1) % 40, 1) for i in range(40)] + [(i, i + 1, 1) for i in range(39)])
+    sql = SHAPES["left-linear closure"]
+    expected = answer(cur, sql, 5, "off")
+    previous = conn.session.settings.strategy
+    cur.execute("SET recsql.strategy = auto")
+    try:
+        cur.execute("EXPLAIN " + sql, (5,))
+        plan = "\n".join(row[0] for row in cur.fetchall())
+        assert re.search(r"r\s+\(recursive: semi-naive fixpoint, local, in one process\)", plan)
+        assert answer(cur, sql, 5, "on") == expected
+    finally:
+        cur.execute(f"SET recsql.strategy = {previous}")

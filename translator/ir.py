@@ -107,11 +107,6 @@ class Rule:
         return [literal for literal in self.body if isinstance(literal, Atom)]
 
     @property
-    def identity(self) -> tuple:
-        """The same for a rule and for its body in another order: reordering joins makes no new rule."""
-        return (self.head, tuple(t.sql() for t in self.terms), tuple(sorted(str(lit) for lit in self.body)))
-
-    @property
     def is_aggregate(self) -> bool:
         """True when the head holds aggregate calls (stratified aggregation, GROUP BY)."""
         return any(term.find(exp.AggFunc) for term in self.terms)

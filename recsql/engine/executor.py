@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import time
 from functools import reduce
-from typing import Callable
+from typing import Protocol
 
 import pyarrow as pa
 from pyspark.sql import Column, DataFrame, SparkSession
@@ -27,20 +27,26 @@ from translator.ir import Atom, Iteration, Program, Relation, Rule, SortKey
 
 __all__ = ["Executor", "Fixpoint", "Progress", "ProgressListener"]
 
-TableFrames = Callable[[str], DataFrame]
+class TableSource(Protocol):
+    """Where base tables come from (the catalog)."""
+
+    def dataframe(self, name: str) -> DataFrame: ...
+
+    def arrow_table(self, name: str) -> pa.Table | None:
+        """The table as Arrow when that is cheaper than a Spark job (small local files), else None."""
 
 
 class Executor:
     def __init__(
         self,
         spark: SparkSession,
-        table_frame: TableFrames,
+        tables: TableSource,
         settings: Settings,
         progress: ProgressListener | None = None,
         trace: Trace | None = None,
     ):
         self.spark = spark
-        self.table_frame = table_frame
+        self.source = tables
         self.settings = settings
         self.progress = progress
         self.trace = trace
@@ -97,7 +103,7 @@ class Executor:
         if atom.relation in self.frames:
             return self.frames[atom.relation]
         if atom.relation not in self.tables:
-            self.tables[atom.relation] = self.table_frame(atom.relation)
+            self.tables[atom.relation] = self.source.dataframe(atom.relation)
         return self.tables[atom.relation]
 
     def materialize_inputs(self, stratum: Stratum) -> None:
@@ -129,7 +135,9 @@ class Executor:
     def local_inputs(self, stratum: Stratum) -> dict[str, pa.Table]:
         tables = {}
         for name, atom in stratum_inputs(stratum).items():
-            table = self.atom_frame(atom).toArrow()
+            table = self.source.arrow_table(name) if name not in self.frames else None
+            if table is None:
+                table = self.atom_frame(atom).toArrow()
             tables[name] = table.rename_columns(column_names(table.num_columns))
         return tables
 
