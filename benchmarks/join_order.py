@@ -1,6 +1,6 @@
 """A three-way join written in a bad order: recsql (System R join order) against the same text in spark.sql.
 
-    python -m benchmarks.join_order [--rows 1000000] [--keys 50000] [--repeat 3]
+    python -m benchmarks.join_order [--rows 1000000] [--keys 20000] [--repeat 3]
 
 `a` and `b` are large and share a key with few distinct values, so joining them first (the written order,
 which Spark keeps) makes a large intermediate result; `c` is small and the filter on it keeps one row,
@@ -37,7 +37,7 @@ def tables(rows: int, keys: int, seed: int = 1) -> dict[str, pa.Table]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rows", type=int, default=1_000_000)
-    parser.add_argument("--keys", type=int, default=50_000)
+    parser.add_argument("--keys", type=int, default=20_000)
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
 
