@@ -67,18 +67,7 @@ class Plan:
 
     def order_variant(self, variant: Variant, delta_rows: dict[str, float]) -> Variant:
         """`variant` with its joins ordered for a Δ of the given size (rows seen in the last iteration)."""
-        driver = variant.driver
-        if driver is None:
-            return variant
-        atom = variant.rule.body[driver]
-        estimator, relation = self.optimized.estimator, self.optimized.estimator.relation(atom.relation)
-        rows = max(delta_rows.get(atom.relation, relation.rows), 1.0)
-        scaled = type(relation)(rows, tuple(min(d, rows) for d in relation.distinct), relation.ranges)
-        body = order_body(variant.rule, estimator, self.optimized.model, driver, {driver: atom_estimate(atom, scaled)})
-        if body.positions == tuple(range(len(variant.rule.body))):
-            return variant
-        rule = Rule(variant.rule.head, variant.rule.terms, body.literals)
-        return Variant(rule, tuple(variant.versions[i] for i in body.positions))
+        return order_variant(self.optimized, variant, delta_rows)
 
     def explain(self) -> str:
         lines = explain_passes(self.optimized)
@@ -100,7 +89,6 @@ def plan(optimized: Optimized, components: list[Component], strategy: str = AUTO
     inputs and its estimated result together hold at most `local_rows` rows, else distributed."""
     program = optimized.program
     strata = []
-    first_plan = Plan(optimized, ())
     for component in components:
         rules = [rule for rule in program.rules if rule.head in component]
         iteration = program.relations[component.relations[0]].iteration
@@ -110,7 +98,7 @@ def plan(optimized: Optimized, components: list[Component], strategy: str = AUTO
         exit_rules = tuple(rule for rule in rules if not reads_component(rule, component))
         seeds = {name: optimized.estimator.seed(name).rows for name in component.relations}
         variants = tuple(
-            first_plan.order_variant(variant, seeds)
+            order_variant(optimized, variant, seeds)
             for rule in rules
             if reads_component(rule, component)
             for variant in delta_variants(rule, component, iteration)
@@ -128,6 +116,21 @@ def choose_strategy(optimized: Optimized, component: Component, rules: list[Rule
     }
     rows = sum(estimator.relation(name).rows for name in inputs | set(component.relations))
     return LOCAL if rows <= local_rows else DISTRIBUTED
+
+
+def order_variant(optimized: Optimized, variant: Variant, delta_rows: dict[str, float]) -> Variant:
+    driver = variant.driver
+    if driver is None:
+        return variant
+    atom = variant.rule.body[driver]
+    estimator, relation = optimized.estimator, optimized.estimator.relation(atom.relation)
+    rows = max(delta_rows.get(atom.relation, relation.rows), 1.0)
+    scaled = type(relation)(rows, tuple(min(d, rows) for d in relation.distinct), relation.ranges)
+    body = order_body(variant.rule, estimator, optimized.model, driver, {driver: atom_estimate(atom, scaled)})
+    if body.positions == tuple(range(len(variant.rule.body))):
+        return variant
+    rule = Rule(variant.rule.head, variant.rule.terms, body.literals)
+    return Variant(rule, tuple(variant.versions[i] for i in body.positions))
 
 
 def reads_component(rule: Rule, component: Component) -> bool:

@@ -10,6 +10,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from explain import explain
+
 SHAPES = {
     "left-linear closure": """
         WITH RECURSIVE r(x, y) AS (SELECT src, dst FROM mg_edge
@@ -73,12 +75,7 @@ def answer(cur, sql, start, magic):
 
 
 def rewritten(cur, sql, start) -> bool:
-    cur.execute("SET recsql.magic = on")
-    try:
-        cur.execute("EXPLAIN " + sql, (start,))
-        plan = "\n".join(row[0] for row in cur.fetchall())
-    finally:
-        cur.execute("SET recsql.magic = auto")
+    plan = explain(cur, sql, (start,), magic="on")
     return "Magic sets: used" in plan and "m_" in plan
 
 
@@ -96,12 +93,7 @@ def test_magic_sets_do_not_change_answers(conn, cur, shape, graph):
 def test_free_query_is_not_rewritten(conn, cur):
     load(conn, [(0, 1, 1), (1, 2, 1)])
     sql = SHAPES["left-linear closure"].replace("WHERE x = ?", "")
-    cur.execute("SET recsql.magic = on")
-    try:
-        cur.execute("EXPLAIN " + sql)
-        plan = "\n".join(row[0] for row in cur.fetchall())
-    finally:
-        cur.execute("SET recsql.magic = auto")
+    plan = explain(cur, sql, magic="on")
     assert "m_r" not in plan
     cur.execute(sql)
     assert sorted(cur.fetchall()) == [(1,), (2,), (2,)]
@@ -115,8 +107,7 @@ def test_auto_strategy_runs_the_restricted_recursion_locally(conn, cur):
     previous = conn.session.settings.strategy
     cur.execute("SET recsql.strategy = auto")
     try:
-        cur.execute("EXPLAIN " + sql, (5,))
-        plan = "\n".join(row[0] for row in cur.fetchall())
+        plan = explain(cur, sql, (5,))
         assert re.search(r"r\s+\(recursive: semi-naive fixpoint, local, in one process\)", plan)
         assert answer(cur, sql, 5, "on") == expected
     finally:

@@ -7,6 +7,7 @@ import re
 
 import duckdb
 import pytest
+from explain import explain
 
 from recsql.optimizer import optimize
 from recsql.optimizer.join_order import CostModel
@@ -79,17 +80,11 @@ def test_explain_shows_the_magic_rewrite_and_the_setting_turns_it_off(conn, cur)
     cur.executemany("INSERT INTO oj_edge VALUES (?, ?)", [(i, (i * 7 + 1) % 300) for i in range(300)])
     sql = ("WITH RECURSIVE r(x, y) AS (SELECT src, dst FROM oj_edge UNION "
            "SELECT r.x, e.dst FROM r JOIN oj_edge e ON r.y = e.src) SELECT y FROM r WHERE x = 3")
-    cur.execute("EXPLAIN " + sql)
-    text = "\n".join(row[0] for row in cur.fetchall())
+    text = explain(cur, sql)
     assert "== Pass 2: magic sets, then join order ==" in text
     assert "m_r_bf(X1) :- X1 = 3." in text
     assert re.search(r"Magic sets: used: estimated \d+ derived facts instead of \d+", text)
-    cur.execute("SET recsql.magic = off")
-    try:
-        cur.execute("EXPLAIN " + sql)
-        text = "\n".join(row[0] for row in cur.fetchall())
-    finally:
-        cur.execute("SET recsql.magic = auto")
+    text = explain(cur, sql, magic="off")
     assert "m_r_bf" not in text and "Magic sets: off (recsql.magic)" in text
 
 
@@ -119,15 +114,6 @@ def test_bindings_pass_from_small_relations_only():
     assert magic_relations("large") == []
 
 
-def analyze(cur, sql: str, magic: str) -> str:
-    cur.execute(f"SET recsql.magic = {magic}")
-    try:
-        cur.execute("EXPLAIN ANALYZE " + sql)
-        return "\n".join(row[0] for row in cur.fetchall())
-    finally:
-        cur.execute("SET recsql.magic = auto")
-
-
 def test_explain_analyze_counts_facts_per_relation_and_iteration(conn, cur):
     """A chain 0 → 1 → … → 9: the closure has 45 pairs, node 2 reaches 7 nodes."""
     cur.execute("DROP TABLE IF EXISTS ea_chain")
@@ -135,13 +121,13 @@ def test_explain_analyze_counts_facts_per_relation_and_iteration(conn, cur):
     cur.executemany("INSERT INTO ea_chain VALUES (?, ?)", [(i, i + 1) for i in range(9)])
     sql = ("WITH RECURSIVE r(x, y) AS (SELECT src, dst FROM ea_chain UNION "
            "SELECT r.x, e.dst FROM r JOIN ea_chain e ON r.y = e.src) SELECT y FROM r WHERE x = 2")
-    without = analyze(cur, sql, "off")
+    without = explain(cur, sql, magic="off", analyze=True)
     assert "facts per relation: r 45, answer 7" in without
     assert "total derived facts: 52" in without
     assert re.search(r"^r exit rules: r \+9, \d+\.\d+ s$", without, re.M)
     assert re.search(r"^r iteration 8: r \+1, \d+\.\d+ s$", without, re.M)
     assert "answer rows: 7" in without
-    with_magic = analyze(cur, sql, "on")
+    with_magic = explain(cur, sql, magic="on", analyze=True)
     assert "facts per relation: m_r_bf 1, r_bf 7, answer 7" in with_magic
     assert "total derived facts: 15" in with_magic
     assert re.search(r"^r_bf iteration 6: r_bf \+1, ", with_magic, re.M)

@@ -22,7 +22,7 @@ def explain_passes(optimized: "Optimized") -> list[str]:
             lines.append(f"% {relation.header()}  ~{size} rows")
             for rule in program.rules_for(relation.name):
                 lines.append(str(rule))
-                plan = describe_plan(rule, order_body(rule, estimator, optimized.model))
+                plan = describe_plan(order_body(rule, estimator, optimized.model))
                 if plan:
                     lines.append(f"    -- {plan}")
         lines.append(program.to_datalog().splitlines()[-1])

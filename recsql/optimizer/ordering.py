@@ -61,7 +61,7 @@ def order_joins(program: Program, estimator: Estimator, model: CostModel) -> Pro
     return Program(program.relations, rules, program.output, program.order_by, program.limit, program.hidden_columns)
 
 
-def describe_plan(rule: Rule, body: OrderedBody) -> str:
+def describe_plan(body: OrderedBody) -> str:
     """`est. N rows: a ⋈ b [shuffle on X] ⋈ c [broadcast]` for EXPLAIN."""
     if body.plan is None:
         return ""
