@@ -128,6 +128,14 @@ class Catalog:
             return None
         return pq.read_table(entry.path, schema=to_arrow_schema(entry.struct))
 
+    def schema(self, name: str) -> StructType:
+        """A table's Spark schema (from its catalog entry when it has one: no Spark analysis)."""
+        name = name.lower()
+        entry = self.entry(name) if name not in self.registered else None
+        if entry is not None and entry.struct is not None:
+            return entry.struct
+        return self.dataframe(name).schema
+
     # -------------------------------------------------------------- statistics (the optimizer's view)
 
     ARROW_STATISTICS_BYTES = 64 << 20  # managed tables up to this size are read with Arrow, not Spark

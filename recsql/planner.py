@@ -52,11 +52,22 @@ class Stratum:
     exit_rules: tuple[Rule, ...]
     variants: tuple[Variant, ...]
     iteration: Iteration
-    strategy: str = DISTRIBUTED  # recursive strata: LOCAL (one process, Arrow) or DISTRIBUTED (Spark jobs)
+    strategy: str = DISTRIBUTED  # LOCAL (in this process, over Arrow) or DISTRIBUTED (Spark jobs)
 
     @property
     def relations(self) -> tuple[str, ...]:
         return self.component.relations
+
+    @property
+    def inputs(self) -> dict[str, Atom]:
+        """The relations and tables the stratum reads from outside itself (an atom reading each)."""
+        rules = list(self.exit_rules) + [variant.rule for variant in self.variants]
+        return {
+            atom.relation: atom
+            for rule in rules
+            for atom in rule.atoms
+            if atom.relation not in self.relations and not atom.call_args
+        }
 
 
 class Plan:
@@ -64,6 +75,11 @@ class Plan:
         self.optimized = optimized
         self.program: Program = optimized.program
         self.strata = strata
+
+    @property
+    def local(self) -> bool:
+        """Every stratum is planned to run in this process: the whole query can, without Spark."""
+        return all(stratum.strategy == LOCAL for stratum in self.strata)
 
     def order_variant(self, variant: Variant, delta_rows: dict[str, float]) -> Variant:
         """`variant` with its joins ordered for a Δ of the given size (rows seen in the last iteration)."""
@@ -85,15 +101,16 @@ class Plan:
 
 
 def plan(optimized: Optimized, components: list[Component], strategy: str = AUTO, local_rows: float = 0) -> Plan:
-    """The strata of the optimized program. `strategy` AUTO runs a recursive component locally when its
-    inputs and its estimated result together hold at most `local_rows` rows, else distributed."""
+    """The strata of the optimized program. `strategy` AUTO runs a component locally when its inputs and
+    its estimated result together hold at most `local_rows` rows, else distributed."""
     program = optimized.program
     strata = []
     for component in components:
         rules = [rule for rule in program.rules if rule.head in component]
         iteration = program.relations[component.relations[0]].iteration
+        chosen = strategy if strategy != AUTO else choose_strategy(optimized, component, rules, local_rows)
         if not component.recursive:
-            strata.append(Stratum(component, tuple(rules), (), iteration))
+            strata.append(Stratum(component, tuple(rules), (), iteration, chosen))
             continue
         exit_rules = tuple(rule for rule in rules if not reads_component(rule, component))
         seeds = {name: optimized.estimator.seed(name).rows for name in component.relations}
@@ -103,7 +120,6 @@ def plan(optimized: Optimized, components: list[Component], strategy: str = AUTO
             if reads_component(rule, component)
             for variant in delta_variants(rule, component, iteration)
         )
-        chosen = strategy if strategy != AUTO else choose_strategy(optimized, component, rules, local_rows)
         strata.append(Stratum(component, exit_rules, variants, iteration, chosen))
     return Plan(optimized, tuple(strata))
 

@@ -107,11 +107,9 @@ class Session:
         return Executor(self.spark, self.catalog, self.settings, self.progress).run(plan)
 
     def query(self, query: exp.Expression) -> Result:
-        frame = self.dataframe(query)
-        names = list(frame.columns)
-        types = [f.dataType.simpleString() for f in frame.schema.fields]
-        table = frame.toDF(*[f"c{i}" for i in range(len(names))]).toArrow()
-        return Result(names, types, table, table.num_rows)
+        answer = Executor(self.spark, self.catalog, self.settings, self.progress).fetch(self.plan(query))
+        types = [data_type.simpleString() for data_type in answer.types]
+        return Result(answer.names, types, answer.table, answer.table.num_rows)
 
     def explain(self, statement: Explain) -> Result:
         query = statement.this
@@ -121,8 +119,8 @@ class Session:
         lines = plan.explain().splitlines()
         if statement.args.get("analyze"):
             trace = Trace()
-            frame = Executor(self.spark, self.catalog, self.settings, self.progress, trace).run(plan)
-            lines += [""] + trace.report() + [f"answer rows: {frame.count()}"]
+            answer = Executor(self.spark, self.catalog, self.settings, self.progress, trace).fetch(plan)
+            lines += [""] + trace.report() + [f"answer rows: {answer.table.num_rows}"]
         return Result(["plan"], ["string"], pa.table({"plan": lines}), len(lines))
 
     def create(self, create: exp.Create, sql: str) -> Result:

@@ -11,10 +11,13 @@ from typing import Protocol
 import pyarrow as pa
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.pandas.types import to_arrow_schema
-from pyspark.sql.types import StructField, StructType
+from pyspark.sql.types import StructType
 
-from recsql.engine.local import LocalFixpoint, RelationTypes, SparkSettings
+from recsql.engine.answer import Answer
+from recsql.engine.local import LocalFixpoint, SparkSettings
+from recsql.engine.local_program import LocalProgram
+from recsql.engine.result_types import SETTLED, InferredTypes, StratumTypes, row_of, struct
+from recsql.engine.spark_types import NotInferred, Row
 from recsql.engine.relations import RelationState, SumRelation, empty_frame, state_for
 from recsql.engine.render import column_names, render_rule
 from recsql.engine.trace import Step, Trace
@@ -25,7 +28,7 @@ from recsql.planner import DELTA, FULL, LOCAL, OLD, Plan, Stratum
 from recsql.settings import Settings
 from translator.ir import Atom, Iteration, Program, Relation, Rule, SortKey
 
-__all__ = ["Executor", "Fixpoint", "Progress", "ProgressListener"]
+__all__ = ["Answer", "Executor", "Fixpoint", "Progress", "ProgressListener"]
 
 class TableSource(Protocol):
     """Where base tables come from (the catalog)."""
@@ -34,6 +37,9 @@ class TableSource(Protocol):
 
     def arrow_table(self, name: str) -> pa.Table | None:
         """The table as Arrow when that is cheaper than a Spark job (small local files), else None."""
+
+    def schema(self, name: str) -> StructType:
+        """The table's Spark schema."""
 
 
 class Executor:
@@ -53,6 +59,33 @@ class Executor:
         self.plan: Plan | None = None
         self.frames: dict[str, DataFrame] = {}
         self.tables: dict[str, DataFrame] = {}
+
+    def fetch(self, plan: Plan) -> Answer:
+        """The answer of the plan's program as Arrow: computed in this process when the whole plan can
+        be (no Spark job at all), else on Spark and collected."""
+        local = self.local_program(plan)
+        return local.run() if local is not None else Answer.of(self.run(plan))
+
+    def local_program(self, plan: Plan) -> LocalProgram | None:
+        """The plan as a LocalProgram when every stratum is planned LOCAL, every table it reads is at
+        hand as Arrow, and the types of every relation can be derived without Spark; else None."""
+        if not plan.local:
+            return None
+        program = plan.program
+        names = {atom.relation for stratum in plan.strata for atom in stratum.inputs.values()} - program.relations.keys()
+        tables = {}
+        for name in names:
+            table = self.source.arrow_table(name)
+            if table is None:
+                return None
+            tables[name] = table.rename_columns(column_names(table.num_columns))
+        types = {name: row_of(self.source.schema(name)) for name in names}
+        local = LocalProgram(plan, tables, types, self.settings, self.report, self.spark_settings(), self.trace)
+        try:
+            local.check()
+        except NotInferred:
+            return None
+        return local
 
     def run(self, plan: Plan) -> DataFrame:
         """The answer of the plan's program as a DataFrame named after the output columns, ordered."""
@@ -108,7 +141,7 @@ class Executor:
 
     def materialize_inputs(self, stratum: Stratum) -> None:
         """Relations a fixpoint reads from outside itself are computed once, not once per iteration."""
-        for name, atom in stratum_inputs(stratum).items():
+        for name, atom in stratum.inputs.items():
             frame = self.atom_frame(atom).localCheckpoint(eager=True)
             target = self.frames if name in self.frames else self.tables
             target[name] = frame
@@ -118,12 +151,25 @@ class Executor:
         fixpoint runs without a Spark job, and its results come back as DataFrames with the column types
         the distributed evaluation would give."""
         spark_settings = self.spark_settings()
-        types = DistributedTypes(self, program, stratum, spark_settings.timezone)
+        types = self.stratum_types(program, stratum, spark_settings.timezone)
         fixpoint = LocalFixpoint(program, stratum, self.local_inputs(stratum), self.settings, self.report,
                                  types.arrow, spark_settings)
         tables = fixpoint.run()
-        schemas = types.spark(fixpoint.iterations)
-        return {name: self.spark.createDataFrame(table, schemas[name]) for name, table in tables.items()}
+        rows = types.spark(fixpoint.iterations)
+        return {name: self.spark.createDataFrame(table, struct(rows[name])) for name, table in tables.items()}
+
+    def stratum_types(self, program: Program, stratum: Stratum, timezone: str) -> StratumTypes:
+        """The types of the stratum's relations, iteration by iteration: derived in Python when
+        spark_types covers the rules, else from Spark's analysis."""
+        def outside(name: str) -> Row:
+            return row_of(self.frames[name].schema if name in self.frames else self.source.schema(name))
+
+        inferred = InferredTypes(program, stratum, outside, timezone)
+        try:
+            inferred.at(SETTLED)
+        except NotInferred:
+            return DistributedTypes(self, program, stratum, timezone)
+        return inferred
 
     def spark_settings(self) -> SparkSettings:
         conf = self.spark.conf
@@ -134,7 +180,7 @@ class Executor:
 
     def local_inputs(self, stratum: Stratum) -> dict[str, pa.Table]:
         tables = {}
-        for name, atom in stratum_inputs(stratum).items():
+        for name, atom in stratum.inputs.items():
             table = self.source.arrow_table(name) if name not in self.frames else None
             if table is None:
                 table = self.atom_frame(atom).toArrow()
@@ -163,17 +209,6 @@ def sort_column(name: str, key: SortKey) -> Column:
 
 def union_all(frames: list[DataFrame]) -> DataFrame:
     return reduce(DataFrame.unionAll, frames)
-
-
-def stratum_inputs(stratum: Stratum) -> dict[str, Atom]:
-    """The relations a recursive stratum reads from outside itself (an atom reading each)."""
-    rules = list(stratum.exit_rules) + [variant.rule for variant in stratum.variants]
-    return {
-        atom.relation: atom
-        for rule in rules
-        for atom in rule.atoms
-        if atom.relation not in stratum.relations and not atom.call_args
-    }
 
 
 class Fixpoint:
@@ -237,55 +272,20 @@ class Fixpoint:
         return {name: union_all(frames) for name, frames in by_relation.items()}
 
 
-class DistributedTypes:
-    """The column types the distributed evaluation gives each relation of a stratum after each
-    iteration, read from a schema-only Fixpoint stepped as far as asked (no Spark job runs): Spark's
-    union widening can change them while iterating (an int exit rule, a bigint recursive rule; sum()
-    turns int into bigint), and the local strategy must give the same."""
+class DistributedTypes(StratumTypes):
+    """Types read from a schema-only Fixpoint stepped as far as asked (no Spark job runs, but every step
+    is a round of Spark analysis): for the expressions spark_types.py does not cover."""
 
     def __init__(self, executor: Executor, program: Program, stratum: Stratum, timezone: str):
+        super().__init__(stratum, timezone)
         self.fixpoint = Fixpoint(executor, program, stratum, schema_only=True)
-        self.timezone = timezone
-        self.read = {version for variant in stratum.variants for version in variant.versions if version}
-        self.steps: list[dict[str, dict[str, StructType]]] = []  # per step, relation and version
 
-    def arrow(self, iteration: int) -> dict[str, RelationTypes]:
-        """Arrow schemas of each relation's full and delta facts after `iteration` iterations."""
+    def advance(self) -> dict[str, dict[str, Row]]:
+        if self.steps:
+            self.fixpoint.step()
+        else:
+            self.fixpoint.start()
         return {
-            name: RelationTypes(self.arrow_schema(types[FULL]), self.arrow_schema(types[DELTA]))
-            for name, types in self.at(iteration).items()
+            name: {FULL: row_of(state.full.schema), DELTA: row_of(state.delta.schema), OLD: row_of(state.old.schema)}
+            for name, state in self.fixpoint.states.items()
         }
-
-    def arrow_schema(self, schema: StructType) -> pa.Schema:
-        return to_arrow_schema(schema, timezone=self.timezone)
-
-    def spark(self, iteration: int) -> dict[str, StructType]:
-        """Spark schemas of each relation's facts after `iteration` iterations."""
-        return {name: types[FULL] for name, types in self.at(iteration).items()}
-
-    def at(self, iteration: int) -> dict[str, dict[str, StructType]]:
-        while len(self.steps) <= iteration and not self.converged():
-            if self.steps:
-                self.fixpoint.step()
-            else:
-                self.fixpoint.start()
-            self.steps.append({
-                name: {FULL: nullable(state.full.schema), DELTA: nullable(state.delta.schema),
-                       OLD: nullable(state.old.schema)}
-                for name, state in self.fixpoint.states.items()
-            })
-        return self.steps[min(iteration, len(self.steps) - 1)]
-
-    def converged(self) -> bool:
-        """The last two steps agree on the types of the facts and of the versions the delta rules read:
-        every later step then repeats the last."""
-        if len(self.steps) < 2:
-            return False
-        versions = self.read | {FULL}
-        last, before = self.steps[-1], self.steps[-2]
-        return all(last[name][v] == before[name][v] for name in last for v in versions)
-
-
-def nullable(schema: StructType) -> StructType:
-    """`schema` with every column nullable: only the types are the distributed evaluation's to decide."""
-    return StructType([StructField(field.name, field.dataType, True) for field in schema])

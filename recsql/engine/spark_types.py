@@ -1,0 +1,339 @@
+"""The column types Spark gives a rule's output, derived in Python from the IR and the input types,
+without asking Spark to analyse a plan (each analysis is a round trip to the JVM, and a fixpoint needs
+one per relation and iteration).
+
+Only expressions that DuckDB evaluates exactly as Spark does are covered: column references, literals,
+comparisons and boolean logic, integral / floating / decimal arithmetic, widening casts, CASE,
+COALESCE, LEAST/GREATEST, and the aggregates count, sum, min, max, avg. Anything else raises
+`NotInferred`; the caller then asks Spark (and keeps that part of the query on Spark). The rules
+follow Spark's type coercion: union widening, decimal precision arithmetic (with precision loss
+allowed, Spark's default), integral literals as int / bigint, fractional literals as decimals.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Callable, Mapping, Sequence
+
+from pyspark.sql import types as T
+from sqlglot import exp
+
+from translator.ir import WILDCARD, Assignment, Atom, Condition, Rule
+
+Row = tuple[T.DataType, ...]  # the types of a relation's columns
+AtomTypes = Callable[[int, Atom], Row]  # the column types a body atom (by body position) reads
+
+MAX_PRECISION = 38
+INTEGRAL = (T.ByteType, T.ShortType, T.IntegerType, T.LongType)
+FRACTIONAL = (T.FloatType, T.DoubleType)
+INTEGRAL_DIGITS = {T.ByteType: 3, T.ShortType: 5, T.IntegerType: 10, T.LongType: 20}
+
+
+class NotInferred(Exception):
+    """The expression is outside what this module derives (its type, or its meaning in DuckDB)."""
+
+
+# ------------------------------------------------------------------ widening
+
+
+def numeric_rank(data_type: T.DataType) -> int | None:
+    kinds = (*INTEGRAL, *FRACTIONAL)
+    return next((i for i, kind in enumerate(kinds) if isinstance(data_type, kind)), None)
+
+
+def as_decimal(data_type: T.DataType) -> T.DecimalType | None:
+    """An integral type as the decimal that holds all its values (Spark's DecimalType.forType)."""
+    if isinstance(data_type, T.DecimalType):
+        return data_type
+    digits = INTEGRAL_DIGITS.get(type(data_type))
+    return T.DecimalType(digits, 0) if digits else None
+
+
+def bounded(precision: int, scale: int) -> T.DecimalType:
+    return T.DecimalType(min(precision, MAX_PRECISION), min(scale, MAX_PRECISION))
+
+
+def wider(left: T.DataType, right: T.DataType) -> T.DataType:
+    """The type a union (or CASE, COALESCE) of the two gives."""
+    if left == right or isinstance(right, T.NullType):
+        return left
+    if isinstance(left, T.NullType):
+        return right
+    if isinstance(left, T.DecimalType) or isinstance(right, T.DecimalType):
+        if isinstance(left, FRACTIONAL) or isinstance(right, FRACTIONAL):
+            return T.DoubleType()
+        a, b = as_decimal(left), as_decimal(right)
+        if a is None or b is None:
+            raise NotInferred(f"no common type of {left.simpleString()} and {right.simpleString()}")
+        scale = max(a.scale, b.scale)
+        return bounded(max(a.precision - a.scale, b.precision - b.scale) + scale, scale)
+    if isinstance(left, T.FloatType) != isinstance(right, T.FloatType):
+        # float with an integral: float under Spark's legacy rules, double under ANSI; avoided
+        if isinstance(left, T.DoubleType) or isinstance(right, T.DoubleType):
+            return T.DoubleType()
+        raise NotInferred(f"no common type of {left.simpleString()} and {right.simpleString()}")
+    ranks = numeric_rank(left), numeric_rank(right)
+    if None not in ranks:
+        return left if ranks[0] > ranks[1] else right
+    if {type(left), type(right)} == {T.DateType, T.TimestampType}:
+        return T.TimestampType()
+    raise NotInferred(f"no common type of {left.simpleString()} and {right.simpleString()}")
+
+
+def wider_row(left: Row, right: Row) -> Row:
+    return tuple(wider(a, b) for a, b in zip(left, right))
+
+
+def nulls(width: int) -> Row:
+    """The types of an empty relation with untyped columns."""
+    return (T.NullType(),) * width
+
+
+# ------------------------------------------------------------------ expressions
+
+
+CAST_TYPES = {
+    exp.DataType.Type.TINYINT: T.ByteType,
+    exp.DataType.Type.SMALLINT: T.ShortType,
+    exp.DataType.Type.INT: T.IntegerType,
+    exp.DataType.Type.BIGINT: T.LongType,
+    exp.DataType.Type.FLOAT: T.FloatType,
+    exp.DataType.Type.DOUBLE: T.DoubleType,
+    exp.DataType.Type.TEXT: T.StringType,
+    exp.DataType.Type.VARCHAR: T.StringType,
+    exp.DataType.Type.BOOLEAN: T.BooleanType,
+    exp.DataType.Type.DATE: T.DateType,
+}
+COMPARISONS = (exp.EQ, exp.NEQ, exp.LT, exp.LTE, exp.GT, exp.GTE, exp.NullSafeEQ)
+ARITHMETIC = (exp.Add, exp.Sub, exp.Mul)
+
+
+def expression_type(expression: exp.Expression, variables: Mapping[str, T.DataType]) -> T.DataType:
+    """The Spark type of `expression` over variables of the given types."""
+    node = expression
+    if isinstance(node, exp.Paren):
+        return expression_type(node.this, variables)
+    if isinstance(node, exp.Column):
+        if node.name not in variables:
+            raise NotInferred(f"unbound variable {node.name}")
+        return variables[node.name]
+    if isinstance(node, exp.Literal):
+        return literal_type(node)
+    if isinstance(node, exp.Null):
+        return T.NullType()
+    if isinstance(node, exp.Boolean):
+        return T.BooleanType()
+    if isinstance(node, exp.Neg):
+        return numeric(expression_type(node.this, variables))
+    if isinstance(node, (exp.And, exp.Or, exp.Not)):
+        for operand in node.iter_expressions():
+            boolean(expression_type(operand, variables))
+        return T.BooleanType()
+    if isinstance(node, COMPARISONS):
+        comparable(expression_type(node.this, variables), expression_type(node.expression, variables))
+        return T.BooleanType()
+    if isinstance(node, exp.Is) and isinstance(node.expression, exp.Null):
+        expression_type(node.this, variables)
+        return T.BooleanType()
+    if isinstance(node, exp.In) and not node.args.get("query"):
+        operand = expression_type(node.this, variables)
+        for item in node.expressions:
+            comparable(operand, expression_type(item, variables))
+        return T.BooleanType()
+    if isinstance(node, exp.Between):
+        operand = expression_type(node.this, variables)
+        for bound in (node.args["low"], node.args["high"]):
+            comparable(operand, expression_type(bound, variables))
+        return T.BooleanType()
+    if isinstance(node, ARITHMETIC):
+        return arithmetic(node, variables)
+    if isinstance(node, exp.Div) and not isinstance(node, exp.IntDiv):
+        operands = [numeric(expression_type(o, variables)) for o in (node.this, node.expression)]
+        if any(isinstance(o, T.DecimalType) for o in operands):
+            raise NotInferred("decimal division")
+        return T.DoubleType()
+    if isinstance(node, (exp.IntDiv, exp.Mod)):
+        operands = [expression_type(o, variables) for o in (node.this, node.expression)]
+        if not all(isinstance(o, INTEGRAL) for o in operands):
+            raise NotInferred(f"{node.key} of non-integral operands")
+        return T.LongType() if isinstance(node, exp.IntDiv) else wider(*operands)
+    if isinstance(node, (exp.Cast, exp.TryCast)):
+        return cast_type(node, expression_type(node.this, variables))
+    if isinstance(node, (exp.Coalesce, exp.Least, exp.Greatest)):
+        result: T.DataType = T.NullType()
+        for operand in [node.this, *node.expressions]:
+            result = wider(result, expression_type(operand, variables))
+        return result
+    if isinstance(node, exp.Case) and node.this is None:
+        result = expression_type(node.args["default"], variables) if node.args.get("default") else T.NullType()
+        for branch in node.args["ifs"]:
+            boolean(expression_type(branch.this, variables))
+            result = wider(result, expression_type(branch.args["true"], variables))
+        return result
+    if isinstance(node, exp.AggFunc):
+        return aggregate_type(node, variables)
+    raise NotInferred(f"expression {node.sql(dialect='spark')}")
+
+
+def literal_type(literal: exp.Literal) -> T.DataType:
+    if literal.is_string:
+        return T.StringType()
+    text = literal.this
+    if "e" in text.lower():
+        return T.DoubleType()
+    value = Decimal(text)
+    if "." not in text:
+        if -(2**31) <= value < 2**31:
+            return T.IntegerType()
+        if -(2**63) <= value < 2**63:
+            return T.LongType()
+    sign, digits, exponent = value.as_tuple()
+    scale = max(-exponent, 0)
+    precision = max(len(digits), scale)
+    if precision > MAX_PRECISION:
+        raise NotInferred(f"literal {text}")
+    return T.DecimalType(precision, scale)
+
+
+def numeric(data_type: T.DataType) -> T.DataType:
+    """A number type (arithmetic on an untyped NULL takes a type from Spark's coercion rules: avoided)."""
+    if numeric_rank(data_type) is None and not isinstance(data_type, T.DecimalType):
+        raise NotInferred(f"arithmetic on {data_type.simpleString()}")
+    return data_type
+
+
+def boolean(data_type: T.DataType) -> None:
+    if not isinstance(data_type, (T.BooleanType, T.NullType)):
+        raise NotInferred(f"{data_type.simpleString()} used as a condition")
+
+
+def family(data_type: T.DataType) -> str:
+    if isinstance(data_type, (*INTEGRAL, *FRACTIONAL, T.DecimalType)):
+        return "number"
+    if isinstance(data_type, (T.DateType, T.TimestampType)):
+        return "time"
+    return type(data_type).__name__
+
+
+def comparable(left: T.DataType, right: T.DataType) -> None:
+    """Both sides compare the same way in Spark and DuckDB (no implicit string <-> number casts)."""
+    if isinstance(left, T.NullType) or isinstance(right, T.NullType):
+        return
+    if family(left) != family(right):
+        raise NotInferred(f"comparison of {left.simpleString()} with {right.simpleString()}")
+
+
+def arithmetic(node: exp.Expression, variables: Mapping[str, T.DataType]) -> T.DataType:
+    left, right = (numeric(expression_type(o, variables)) for o in (node.this, node.expression))
+    if not (isinstance(left, T.DecimalType) or isinstance(right, T.DecimalType)):
+        return wider(left, right)
+    if isinstance(left, FRACTIONAL) or isinstance(right, FRACTIONAL):
+        return T.DoubleType()
+    if any(isinstance(o, exp.Literal) for o in (node.this, node.expression)):
+        raise NotInferred("decimal arithmetic with a literal")  # Spark narrows the literal's precision
+    a, b = as_decimal(left), as_decimal(right)
+    if isinstance(node, exp.Mul):
+        return adjusted(a.precision + b.precision + 1, a.scale + b.scale)
+    scale = max(a.scale, b.scale)
+    return adjusted(max(a.precision - a.scale, b.precision - b.scale) + scale + 1, scale)
+
+
+def adjusted(precision: int, scale: int) -> T.DecimalType:
+    """A decimal result too wide for 38 digits keeps its integral digits and at least 6 fractional
+    digits (Spark's adjustPrecisionScale)."""
+    if precision <= MAX_PRECISION:
+        return T.DecimalType(precision, scale)
+    integral_digits = precision - scale
+    return T.DecimalType(MAX_PRECISION, max(MAX_PRECISION - integral_digits, min(scale, 6)))
+
+
+def cast_type(node: exp.Cast, source: T.DataType) -> T.DataType:
+    """The cast's target, for the casts that convert alike in both engines (a value that does not fit
+    is an error in both): a number to a wider number, to a decimal or to double, an integral to a
+    string, a string literal to a date, NULL to anything, a type to itself."""
+    to = node.args["to"]
+    if to.this == exp.DataType.Type.DECIMAL:
+        params = [int(p.this.this) for p in to.expressions] or [10, 0]
+        target: T.DataType = T.DecimalType(params[0], params[1] if len(params) > 1 else 0)
+    elif to.this in CAST_TYPES:
+        target = CAST_TYPES[to.this]()
+    else:
+        raise NotInferred(f"cast to {to.sql(dialect='spark')}")
+    if source == target or isinstance(source, T.NullType):
+        return target
+    exact = isinstance(source, (*INTEGRAL, T.DecimalType))
+    if exact and isinstance(target, (T.DecimalType, T.DoubleType)):
+        return target
+    if isinstance(source, INTEGRAL) and (isinstance(target, T.StringType) or isinstance(target, INTEGRAL)
+                                         and numeric_rank(target) >= numeric_rank(source)):
+        return target
+    if isinstance(source, T.StringType) and isinstance(target, T.DateType) and isinstance(node.this, exp.Literal):
+        return target
+    raise NotInferred(f"cast of {source.simpleString()} to {target.simpleString()}")
+
+
+def aggregate_type(node: exp.AggFunc, variables: Mapping[str, T.DataType]) -> T.DataType:
+    if isinstance(node, exp.Count):
+        argument = node.this
+        if argument is not None and not isinstance(argument, exp.Star):
+            operands = argument.expressions if isinstance(argument, exp.Distinct) else [argument]
+            for operand in operands:
+                expression_type(operand, variables)
+        return T.LongType()
+    if not isinstance(node, (exp.Sum, exp.Min, exp.Max, exp.Avg)) or isinstance(node.this, exp.Distinct):
+        raise NotInferred(f"aggregate {node.sql(dialect='spark')}")
+    operand = expression_type(node.this, variables)
+    if isinstance(node, (exp.Min, exp.Max)):
+        return operand
+    if isinstance(node, exp.Sum):
+        return sum_type(operand)
+    if isinstance(numeric(operand), T.DecimalType):
+        raise NotInferred("avg of a decimal")
+    return T.DoubleType()
+
+
+def sum_type(operand: T.DataType) -> T.DataType:
+    """What sum() gives: bigint for integers, double for floating point, ten more digits for decimals."""
+    if isinstance(operand, INTEGRAL):
+        return T.LongType()
+    if isinstance(operand, FRACTIONAL):
+        return T.DoubleType()
+    if isinstance(operand, T.DecimalType):
+        return bounded(operand.precision + 10, operand.scale)
+    raise NotInferred(f"sum of {operand.simpleString()}")
+
+
+# ------------------------------------------------------------------ rules
+
+
+def rule_types(rule: Rule, atom_types: AtomTypes) -> Row:
+    """The types of the facts `rule` derives, binding each variable as render.py's joins do (the first
+    atom binding a variable gives its type; outer-joined atoms after the inner ones; assignments as
+    soon as their inputs are bound). Conditions are checked to be inferable too."""
+    variables: dict[str, T.DataType] = {}
+    positive = [(i, a) for i, a in enumerate(rule.body) if isinstance(a, Atom) and not a.negated]
+    ordered = [p for p in positive if not p[1].optional] + [p for p in positive if p[1].optional]
+    for position, atom in ordered:
+        bind(variables, atom, atom_types(position, atom))
+    assignments = [literal for literal in rule.body if isinstance(literal, Assignment)]
+    while assignments:
+        ready = [a for a in assignments if a.variables() <= variables.keys()]
+        if not ready:
+            raise NotInferred(f"rule {rule} binds no variable for {assignments[0]}")
+        for assignment in ready:
+            variables[assignment.variable] = expression_type(assignment.expression, variables)
+            assignments.remove(assignment)
+    for literal in rule.body:
+        if isinstance(literal, Condition):
+            boolean(expression_type(literal.expression, variables))
+        elif isinstance(literal, Atom) and literal.on is not None:
+            scope = dict(variables)
+            bind(scope, literal, atom_types(rule.body.index(literal), literal))
+            boolean(expression_type(literal.on, scope))
+    return tuple(expression_type(term, variables) for term in rule.terms)
+
+
+def bind(variables: dict[str, T.DataType], atom: Atom, types: Sequence[T.DataType]) -> None:
+    for argument, data_type in zip(atom.args, types):
+        if argument != WILDCARD:
+            variables.setdefault(argument, data_type)
