@@ -1,6 +1,6 @@
 """Single-source reachability with and without magic sets, and against DuckDB.
 
-    python -m benchmarks.magic_sets [--nodes 3000] [--edges 7500] [--repeat 3]
+    python -m benchmarks.magic_sets [--nodes 2500] [--edges 5000] [--repeat 3]
 
 The graph is a seeded Erdős–Rényi graph whose full transitive closure has millions of rows. recsql runs
 the query with `SET recsql.magic = on` and `off`; DuckDB runs the same recursive CTE, which computes
@@ -37,8 +37,8 @@ def derived_facts(cursor, sql: str) -> int:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--nodes", type=int, default=3000)
-    parser.add_argument("--edges", type=int, default=7500)
+    parser.add_argument("--nodes", type=int, default=2500)
+    parser.add_argument("--edges", type=int, default=5000)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--source", type=int, default=0)
     args = parser.parse_args()

@@ -17,7 +17,7 @@ from sqlglot import exp
 
 from recsql import analysis, planner
 from recsql.catalog import Catalog, view_query_of
-from recsql.engine.executor import Executor, ProgressListener
+from recsql.engine.executor import Answer, Executor, ProgressListener
 from recsql.engine.trace import Trace
 from recsql.errors import DataError, NotSupportedError, ProgrammingError
 from recsql.optimizer import optimize
@@ -31,6 +31,10 @@ from translator.errors import TranslationError, UnsupportedError
 from translator.translate import translate
 
 QUERY_TYPES = (exp.Query, exp.Values)
+EVALUATION = {
+    True: "whole query in this process (DuckDB over Arrow), no Spark job",
+    False: "on Spark (recursive strata planned local run in this process)",
+}
 
 
 @dataclass
@@ -116,10 +120,12 @@ class Session:
         if not isinstance(query, QUERY_TYPES):
             raise NotSupportedError("EXPLAIN takes a query")
         plan = self.plan(query)
-        lines = plan.explain().splitlines()
+        trace = Trace()
+        executor = Executor(self.spark, self.catalog, self.settings, self.progress, trace)
+        local = executor.local_program(plan)
+        lines = plan.explain().splitlines() + ["", "== Evaluation ==", EVALUATION[local is not None]]
         if statement.args.get("analyze"):
-            trace = Trace()
-            answer = Executor(self.spark, self.catalog, self.settings, self.progress, trace).fetch(plan)
+            answer = local.run() if local is not None else Answer.of(executor.run(plan))
             lines += [""] + trace.report() + [f"answer rows: {answer.table.num_rows}"]
         return Result(["plan"], ["string"], pa.table({"plan": lines}), len(lines))
 

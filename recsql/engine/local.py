@@ -70,14 +70,17 @@ class LocalFixpoint:
         progress: ProgressListener | None = None,
         types: ResultTypes | None = None,
         spark_settings: SparkSettings = SparkSettings(),
+        database: Database | None = None,
     ):
+        """`database`: evaluate in this DuckDB connection (left open) instead of a new one."""
         self.program = program
         self.stratum = stratum
         self.settings = settings
         self.progress = progress
         self.types = types
         self.render = RuleSQL(spark_settings.ansi)
-        self.db = Database(spark_settings.timezone)
+        self.db = database or Database(spark_settings.timezone)
+        self.owns_db = database is None
         self.inputs = {name: f"input_{i}" for i, name in enumerate(inputs)}
         for name, table in inputs.items():
             self.db.register(self.inputs[name], table)
@@ -89,7 +92,7 @@ class LocalFixpoint:
 
     def run(self) -> dict[str, pa.Table]:
         """The facts of each relation of the stratum."""
-        with duckdb_errors(), contextlib.closing(self.db):
+        with duckdb_errors(), contextlib.closing(self.db) if self.owns_db else contextlib.nullcontext():
             iterate(self, Limits(self.program, self.stratum, self.settings), self.progress)
         return {name: state.full for name, state in self.states.items()}
 

@@ -17,7 +17,7 @@ from typing import Mapping
 import pyarrow as pa
 
 from recsql.engine.answer import Answer
-from recsql.engine.local import Database, LocalFixpoint, SparkSettings, duckdb_errors
+from recsql.engine.local import Database, LocalFixpoint, SparkSettings, duckdb_errors, null_table
 from recsql.engine.local_sql import RuleSQL, quote
 from recsql.engine.render import column_names
 from recsql.engine.result_types import SETTLED, InferredTypes, arrow_schema, relation_types
@@ -67,7 +67,7 @@ class LocalProgram:
                 self.facts[name] = db.conform(table, self.arrow_schema(self.types[name]))
             for stratum in self.plan.strata:
                 if stratum.component.recursive:
-                    self.run_recursive(stratum)
+                    self.run_recursive(db, stratum)
                 else:
                     for name in stratum.relations:
                         started = time.monotonic()
@@ -86,22 +86,22 @@ class LocalProgram:
     def relation_types(self, name: str, types: Mapping[str, Row]) -> Row:
         return relation_types(self.program.relations[name], self.program.rules_for(name), types.__getitem__)
 
-    def run_recursive(self, stratum: Stratum) -> None:
+    def run_recursive(self, db: Database, stratum: Stratum) -> None:
         types = self.stratum_types(stratum, self.types)
         inputs = {name: self.facts[name] for name in stratum.inputs}
         fixpoint = LocalFixpoint(self.program, stratum, inputs, self.settings, self.progress, types.arrow,
-                                 self.spark_settings)
+                                 self.spark_settings, db)
         self.facts.update(fixpoint.run())
         self.types.update(types.spark(fixpoint.iterations))
 
     def combine(self, db: Database, relation: Relation) -> pa.Table:
         """A non-recursive relation: the union of its rules, deduplicated or aggregated as declared (as
         Executor.combine does on Spark)."""
-        parts = [self.render.rule(rule, lambda _, atom: self.source(db, atom)) for rule in self.program.rules_for(relation.name)]
+        rules = self.program.rules_for(relation.name)
+        parts = [self.render.rule(rule, lambda _, atom: self.source(db, atom)) for rule in rules]
         names = column_names(len(relation.columns))
         if not parts:
-            return db.conform(pa.table({n: pa.array([], pa.null()) for n in names}),
-                              self.arrow_schema(self.types[relation.name]))
+            return null_table(names)
         union = " UNION ALL ".join(f"({part})" for part in parts)
         aggregate = relation.aggregate
         if aggregate is not None:
