@@ -1,0 +1,41 @@
+"""Peak memory of a run: the resident set of this process and its children (Spark's JVM runs as one),
+sampled in a background thread."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, Callable
+
+import psutil
+
+
+def tree_rss() -> int:
+    process = psutil.Process()
+    total = process.memory_info().rss
+    for child in process.children(recursive=True):
+        try:
+            total += child.memory_info().rss
+        except psutil.NoSuchProcess:
+            pass
+    return total
+
+
+def peak_growth(run: Callable[[], Any], interval: float = 0.02) -> tuple[Any, int]:
+    """The result of `run` and how far the resident memory of the process tree rose above its level at
+    the start, at its peak (bytes)."""
+    baseline = peak = tree_rss()
+    done = threading.Event()
+
+    def sample() -> None:
+        nonlocal peak
+        while not done.wait(interval):
+            peak = max(peak, tree_rss())
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    try:
+        result = run()
+    finally:
+        done.set()
+        sampler.join()
+    return result, max(peak, tree_rss()) - baseline

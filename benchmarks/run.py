@@ -1,0 +1,156 @@
+"""recsql beside the alternatives on the benchmark workloads, in one process, on the same data.
+
+    python -m benchmarks.run [--quick] [--repeat 3] [--only NAME ...] [--chart benchmarks.png]
+
+For each workload (benchmarks/workloads.py) it runs recsql, Spark's native recursive CTE (where it
+terminates: UNION ALL on DAGs and trees), a hand-written PySpark semi-naive loop (benchmarks/loops.py)
+and DuckDB's recursive CTE, checks that they give the same answer, and prints the median time of
+`--repeat` runs, each alternative's time as a multiple of recsql's, the answer, where recsql ran the
+recursion, and the peak memory growth of the process tree (this process and Spark's JVM). `--chart`
+writes the times as a PNG bar chart (needs matplotlib: pip install -e '.[bench]').
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import duckdb
+
+import recsql
+from benchmarks.memory import peak_growth
+from benchmarks.workloads import Workload, workloads
+
+SYSTEMS = ("recsql", "spark native", "pyspark loop", "duckdb")
+
+
+@dataclass
+class Measurement:
+    seconds: float
+    memory: int  # bytes, peak growth
+    answer: tuple
+
+
+@dataclass
+class Outcome:
+    workload: Workload
+    where: str
+    results: dict[str, Measurement] = field(default_factory=dict)
+
+
+def measure(run: Callable[[], Any], repeat: int) -> Measurement:
+    times, memory, answer = [], 0, None
+    for _ in range(repeat):
+        started = time.perf_counter()
+        answer, grown = peak_growth(run)
+        times.append(time.perf_counter() - started)
+        memory = max(memory, grown)
+    return Measurement(statistics.median(times), memory, tuple(int(value) for value in answer))
+
+
+def where_recsql_runs(cursor, sql: str) -> str:
+    cursor.execute("EXPLAIN " + sql)
+    text = "\n".join(row[0] for row in cursor.fetchall())
+    if "whole query in this process" in text:
+        return "local"
+    return "local recursion" if "local, in one process" in text else "distributed"
+
+
+def run_workload(workload: Workload, conn, duck, repeat: int) -> Outcome:
+    spark = conn.spark_session
+    edges = workload.edges()
+    conn.register("edge", edges)
+    spark.createDataFrame(edges).cache().createOrReplaceTempView("edge")
+    spark.table("edge").count()
+    duck.register("edge", edges)
+    cursor = conn.cursor()
+    outcome = Outcome(workload, where_recsql_runs(cursor, workload.recsql))
+
+    def first_row(rows) -> tuple:
+        return tuple(rows[0])
+
+    outcome.results["recsql"] = measure(lambda: first_row((cursor.execute(workload.recsql), cursor.fetchall())[1]), repeat)
+    if workload.spark is not None:
+        outcome.results["spark native"] = measure(lambda: first_row(spark.sql(workload.spark).collect()), repeat)
+    outcome.results["pyspark loop"] = measure(lambda: workload.loop(spark), repeat)
+    outcome.results["duckdb"] = measure(lambda: duck.execute(workload.duckdb).fetchall()[0], repeat)
+    answers = {system: result.answer for system, result in outcome.results.items()}
+    if len(set(answers.values())) != 1:
+        raise AssertionError(f"{workload.name}: the answers differ: {answers}")
+    spark.catalog.uncacheTable("edge")
+    return outcome
+
+
+def table(outcomes: list[Outcome], repeat: int) -> str:
+    header = ["workload", "graph", "answer", "recsql runs"] + [f"{s} (s)" for s in SYSTEMS] + ["ratios x recsql", "peak MB"]
+    rows = [header]
+    for outcome in outcomes:
+        results = outcome.results
+        base = results["recsql"].seconds
+        times = [f"{results[s].seconds:.3f}" if s in results else "n/a" for s in SYSTEMS]
+        ratios = " / ".join(f"{results[s].seconds / base:.1f}" if s in results else "-" for s in SYSTEMS[1:])
+        memory = " / ".join(f"{results[s].memory / 2**20:.0f}" if s in results else "-" for s in SYSTEMS)
+        answer = ", ".join(f"{value:,}" for value in results["recsql"].answer)
+        rows.append([outcome.workload.name, outcome.workload.graph, answer, outcome.where] + times + [ratios, memory])
+    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
+    lines = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths)) for row in rows]
+    lines.insert(1, "-" * len(lines[0]))
+    notes = [
+        f"medians of {repeat} runs; ratios: time of spark native / pyspark loop / duckdb over recsql's "
+        "(above 1: recsql is faster); peak MB: growth of this process and Spark's JVM, "
+        "recsql / spark native / pyspark loop / duckdb",
+    ]
+    return "\n".join(lines + [""] + notes)
+
+
+def chart(outcomes: list[Outcome], path: str) -> None:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("no chart: matplotlib is missing (pip install -e '.[bench]')")
+        return
+    figure, axes = plt.subplots(figsize=(12, 5))
+    width = 0.2
+    for i, system in enumerate(SYSTEMS):
+        positions = [n + (i - 1.5) * width for n in range(len(outcomes))]
+        values = [o.results[system].seconds if system in o.results else 0 for o in outcomes]
+        axes.bar(positions, values, width, label=system)
+    axes.set_yscale("log")
+    axes.set_ylabel("seconds (log scale, median)")
+    axes.set_xticks(range(len(outcomes)), [o.workload.name for o in outcomes], rotation=20)
+    axes.legend()
+    axes.set_title("recsql and the alternatives (missing bar: not applicable)")
+    figure.tight_layout()
+    figure.savefig(path, dpi=120)
+    print(f"chart written to {path}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="small graphs: a smoke run of a minute or two")
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--only", nargs="*", help="workload names to run (default: all)")
+    parser.add_argument("--chart", help="write a PNG chart of the times to this path")
+    args = parser.parse_args()
+
+    chosen = [w for w in workloads(args.quick) if not args.only or w.name in args.only]
+    outcomes = []
+    with tempfile.TemporaryDirectory() as warehouse, recsql.connect(warehouse=warehouse) as conn:
+        duck = duckdb.connect()
+        for workload in chosen:
+            print(f"running {workload.name} ({workload.graph}) ...", flush=True)
+            outcomes.append(run_workload(workload, conn, duck, args.repeat))
+    print(table(outcomes, args.repeat))
+    if args.chart:
+        chart(outcomes, args.chart)
+
+
+if __name__ == "__main__":
+    main()

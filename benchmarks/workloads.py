@@ -1,0 +1,119 @@
+"""The benchmark workloads: a graph, the query in recsql's SQL, and the same question for each alternative
+(DuckDB's recursive CTE, Spark's native recursive CTE where it terminates, a hand-written PySpark loop).
+
+Every query reads one table, `edge(src, dst[, w])`, and answers with one row of counts and sums, so the
+answers are compared exactly and no engine pays for returning millions of rows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import pyarrow as pa
+
+from benchmarks import graphs, loops
+
+
+@dataclass(frozen=True)
+class Workload:
+    name: str
+    graph: str  # what the graph is, for the report
+    edges: Callable[[], pa.Table]
+    recsql: str
+    duckdb: str
+    loop: Callable
+    spark: str | None = None  # Spark's native WITH RECURSIVE (UNION ALL): only where it terminates
+
+
+def symmetric(table: pa.Table) -> pa.Table:
+    """Both directions of every edge (an undirected graph), without duplicates."""
+    reverse = pa.table({"src": table["dst"], "dst": table["src"]})
+    both = pa.concat_tables([table.select(["src", "dst"]), reverse])
+    return both.group_by(["src", "dst"]).aggregate([])
+
+
+TC = """WITH RECURSIVE tc(x, y) AS (SELECT src, dst FROM edge UNION
+SELECT tc.x, e.dst FROM tc JOIN edge e ON tc.y = e.src) SELECT count(*) FROM tc"""
+TC_SPARK = """WITH RECURSIVE tc(x, y) MAX RECURSION LEVEL 100000 AS (SELECT src, dst FROM edge UNION ALL
+SELECT tc.x, e.dst FROM tc JOIN edge e ON tc.y = e.src) SELECT count(*) FROM (SELECT DISTINCT x, y FROM tc)"""
+
+SG = """WITH RECURSIVE sg(x, y) AS (
+SELECT a.dst, b.dst FROM edge a JOIN edge b ON a.src = b.src WHERE a.dst <> b.dst UNION
+SELECT a.dst, b.dst FROM sg JOIN edge a ON a.src = sg.x JOIN edge b ON b.src = sg.y) SELECT count(*) FROM sg"""
+
+REACH = """WITH RECURSIVE reach(y) AS (SELECT 0 UNION SELECT e.dst FROM reach JOIN edge e ON e.src = reach.y)
+SELECT count(*) FROM reach"""
+
+CC = """WITH RECURSIVE cc(node, min() AS label) AS (SELECT src, src FROM edge UNION
+SELECT e.dst, cc.label FROM cc JOIN edge e ON cc.node = e.src) SELECT count(DISTINCT label) FROM cc"""
+CC_DUCKDB = """WITH RECURSIVE cc(node, label) USING KEY (node) AS (
+SELECT DISTINCT src, src FROM edge UNION
+SELECT e.dst, min(cc.label) FROM cc JOIN edge e ON cc.node = e.src GROUP BY e.dst
+HAVING min(cc.label) < coalesce((SELECT r.label FROM recurring.cc r WHERE r.node = e.dst), 2147483647))
+SELECT count(DISTINCT label) FROM cc"""
+
+SSSP = """WITH RECURSIVE sp(node, min() AS d) AS (SELECT 0, 0 UNION
+SELECT e.dst, sp.d + e.w FROM sp JOIN edge e ON sp.node = e.src) SELECT count(*), sum(d) FROM sp"""
+SSSP_DUCKDB = """WITH RECURSIVE sp(node, d) USING KEY (node) AS (SELECT 0, 0 UNION
+SELECT e.dst, min(sp.d + e.w) FROM sp JOIN edge e ON sp.node = e.src GROUP BY e.dst
+HAVING min(sp.d + e.w) < coalesce((SELECT r.d FROM recurring.sp r WHERE r.node = e.dst), 2147483647))
+SELECT count(*), sum(d) FROM sp"""
+
+APSP = """WITH RECURSIVE ap(x, y, min() AS d) AS (SELECT src, dst, w FROM edge UNION
+SELECT ap.x, e.dst, ap.d + e.w FROM ap JOIN edge e ON ap.y = e.src) SELECT count(*), sum(d) FROM ap"""
+APSP_DUCKDB = """WITH RECURSIVE ap(x, y, d) USING KEY (x, y) AS (SELECT src, dst, min(w) FROM edge GROUP BY src, dst UNION
+SELECT ap.x, e.dst, min(ap.d + e.w) FROM ap JOIN edge e ON ap.y = e.src GROUP BY ap.x, e.dst
+HAVING min(ap.d + e.w) < coalesce((SELECT r.d FROM recurring.ap r WHERE r.x = ap.x AND r.y = e.dst), 2147483647))
+SELECT count(*), sum(d) FROM ap"""
+
+PATHS = """WITH RECURSIVE paths(x, y, sum() AS n) AS (SELECT src, dst, 1 FROM edge UNION
+SELECT paths.x, e.dst, paths.n FROM paths JOIN edge e ON paths.y = e.src) SELECT count(*), sum(n) FROM paths"""
+PATHS_UNION_ALL = """WITH RECURSIVE walk(x, y) {level} AS (SELECT src, dst FROM edge UNION ALL
+SELECT walk.x, e.dst FROM walk JOIN edge e ON walk.y = e.src)
+SELECT count(*), sum(n) FROM (SELECT x, y, count(*) AS n FROM walk GROUP BY x, y)"""
+
+REPORTS = """WITH RECURSIVE under(m, e) AS (SELECT src, dst FROM edge UNION
+SELECT under.m, edge.dst FROM under JOIN edge ON under.e = edge.src)
+SELECT count(*), sum(n) FROM (SELECT m, count(*) AS n FROM under GROUP BY m)"""
+REPORTS_UNION_ALL = """WITH RECURSIVE under(m, e) {level} AS (SELECT src, dst FROM edge UNION ALL
+SELECT under.m, edge.dst FROM under JOIN edge ON under.e = edge.src)
+SELECT count(*), sum(n) FROM (SELECT m, count(*) AS n FROM under GROUP BY m)"""
+
+SPARK_LEVEL = "MAX RECURSION LEVEL 100000"
+
+
+def workloads(quick: bool) -> list[Workload]:
+    """The workloads at full size (the sizes the project's speed targets name), or small for a smoke run."""
+    def size(full, small):
+        return small if quick else full
+
+    dag_nodes, dag_edges = size((10_000, 30_000), (1_000, 3_000))
+    cyclic_nodes, cyclic_edges = size((2_000, 8_000), (300, 1_000))
+    side = size(40, 12)
+    scale, rmat_edges = size((17, 1_300_000), (10, 8_000))
+    apsp_nodes, apsp_p = size((150, 0.02), (40, 0.06))
+    height = size(8, 5)
+    return [
+        Workload("tc-dag", f"random DAG, {dag_nodes:,} nodes, {dag_edges:,} edges",
+                 lambda: graphs.random_dag(dag_nodes, dag_edges), TC, TC, loops.closure_pairs, TC_SPARK),
+        Workload("tc-cyclic", f"G(n, m), {cyclic_nodes:,} nodes, {cyclic_edges:,} edges",
+                 lambda: graphs.erdos_renyi(cyclic_nodes, cyclic_edges), TC, TC, loops.closure_pairs),
+        Workload("same-generation", f"{side}x{side} grid", lambda: graphs.grid(side), SG, SG, loops.same_generation),
+        Workload("reachability", f"RMAT-{scale}, {rmat_edges:,} edges", lambda: graphs.rmat(scale, rmat_edges),
+                 REACH, REACH, loops.reachable),
+        Workload("connected-components", f"RMAT-{scale}, {rmat_edges:,} edges, undirected",
+                 lambda: symmetric(graphs.rmat(scale, rmat_edges)), CC, CC_DUCKDB, loops.connected_components),
+        Workload("sssp", f"RMAT-{scale}, {rmat_edges:,} edges, weights in [0, 100)",
+                 lambda: graphs.rmat(scale, rmat_edges, weighted=True), SSSP, SSSP_DUCKDB, loops.shortest_paths),
+        Workload("apsp", f"G(n, p), {apsp_nodes} nodes, p = {apsp_p}, weights in [0, 100)",
+                 lambda: graphs.gnp(apsp_nodes, apsp_p, weighted=True), APSP, APSP_DUCKDB,
+                 loops.all_pairs_shortest_paths),
+        Workload("path-counting", f"random DAG, {dag_nodes:,} nodes, {dag_edges:,} edges",
+                 lambda: graphs.random_dag(dag_nodes, dag_edges), PATHS, PATHS_UNION_ALL.format(level=""),
+                 loops.path_counts, PATHS_UNION_ALL.format(level=SPARK_LEVEL)),
+        Workload("org-chart", f"tree of height {height}, fan-out 2-6",
+                 lambda: graphs.tree(height), REPORTS, REPORTS, loops.reports_per_manager,
+                 REPORTS_UNION_ALL.format(level=SPARK_LEVEL)),
+    ]
+
