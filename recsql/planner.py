@@ -53,6 +53,7 @@ class Stratum:
     variants: tuple[Variant, ...]
     iteration: Iteration
     strategy: str = DISTRIBUTED  # LOCAL (in this process, over Arrow) or DISTRIBUTED (Spark jobs)
+    capacity: int | None = None  # LOCAL chosen from estimates: past this many facts it moves to Spark
 
     @property
     def relations(self) -> tuple[str, ...]:
@@ -95,20 +96,29 @@ class Plan:
                 continue
             how = "UNION ALL iteration" if stratum.iteration is Iteration.BAG else "semi-naive fixpoint"
             where = "local, in one process" if stratum.strategy == LOCAL else "distributed on Spark"
+            if stratum.strategy == LOCAL and stratum.capacity is not None:
+                where += f"; on Spark past {stratum.capacity:,} facts"
             lines.append(f"{number}. {names}  (recursive: {how}, {where})")
             lines.extend(f"     {variant}" for variant in stratum.variants)
         return "\n".join(lines)
 
 
 def plan(optimized: Optimized, components: list[Component], strategy: str = AUTO, local_rows: float = 0) -> Plan:
-    """The strata of the optimized program. `strategy` AUTO runs a component locally when its inputs and
-    its estimated result together hold at most `local_rows` rows, else distributed."""
+    """The strata of the optimized program. `strategy` AUTO runs a component locally when what it reads
+    from outside the local part of the plan holds at most `local_rows` rows (estimated), else
+    distributed. The size of a recursive result is hard to estimate (a closure's estimate can be off by
+    orders of magnitude): it is not estimated but bounded at run time instead, a local recursive
+    component moving to Spark when it derives more than `local_rows` facts (engine/executor.py)."""
     program = optimized.program
-    strata = []
+    strata: list[Stratum] = []
+    local: set[str] = set()  # relations of the strata planned LOCAL so far
     for component in components:
         rules = [rule for rule in program.rules if rule.head in component]
         iteration = program.relations[component.relations[0]].iteration
-        chosen = strategy if strategy != AUTO else choose_strategy(optimized, component, rules, local_rows)
+        chosen = strategy if strategy != AUTO else choose_strategy(optimized, component, rules, local, local_rows)
+        capacity = int(local_rows) if strategy == AUTO and chosen == LOCAL and component.recursive else None
+        if chosen == LOCAL:
+            local.update(component.relations)
         if not component.recursive:
             strata.append(Stratum(component, tuple(rules), (), iteration, chosen))
             continue
@@ -120,17 +130,20 @@ def plan(optimized: Optimized, components: list[Component], strategy: str = AUTO
             if reads_component(rule, component)
             for variant in delta_variants(rule, component, iteration)
         )
-        strata.append(Stratum(component, exit_rules, variants, iteration, chosen))
+        strata.append(Stratum(component, exit_rules, variants, iteration, chosen, capacity))
     return Plan(optimized, tuple(strata))
 
 
-def choose_strategy(optimized: Optimized, component: Component, rules: list[Rule], local_rows: float) -> str:
-    estimator = optimized.estimator
+def choose_strategy(
+    optimized: Optimized, component: Component, rules: list[Rule], local: set[str], local_rows: float
+) -> str:
+    """LOCAL when the relations the component reads from outside itself, leaving out those computed
+    locally already, hold at most `local_rows` rows."""
     inputs = {
         atom.relation for rule in rules for atom in rule.atoms
-        if atom.relation not in component and not atom.call_args
+        if atom.relation not in component and atom.relation not in local and not atom.call_args
     }
-    rows = sum(estimator.relation(name).rows for name in inputs | set(component.relations))
+    rows = sum(optimized.estimator.relation(name).rows for name in inputs)
     return LOCAL if rows <= local_rows else DISTRIBUTED
 
 

@@ -17,7 +17,7 @@ from sqlglot import exp
 
 from recsql import analysis, planner
 from recsql.catalog import Catalog, view_query_of
-from recsql.engine.executor import Answer, Executor, ProgressListener
+from recsql.engine.executor import Executor, ProgressListener
 from recsql.engine.trace import Trace
 from recsql.errors import DataError, NotSupportedError, ProgrammingError
 from recsql.optimizer import optimize
@@ -125,7 +125,7 @@ class Session:
         local = executor.local_program(plan)
         lines = plan.explain().splitlines() + ["", "== Evaluation ==", EVALUATION[local is not None]]
         if statement.args.get("analyze"):
-            answer = local.run() if local is not None else Answer.of(executor.run(plan))
+            answer = executor.fetch(plan)
             lines += [""] + trace.report() + [f"answer rows: {answer.table.num_rows}"]
         return Result(["plan"], ["string"], pa.table({"plan": lines}), len(lines))
 

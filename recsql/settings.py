@@ -21,7 +21,9 @@ class Settings:
     # how recursive components run: in one process over Arrow data (local), as Spark jobs (distributed),
     # or chosen per component from the estimated sizes (auto)
     strategy: str = "auto"
-    local_rows: int = 2_000_000  # auto: a component runs locally when its inputs and result fit under this
+    # auto: a component runs locally when its inputs fit under this; a recursive one moves to Spark if it
+    # derives more facts than this
+    local_rows: int = 10_000_000
     magic: str = "auto"  # magic sets: where the optimizer expects them to help (auto), always (on), never (off)
 
     def set(self, key: str, value: str) -> None:

@@ -26,6 +26,7 @@ import test_peer_radlog as peer
 import test_recursion_vs_duckdb as linear
 from duckdb_reference import check, register_tables
 from reference import transitive_closure
+from explain import explain
 from spark_jobs import spark_jobs
 
 import recsql
@@ -279,3 +280,25 @@ def test_local_fixpoint_needs_no_spark(conn):
     (table,) = fixpoint.run().values()
     assert set(zip(*table.to_pydict().values())) == transitive_closure(edges)
     assert fixpoint.iterations >= 2
+
+
+def test_auto_moves_an_outgrown_recursion_to_spark(conn, cur):
+    """Under auto a recursion over small inputs starts locally; past recsql.local_rows facts it starts
+    again on Spark, with the same answer and EXPLAIN ANALYZE counting only the run that finished."""
+    edges = [(i, i + 1) for i in range(30)]
+    conn.register("lc_chain", pd.DataFrame(edges, columns=["src", "dst"]))
+    sql = ("WITH RECURSIVE tc(a, b) AS (SELECT src, dst FROM lc_chain UNION "
+           "SELECT tc.a, e.dst FROM tc JOIN lc_chain e ON tc.b = e.src) SELECT * FROM tc")
+    previous = conn.session.settings.strategy
+    set_strategy(conn, "auto")
+    cur.execute("SET recsql.local_rows = 100")
+    try:
+        assert "local, in one process; on Spark past 100 facts" in explain(cur, sql)
+        assert spark_jobs(conn, sql, "local-strategy-outgrown") > 0
+        cur.execute(sql)
+        assert set(cur.fetchall()) == transitive_closure(edges)
+        analyzed = explain(cur, sql, analyze=True)
+        assert f"facts per relation: tc {len(transitive_closure(edges))}," in analyzed
+    finally:
+        set_strategy(conn, previous)
+        cur.execute("SET recsql.local_rows = 10000000")

@@ -101,8 +101,8 @@ def test_free_query_is_not_rewritten(conn, cur):
 
 
 def test_auto_strategy_runs_the_restricted_recursion_locally(conn, cur):
-    """Magic sets make the recursion small: `auto` then evaluates the whole query in one process, without
-    a Spark job, with the same answer."""
+    """On small tables `auto` evaluates the whole magic-set-rewritten query in one process, without a
+    Spark job, with the same answer."""
     load(conn, [(i, (i * 3 + 1) % 40, 1) for i in range(40)] + [(i, i + 1, 1) for i in range(39)])
     sql = SHAPES["left-linear closure"]
     expected = answer(cur, sql, 5, "off")
@@ -110,7 +110,7 @@ def test_auto_strategy_runs_the_restricted_recursion_locally(conn, cur):
     cur.execute("SET recsql.strategy = auto")
     try:
         plan = explain(cur, sql, (5,))
-        assert re.search(r"r\s+\(recursive: semi-naive fixpoint, local, in one process\)", plan)
+        assert re.search(r"r\s+\(recursive: semi-naive fixpoint, local, in one process; on Spark past", plan)
         assert "whole query in this process (DuckDB over Arrow), no Spark job" in plan
         assert answer(cur, sql, 5, "on") == expected
         assert spark_jobs(conn, sql, "magic-sets-auto", (5,)) == 0

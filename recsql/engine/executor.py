@@ -22,7 +22,7 @@ from recsql.engine.relations import RelationState, SumRelation, empty_frame, sta
 from recsql.engine.render import column_names, render_rule
 from recsql.engine.trace import Step, Trace
 from recsql.engine.semi_naive import (
-    Limits, Progress, ProgressListener, contributor_terms, iterate, rule_ids, rule_key,
+    CapacityExceeded, Limits, Progress, ProgressListener, contributor_terms, iterate, rule_ids, rule_key,
 )
 from recsql.planner import DELTA, FULL, LOCAL, OLD, Plan, Stratum
 from recsql.settings import Settings
@@ -59,12 +59,24 @@ class Executor:
         self.plan: Plan | None = None
         self.frames: dict[str, DataFrame] = {}
         self.tables: dict[str, DataFrame] = {}
+        self.outgrown: set[tuple[str, ...]] = set()  # strata that derived more facts than their capacity
 
     def fetch(self, plan: Plan) -> Answer:
         """The answer of the plan's program as Arrow: computed in this process when the whole plan can
         be (no Spark job at all), else on Spark and collected."""
         local = self.local_program(plan)
-        return local.run() if local is not None else Answer.of(self.run(plan))
+        if local is not None:
+            try:
+                return local.run()
+            except CapacityExceeded as exceeded:
+                self.outgrow(exceeded)
+        return Answer.of(self.run(plan))
+
+    def outgrow(self, exceeded: CapacityExceeded) -> None:
+        """A stratum planned LOCAL derived more facts than its capacity: it runs on Spark from scratch."""
+        self.outgrown.add(exceeded.relations)
+        if self.trace is not None:
+            self.trace.forget(exceeded.relations)
 
     def local_program(self, plan: Plan) -> LocalProgram | None:
         """The plan as a LocalProgram when every stratum is planned LOCAL, every table it reads is at
@@ -93,8 +105,12 @@ class Executor:
         self.plan = plan
         for stratum in plan.strata:
             started = time.monotonic()
-            if stratum.component.recursive and stratum.strategy == LOCAL:
-                self.frames.update(self.run_local(program, stratum))
+            if stratum.component.recursive and stratum.strategy == LOCAL and stratum.relations not in self.outgrown:
+                try:
+                    self.frames.update(self.run_local(program, stratum))
+                except CapacityExceeded as exceeded:
+                    self.outgrow(exceeded)
+                    self.frames.update(Fixpoint(self, program, stratum).run())
             elif stratum.component.recursive:
                 self.frames.update(Fixpoint(self, program, stratum).run())
             else:

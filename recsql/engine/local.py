@@ -5,7 +5,7 @@ The evaluation is Fixpoint's (executor.py), sharing its loop and limits (semi_na
 the stratum's delta variants until nothing changes. Each kind of relation absorbs candidates as its Spark
 counterpart in relations.py does, in DuckDB SQL:
 
-* LocalSet: UNION; delta = candidates not yet known (EXCEPT: NULL equals NULL, as in Spark's subtract).
+* LocalSet: UNION; delta = candidates not yet known (NULL equals NULL, as in Spark's subtract).
 * LocalBag: UNION ALL; delta = the last round's rows, full = all rounds.
 * LocalExtremum: min()/max() in the header; delta = the groups whose value improved.
 * LocalSum: sum()/count() in the header; contributions keyed by group, rule and contributor key, the
@@ -93,7 +93,7 @@ class LocalFixpoint:
     def run(self) -> dict[str, pa.Table]:
         """The facts of each relation of the stratum."""
         with duckdb_errors(), contextlib.closing(self.db) if self.owns_db else contextlib.nullcontext():
-            iterate(self, Limits(self.program, self.stratum, self.settings), self.progress)
+            iterate(self, Limits(self.program, self.stratum, self.settings, self.stratum.capacity), self.progress)
         return {name: state.full for name, state in self.states.items()}
 
     def start(self) -> int:
@@ -242,8 +242,11 @@ class LocalRelation:
 
 class LocalSet(LocalRelation):
     def absorb(self, candidates: pa.Table, full: pa.Schema | None, delta: pa.Schema | None) -> None:
+        # candidates EXCEPT full, written as an anti-join: DuckDB then hashes the candidates rather
+        # than the (larger, growing) full relation, about twice as fast
         self.delta = self.db.query(
-            "SELECT * FROM _candidates EXCEPT SELECT * FROM _full",
+            f"SELECT DISTINCT * FROM _candidates c WHERE NOT EXISTS "
+            f"(SELECT 1 FROM _full f WHERE {self.key_match('f', 'c', self.names)})",
             _candidates=self.db.conform(candidates, delta), _full=self.db.conform(self.full, delta),
         )
         self.grow(full)

@@ -45,14 +45,24 @@ class Evaluation(Protocol):
         """The new facts of each relation in the last start or step."""
 
 
+class CapacityExceeded(Exception):
+    """A local evaluation derived more facts than its stratum's capacity: the component belongs on Spark."""
+
+    def __init__(self, relations: tuple[str, ...]):
+        super().__init__(f"{', '.join(relations)} outgrew local evaluation")
+        self.relations = relations
+
+
 class Limits:
     """The bounds of one component's evaluation: iterations (`recsql.max_iterations`, or a CTE's smaller
     MAX RECURSION LEVEL) and derived rows (`recsql.max_rows`). Exceeding one is an error, never a
-    silent truncation."""
+    silent truncation. `capacity`: derived rows past which the evaluation stops with CapacityExceeded
+    (a local evaluation planned from estimates)."""
 
-    def __init__(self, program: Program, stratum: Stratum, settings: Settings):
+    def __init__(self, program: Program, stratum: Stratum, settings: Settings, capacity: int | None = None):
         self.program = program
         self.stratum = stratum
+        self.capacity = capacity
         self.max_rows = settings.max_rows
         self.max_iterations = settings.max_iterations
         self.limited_by: Relation | None = None
@@ -66,6 +76,8 @@ class Limits:
             raise OperationalError(self.iteration_message())
 
     def check_rows(self, derived: int, iteration: int) -> None:
+        if self.capacity is not None and derived > self.capacity:
+            raise CapacityExceeded(self.stratum.relations)
         if derived > self.max_rows:
             raise OperationalError(
                 f"recursive query over {self.names()} derived more than {self.max_rows} rows by iteration "

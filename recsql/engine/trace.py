@@ -21,6 +21,10 @@ class Trace:
     def record(self, step: Step) -> None:
         self.steps.append(step)
 
+    def forget(self, relations: tuple[str, ...]) -> None:
+        """Drop the steps of a component whose evaluation starts again (elsewhere)."""
+        self.steps = [step for step in self.steps if step.relations != relations]
+
     def elapsed_in(self, relations: tuple[str, ...]) -> float:
         """Time recorded so far for the component of `relations` (progress events report it cumulatively)."""
         return sum(step.seconds for step in self.steps if step.relations == relations)
