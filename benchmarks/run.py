@@ -138,15 +138,19 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--only", nargs="*", help="workload names to run (default: all)")
     parser.add_argument("--chart", help="write a PNG chart of the times to this path")
+    parser.add_argument("--driver-memory", default="8g", help="Spark driver memory (local mode: all of Spark)")
     args = parser.parse_args()
 
     chosen = [w for w in workloads(args.quick) if not args.only or w.name in args.only]
     outcomes = []
-    with tempfile.TemporaryDirectory() as warehouse, recsql.connect(warehouse=warehouse) as conn:
+    conf = {"spark.driver.memory": args.driver_memory}
+    with tempfile.TemporaryDirectory() as warehouse, recsql.connect(warehouse=warehouse, conf=conf) as conn:
         duck = duckdb.connect()
         for workload in chosen:
             print(f"running {workload.name} ({workload.graph}) ...", flush=True)
             outcomes.append(run_workload(workload, conn, duck, args.repeat))
+            seconds = ", ".join(f"{system} {m.seconds:.3f} s" for system, m in outcomes[-1].results.items())
+            print(f"  {seconds}", flush=True)
     print(table(outcomes, args.repeat))
     if args.chart:
         chart(outcomes, args.chart)
