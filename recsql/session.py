@@ -122,8 +122,8 @@ class Session:
         plan = self.plan(query)
         trace = Trace()
         executor = Executor(self.spark, self.catalog, self.settings, self.progress, trace)
-        local = executor.local_program(plan)
-        lines = plan.explain().splitlines() + ["", "== Evaluation ==", EVALUATION[local is not None]]
+        local = executor.local_program(plan) is not None and executor.arrow_inputs(plan) is not None
+        lines = plan.explain().splitlines() + ["", "== Evaluation ==", EVALUATION[local]]
         if statement.args.get("analyze"):
             answer = executor.fetch(plan)
             lines += [""] + trace.report() + [f"answer rows: {answer.table.num_rows}"]

@@ -65,9 +65,10 @@ class Executor:
         """The answer of the plan's program as Arrow: computed in this process when the whole plan can
         be (no Spark job at all), else on Spark and collected."""
         local = self.local_program(plan)
-        if local is not None:
+        tables = self.arrow_inputs(plan) if local is not None else None
+        if local is not None and tables is not None:
             try:
-                return local.run()
+                return local.run(tables)
             except CapacityExceeded as exceeded:
                 self.outgrow(exceeded)
         return Answer.of(self.run(plan))
@@ -79,25 +80,28 @@ class Executor:
             self.trace.forget(exceeded.relations)
 
     def local_program(self, plan: Plan) -> LocalProgram | None:
-        """The plan as a LocalProgram when every stratum is planned LOCAL, every table it reads is at
-        hand as Arrow, and the types of every relation can be derived without Spark; else None."""
+        """The plan as a LocalProgram when every stratum is planned LOCAL and the types of every relation
+        can be derived without Spark; else None."""
         if not plan.local:
             return None
-        program = plan.program
-        names = {atom.relation for stratum in plan.strata for atom in stratum.inputs.values()} - program.relations.keys()
-        tables = {}
-        for name in names:
-            table = self.source.arrow_table(name)
-            if table is None:
-                return None
-            tables[name] = table.rename_columns(column_names(table.num_columns))
-        types = {name: row_of(self.source.schema(name)) for name in names}
-        local = LocalProgram(plan, tables, types, self.settings, self.report, self.spark_settings(), self.trace)
+        types = {name: row_of(self.source.schema(name)) for name in base_tables(plan)}
+        local = LocalProgram(plan, types, self.settings, self.report, self.spark_settings(), self.trace)
         try:
             local.check()
         except NotInferred:
             return None
         return local
+
+    def arrow_inputs(self, plan: Plan) -> dict[str, pa.Table] | None:
+        """The tables the plan reads, as Arrow (columns c0 .. cN), when every one is at hand without a
+        Spark job; else None."""
+        tables = {}
+        for name in base_tables(plan):
+            table = self.source.arrow_table(name)
+            if table is None:
+                return None
+            tables[name] = table.rename_columns(column_names(table.num_columns))
+        return tables
 
     def run(self, plan: Plan) -> DataFrame:
         """The answer of the plan's program as a DataFrame named after the output columns, ordered."""
@@ -212,6 +216,12 @@ class Executor:
             frame = frame.limit(program.limit)
         visible = names[: len(names) - program.hidden_columns]
         return frame.select(*visible).toDF(*program.output_columns)
+
+
+def base_tables(plan: Plan) -> set[str]:
+    """The tables (not derived relations, not table functions) the plan's strata read."""
+    read = {name for stratum in plan.strata for name in stratum.inputs}
+    return read - plan.program.relations.keys()
 
 
 def sort_column(name: str, key: SortKey) -> Column:

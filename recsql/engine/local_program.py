@@ -33,7 +33,6 @@ class LocalProgram:
     def __init__(
         self,
         plan: Plan,
-        tables: Mapping[str, pa.Table],
         table_types: Mapping[str, Row],
         settings: Settings,
         progress: ProgressListener | None,
@@ -47,7 +46,7 @@ class LocalProgram:
         self.spark_settings = spark_settings
         self.trace = trace
         self.types: dict[str, Row] = dict(table_types)
-        self.facts: dict[str, pa.Table] = dict(tables)
+        self.facts: dict[str, pa.Table] = {}
         self.render = RuleSQL(spark_settings.ansi)
 
     def check(self) -> None:
@@ -61,9 +60,10 @@ class LocalProgram:
                 for name in stratum.relations:
                     types[name] = self.relation_types(name, types)
 
-    def run(self) -> Answer:
+    def run(self, tables: Mapping[str, pa.Table]) -> Answer:
+        """The answer, from the rows of the tables the plan reads (columns c0 .. cN)."""
         with duckdb_errors(), contextlib.closing(Database(self.spark_settings.timezone)) as db:
-            for name, table in self.facts.items():
+            for name, table in tables.items():
                 self.facts[name] = db.conform(table, self.arrow_schema(self.types[name]))
             for stratum in self.plan.strata:
                 if stratum.component.recursive:
