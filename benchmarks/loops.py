@@ -8,6 +8,8 @@ jobs. Each returns the same one-row answer as its workload's SQL.
 
 from __future__ import annotations
 
+from typing import Callable
+
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -17,46 +19,52 @@ def edges_of(spark: SparkSession, weighted: bool = False) -> DataFrame:
     return spark.table("edge").select(*columns).cache()
 
 
+def set_fixpoint(start: DataFrame, step: Callable[[DataFrame], DataFrame]) -> DataFrame:
+    """Facts from `start` and `step` (new facts from the last round's) until a round finds nothing new."""
+    total = start.distinct().localCheckpoint()
+    delta = total
+    while True:
+        delta = step(delta).distinct().subtract(total).localCheckpoint()
+        if delta.count() == 0:
+            return total
+        total = total.union(delta).localCheckpoint()
+
+
+def all_rounds(start: DataFrame, step: Callable[[DataFrame], DataFrame]) -> DataFrame:
+    """The rows of every round, each computed by `step` from the last, until a round is empty."""
+    delta = total = start.localCheckpoint()
+    while True:
+        delta = step(delta).localCheckpoint()
+        if delta.count() == 0:
+            return total
+        total = total.union(delta).localCheckpoint()
+
+
 def closure_pairs(spark: SparkSession) -> tuple:
     """Transitive closure: count of (x, y) pairs."""
     edges = edges_of(spark)
-    total = edges.select(F.col("src").alias("x"), F.col("dst").alias("y")).distinct().localCheckpoint()
-    delta = total
-    while True:
-        step = delta.join(edges, delta.y == edges.src).select("x", F.col("dst").alias("y")).distinct()
-        delta = step.subtract(total).localCheckpoint()
-        if delta.count() == 0:
-            return (total.count(),)
-        total = total.union(delta).localCheckpoint()
+    start = edges.select(F.col("src").alias("x"), F.col("dst").alias("y"))
+    total = set_fixpoint(start, lambda d: d.join(edges, d.y == edges.src).select("x", F.col("dst").alias("y")))
+    return (total.count(),)
 
 
 def same_generation(spark: SparkSession) -> tuple:
     """sg(x, y): siblings, then children of same-generation pairs."""
     edges = edges_of(spark)
     a, b = edges.alias("a"), edges.alias("b")
-    total = (a.join(b, F.col("a.src") == F.col("b.src")).where(F.col("a.dst") != F.col("b.dst"))
-             .select(F.col("a.dst").alias("x"), F.col("b.dst").alias("y")).distinct().localCheckpoint())
-    delta = total
-    while True:
-        step = (delta.join(a, delta.x == F.col("a.src")).join(b, delta.y == F.col("b.src"))
-                .select(F.col("a.dst").alias("x"), F.col("b.dst").alias("y")).distinct())
-        delta = step.subtract(total).localCheckpoint()
-        if delta.count() == 0:
-            return (total.count(),)
-        total = total.union(delta).localCheckpoint()
+    start = (a.join(b, F.col("a.src") == F.col("b.src")).where(F.col("a.dst") != F.col("b.dst"))
+             .select(F.col("a.dst").alias("x"), F.col("b.dst").alias("y")))
+    total = set_fixpoint(start, lambda d: d.join(a, d.x == F.col("a.src")).join(b, d.y == F.col("b.src"))
+                         .select(F.col("a.dst").alias("x"), F.col("b.dst").alias("y")))
+    return (total.count(),)
 
 
 def reachable(spark: SparkSession, source: int = 0) -> tuple:
     """Nodes reachable from `source`: their count."""
     edges = edges_of(spark)
-    total = spark.createDataFrame([(source,)], "y int").localCheckpoint()
-    delta = total
-    while True:
-        step = delta.join(edges, delta.y == edges.src).select(F.col("dst").alias("y")).distinct()
-        delta = step.subtract(total).localCheckpoint()
-        if delta.count() == 0:
-            return (total.count(),)
-        total = total.union(delta).localCheckpoint()
+    start = spark.createDataFrame([(source,)], "y int")
+    total = set_fixpoint(start, lambda d: d.join(edges, d.y == edges.src).select(F.col("dst").alias("y")))
+    return (total.count(),)
 
 
 def propagate_minimum(spark: SparkSession, start: DataFrame, weighted: bool) -> DataFrame:
@@ -115,15 +123,9 @@ def path_counts(spark: SparkSession) -> tuple:
     """Paths between every pair of a DAG: number of connected pairs and the total number of paths (the
     paths of length k found in round k, summed per pair)."""
     edges = edges_of(spark)
-    delta = edges.select(F.col("src").alias("x"), F.col("dst").alias("y"), F.lit(1).cast("long").alias("n"))
-    delta = delta.localCheckpoint()
-    total = delta
-    while True:
-        delta = (delta.join(edges, delta.y == edges.src)
-                 .groupBy("x", F.col("dst").alias("y")).agg(F.sum("n").alias("n")).localCheckpoint())
-        if delta.count() == 0:
-            break
-        total = total.union(delta).localCheckpoint()
+    start = edges.select(F.col("src").alias("x"), F.col("dst").alias("y"), F.lit(1).cast("long").alias("n"))
+    total = all_rounds(start, lambda d: d.join(edges, d.y == edges.src)
+                       .groupBy("x", F.col("dst").alias("y")).agg(F.sum("n").alias("n")))
     row = total.groupBy("x", "y").agg(F.sum("n").alias("n")).agg(F.count("*"), F.sum("n")).first()
     return (row[0], row[1])
 
@@ -131,12 +133,7 @@ def path_counts(spark: SparkSession) -> tuple:
 def reports_per_manager(spark: SparkSession) -> tuple:
     """Org chart: for each manager the number of people under them; count of managers and the sum."""
     edges = edges_of(spark)
-    total = edges.select(F.col("src").alias("m"), F.col("dst").alias("e")).localCheckpoint()
-    delta = total
-    while True:
-        delta = delta.join(edges, delta.e == edges.src).select("m", F.col("dst").alias("e")).localCheckpoint()
-        if delta.count() == 0:
-            break
-        total = total.union(delta).localCheckpoint()
+    start = edges.select(F.col("src").alias("m"), F.col("dst").alias("e"))
+    total = all_rounds(start, lambda d: d.join(edges, d.e == edges.src).select("m", F.col("dst").alias("e")))
     row = total.groupBy("m").count().agg(F.count("*"), F.sum("count")).first()
     return (row[0], row[1])
