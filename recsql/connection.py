@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +31,8 @@ def connect(master: str | None = None, conf: dict[str, Any] | None = None, wareh
     conf = {str(k): str(v) for k, v in (conf or {}).items()}
     warehouse = warehouse or conf.pop(PREFIX + "warehouse", None) or os.environ.get("RECSQL_WAREHOUSE") or "~/.recsql"
     settings = Settings()
+    # Spark's Python workers (the decomposed strategy's tasks) run this interpreter, with recsql installed
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = SparkSession.builder.master(master or "local[*]").appName("recsql")
     for key, value in {**DEFAULT_SPARK_CONF, **conf}.items():
         if key.startswith(PREFIX):

@@ -16,12 +16,14 @@ from dataclasses import dataclass
 from recsql.analysis import Component
 from recsql.optimizer import Optimized
 from recsql.optimizer.cardinality import atom_estimate
+from recsql.optimizer.decomposition import Decomposition, NotDecomposable, decompose
 from recsql.optimizer.explain import explain_passes
 from recsql.optimizer.ordering import order_body
+from recsql.settings import Settings
 from translator.ir import Atom, Iteration, Program, Rule
 
 FULL, DELTA, OLD = "full", "delta", "old"
-AUTO, LOCAL, DISTRIBUTED = "auto", "local", "distributed"
+AUTO, LOCAL, DISTRIBUTED, DECOMPOSED = "auto", "local", "distributed", "decomposed"
 
 
 @dataclass(frozen=True)
@@ -52,8 +54,12 @@ class Stratum:
     exit_rules: tuple[Rule, ...]
     variants: tuple[Variant, ...]
     iteration: Iteration
-    strategy: str = DISTRIBUTED  # LOCAL (in this process, over Arrow) or DISTRIBUTED (Spark jobs)
+    # LOCAL (in this process, over Arrow), DECOMPOSED (one Spark job, a task per part) or DISTRIBUTED
+    # (a Spark job per iteration)
+    strategy: str = DISTRIBUTED
     capacity: int | None = None  # LOCAL chosen from estimates: past this many facts it moves to Spark
+    decomposition: Decomposition | None = None  # its pivots, when DECOMPOSED or when LOCAL may move there
+    reason: str = ""  # why the strategy, for EXPLAIN
 
     @property
     def relations(self) -> tuple[str, ...]:
@@ -95,56 +101,125 @@ class Plan:
                 lines.append(f"{number}. {names}")
                 continue
             how = "UNION ALL iteration" if stratum.iteration is Iteration.BAG else "semi-naive fixpoint"
-            where = "local, in one process" if stratum.strategy == LOCAL else "distributed on Spark"
-            if stratum.strategy == LOCAL and stratum.capacity is not None:
-                where += f"; on Spark past {stratum.capacity:,} facts"
-            lines.append(f"{number}. {names}  (recursive: {how}, {where})")
+            lines.append(f"{number}. {names}  (recursive: {how}, {self.where(stratum)})")
+            if stratum.reason:
+                lines.append(f"     strategy: {stratum.reason}")
             lines.extend(f"     {variant}" for variant in stratum.variants)
         return "\n".join(lines)
 
+    def where(self, stratum: Stratum) -> str:
+        """Where and how a recursive stratum runs, in words."""
+        decomposed = ""
+        if stratum.decomposition is not None:
+            parts = ", ".join(
+                f"{self.program.relations[name].display_name}.{self.program.relations[name].columns[column]}"
+                for name, column in stratum.decomposition.pivots.items()
+            )
+            decomposed = f"decomposed on Spark (one job, parts by {parts})"
+        if stratum.strategy == DECOMPOSED:
+            return decomposed
+        if stratum.strategy == DISTRIBUTED:
+            return "distributed on Spark (a job per iteration)"
+        where = "local, in one process"
+        if stratum.capacity is not None:
+            where += f"; past {stratum.capacity:,} facts {decomposed or 'distributed on Spark'}"
+        return where
 
-def plan(optimized: Optimized, components: list[Component], strategy: str = AUTO, local_rows: float = 0) -> Plan:
-    """The strata of the optimized program. `strategy` AUTO runs a component locally when what it reads
-    from outside the local part of the plan holds at most `local_rows` rows (estimated), else
-    distributed. The size of a recursive result is hard to estimate (a closure's estimate can be off by
-    orders of magnitude): it is not estimated but bounded at run time instead, a local recursive
-    component moving to Spark when it derives more than `local_rows` facts (engine/executor.py)."""
+
+def plan(optimized: Optimized, components: list[Component], settings: Settings) -> Plan:
+    """The strata of the optimized program, each with its strategy (see `choose`)."""
     program = optimized.program
+    strategy, local_rows = settings.strategy, settings.local_rows
     strata: list[Stratum] = []
     local: set[str] = set()  # relations of the strata planned LOCAL so far
     for component in components:
         rules = [rule for rule in program.rules if rule.head in component]
         iteration = program.relations[component.relations[0]].iteration
-        chosen = strategy if strategy != AUTO else choose_strategy(optimized, component, rules, local, local_rows)
-        capacity = int(local_rows) if strategy == AUTO and chosen == LOCAL and component.recursive else None
-        if chosen == LOCAL:
-            local.update(component.relations)
         if not component.recursive:
+            chosen = LOCAL if strategy == LOCAL or (strategy == AUTO and small(optimized, rules, local, local_rows)) \
+                else DISTRIBUTED
+            if chosen == LOCAL:
+                local.update(component.relations)
             strata.append(Stratum(component, tuple(rules), (), iteration, chosen))
             continue
         exit_rules = tuple(rule for rule in rules if not reads_component(rule, component))
+        recursive_rules = [rule for rule in rules if reads_component(rule, component)]
+        decomposition = decompose(program, component, recursive_rules)
+        stratum = choose(optimized, component, rules, decomposition, settings, local)
+        if stratum.strategy == LOCAL:
+            local.update(component.relations)
         seeds = {name: optimized.estimator.seed(name).rows for name in component.relations}
         variants = tuple(
             order_variant(optimized, variant, seeds)
-            for rule in rules
-            if reads_component(rule, component)
+            for rule in recursive_rules
             for variant in delta_variants(rule, component, iteration)
         )
-        strata.append(Stratum(component, exit_rules, variants, iteration, chosen, capacity))
+        strata.append(Stratum(component, exit_rules, variants, iteration, stratum.strategy, stratum.capacity,
+                              stratum.decomposition, stratum.reason))
     return Plan(optimized, tuple(strata))
 
 
-def choose_strategy(
-    optimized: Optimized, component: Component, rules: list[Rule], local: set[str], local_rows: float
-) -> str:
-    """LOCAL when the relations the component reads from outside itself, leaving out those computed
-    locally already, hold at most `local_rows` rows."""
+@dataclass(frozen=True)
+class Choice:
+    strategy: str
+    reason: str
+    capacity: int | None = None
+    decomposition: Decomposition | None = None
+
+
+def choose(
+    optimized: Optimized,
+    component: Component,
+    rules: list[Rule],
+    decomposition: Decomposition | NotDecomposable,
+    settings: Settings,
+    local: set[str],
+) -> Choice:
+    """The strategy of a recursive component. Forced by recsql.strategy unless AUTO (DECOMPOSED falls back
+    to DISTRIBUTED when the component has no pivot). AUTO: LOCAL when what the component reads from
+    outside the local part of the plan holds at most recsql.local_rows rows (estimated); else DECOMPOSED
+    when it has a pivot and the relations its recursive rules read (sent to every task) hold at most
+    recsql.broadcast_rows; else DISTRIBUTED. The size of a recursive result is hard to estimate (a closure's estimate can be
+    off by orders of magnitude): it is not estimated but bounded at run time instead, a LOCAL component
+    moving to Spark (decomposed if it can) when it derives more than `local_rows` facts."""
+    strategy, local_rows, broadcast_limit = settings.strategy, settings.local_rows, settings.broadcast_rows
+    pivoted = decomposition if isinstance(decomposition, Decomposition) else None
+    why_not = decomposition.reason if isinstance(decomposition, NotDecomposable) else ""
+    if strategy == DECOMPOSED:
+        if pivoted is None:
+            return Choice(DISTRIBUTED, f"recsql.strategy = decomposed, but not decomposable: {why_not}")
+        return Choice(DECOMPOSED, "recsql.strategy = decomposed", decomposition=pivoted)
+    if strategy != AUTO:
+        return Choice(strategy, f"recsql.strategy = {strategy}")
+    inputs = external_rows(optimized, rules, local)
+    if inputs <= local_rows:
+        fits = pivoted if pivoted is not None and broadcast_rows(optimized, pivoted) <= broadcast_limit else None
+        return Choice(LOCAL, f"inputs ~{inputs:,.0f} rows within recsql.local_rows", int(local_rows), fits)
+    if pivoted is None:
+        return Choice(DISTRIBUTED, f"inputs ~{inputs:,.0f} rows; not decomposable: {why_not}")
+    sent = broadcast_rows(optimized, pivoted)
+    if sent > broadcast_limit:
+        return Choice(DISTRIBUTED, f"the relations each part reads hold ~{sent:,.0f} rows, past recsql.broadcast_rows")
+    return Choice(DECOMPOSED, f"inputs ~{inputs:,.0f} rows; each part reads ~{sent:,.0f}", decomposition=pivoted)
+
+
+def small(optimized: Optimized, rules: list[Rule], local: set[str], local_rows: float) -> bool:
+    return external_rows(optimized, rules, local) <= local_rows
+
+
+def external_rows(optimized: Optimized, rules: list[Rule], local: set[str]) -> float:
+    """Estimated rows the rules read from relations outside their component and outside the local part
+    of the plan."""
+    heads = {rule.head for rule in rules}
     inputs = {
         atom.relation for rule in rules for atom in rule.atoms
-        if atom.relation not in component and atom.relation not in local and not atom.call_args
+        if atom.relation not in heads and atom.relation not in local and not atom.call_args
     }
-    rows = sum(optimized.estimator.relation(name).rows for name in inputs)
-    return LOCAL if rows <= local_rows else DISTRIBUTED
+    return sum(optimized.estimator.relation(name).rows for name in inputs)
+
+
+def broadcast_rows(optimized: Optimized, decomposition: Decomposition) -> float:
+    return sum(optimized.estimator.relation(name).rows for name in decomposition.broadcast)
 
 
 def order_variant(optimized: Optimized, variant: Variant, delta_rows: dict[str, float]) -> Variant:

@@ -33,7 +33,7 @@ from translator.translate import translate
 QUERY_TYPES = (exp.Query, exp.Values)
 EVALUATION = {
     True: "whole query in this process (DuckDB over Arrow), no Spark job",
-    False: "on Spark (recursive strata planned local run in this process)",
+    False: "on Spark (each recursive stratum as its strategy above says)",
 }
 
 
@@ -100,7 +100,7 @@ class Session:
         analysis.stratify(program)  # errors name the query's own relations, before any rewriting
         optimized = optimize(program, self.catalog, self.settings, self.cost_model())
         components = analysis.stratify(optimized.program)
-        return planner.plan(optimized, components, self.settings.strategy, self.settings.local_rows)
+        return planner.plan(optimized, components, self.settings)
 
     def cost_model(self) -> CostModel:
         partitions = int(self.spark.conf.get("spark.sql.shuffle.partitions") or 4)

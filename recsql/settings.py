@@ -9,7 +9,7 @@ from recsql.errors import ProgrammingError
 PREFIX = "recsql."
 
 CHOICES = {
-    "strategy": ("auto", "local", "distributed"),
+    "strategy": ("auto", "local", "decomposed", "distributed"),
     "magic": ("auto", "on", "off"),
 }
 
@@ -18,12 +18,15 @@ CHOICES = {
 class Settings:
     max_iterations: int = 10_000  # iterations of one recursive component
     max_rows: int = 100_000_000  # facts derived by one recursive component
-    # how recursive components run: in one process over Arrow data (local), as Spark jobs (distributed),
-    # or chosen per component from the estimated sizes (auto)
+    # how recursive components run: in one process over Arrow data (local), as one Spark job whose tasks
+    # each evaluate a part (decomposed), as a Spark job per iteration (distributed), or chosen per
+    # component from its shape and estimated sizes (auto)
     strategy: str = "auto"
     # auto: a component runs locally when its inputs fit under this; a recursive one moves to Spark if it
     # derives more facts than this
     local_rows: int = 10_000_000
+    # auto: the relations a decomposed recursion sends to every task must fit under this
+    broadcast_rows: int = 10_000_000
     magic: str = "auto"  # magic sets: where the optimizer expects them to help (auto), always (on), never (off)
 
     def set(self, key: str, value: str) -> None:

@@ -6,8 +6,9 @@ import contextlib
 import re
 from typing import Iterator
 
-from recsql.errors import DataError, Error, OperationalError, ProgrammingError
+from recsql.errors import DataError, Error, NotSupportedError, OperationalError, ProgrammingError
 
+_RAISED_IN_TASK = re.compile(r"recsql\.errors\.(\w+): ([^\n]+)")
 _CONDITION = re.compile(r"^\[([A-Z_.]+)\]\s*")
 _SQL_ERRORS = ("AnalysisException", "ParseException", "IllegalArgumentException")
 _DATA_ERRORS = ("NumberFormatException", "ArithmeticException", "DateTimeException", "CAST_INVALID_INPUT",
@@ -27,6 +28,10 @@ def spark_errors(context: str = "") -> Iterator[None]:
 
 
 def translate(error: Exception, context: str) -> Error:
+    raised = _RAISED_IN_TASK.search(str(error))
+    if raised:  # a recsql error raised inside a Spark task (the decomposed strategy's evaluation)
+        kind = {cls.__name__: cls for cls in (DataError, OperationalError, ProgrammingError, NotSupportedError)}
+        return kind.get(raised.group(1), OperationalError)(raised.group(2).strip())
     name = type(error).__name__
     text = first_line(getattr(error, "desc", None) or getattr(error, "getMessage", lambda: None)() or str(error))
     if "cancelled" in text.lower() or "canceled" in text.lower():

@@ -284,7 +284,8 @@ def test_local_fixpoint_needs_no_spark(conn):
 
 def test_auto_moves_an_outgrown_recursion_to_spark(conn, cur):
     """Under auto a recursion over small inputs starts locally; past recsql.local_rows facts it starts
-    again on Spark, with the same answer and EXPLAIN ANALYZE counting only the run that finished."""
+    again on Spark (decomposed, having a pivot), with the same answer and EXPLAIN ANALYZE counting only
+    the run that finished."""
     edges = [(i, i + 1) for i in range(30)]
     conn.register("lc_chain", pd.DataFrame(edges, columns=["src", "dst"]))
     sql = ("WITH RECURSIVE tc(a, b) AS (SELECT src, dst FROM lc_chain UNION "
@@ -293,7 +294,7 @@ def test_auto_moves_an_outgrown_recursion_to_spark(conn, cur):
     set_strategy(conn, "auto")
     cur.execute("SET recsql.local_rows = 100")
     try:
-        assert "local, in one process; on Spark past 100 facts" in explain(cur, sql)
+        assert "local, in one process; past 100 facts decomposed on Spark (one job, parts by tc.a)" in explain(cur, sql)
         assert spark_jobs(conn, sql, "local-strategy-outgrown") > 0
         cur.execute(sql)
         assert set(cur.fetchall()) == transitive_closure(edges)

@@ -155,7 +155,7 @@ def test_strata_order_and_delta_variants():
     components = analysis.stratify(program)
     assert [c.relations for c in components] == [("sg",), ("answer",)]
     assert components[0].recursive and not components[1].recursive
-    plan = planner.plan(optimize(program, FakeCatalog(), Settings(), CostModel()), components)
+    plan = planner.plan(optimize(program, FakeCatalog(), Settings(), CostModel()), components, Settings(strategy="distributed"))
     variants = [str(v) for v in plan.strata[0].variants]
     assert variants == [  # each delta drives its variant's joins
         "sg(X, Y1) :- Δsg(X, Y), old sg(Y, Y1).",

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import time
 from functools import reduce
-from typing import Protocol
+from typing import Iterable, Protocol
 
 import pyarrow as pa
 from pyspark.sql import Column, DataFrame, SparkSession
@@ -14,6 +14,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
 from recsql.engine.answer import Answer
+from recsql.engine.decomposed import Decomposed
 from recsql.engine.local import LocalFixpoint, SparkSettings
 from recsql.engine.local_program import LocalProgram
 from recsql.engine.result_types import SETTLED, InferredTypes, StratumTypes, row_of, struct
@@ -24,7 +25,7 @@ from recsql.engine.trace import Step, Trace
 from recsql.engine.semi_naive import (
     CapacityExceeded, Limits, Progress, ProgressListener, contributor_terms, iterate, rule_ids, rule_key,
 )
-from recsql.planner import DELTA, FULL, LOCAL, OLD, Plan, Stratum
+from recsql.planner import DECOMPOSED, DELTA, FULL, LOCAL, OLD, Plan, Stratum
 from recsql.settings import Settings
 from translator.ir import Atom, Iteration, Program, Relation, Rule, SortKey
 
@@ -109,14 +110,8 @@ class Executor:
         self.plan = plan
         for stratum in plan.strata:
             started = time.monotonic()
-            if stratum.component.recursive and stratum.strategy == LOCAL and stratum.relations not in self.outgrown:
-                try:
-                    self.frames.update(self.run_local(program, stratum))
-                except CapacityExceeded as exceeded:
-                    self.outgrow(exceeded)
-                    self.frames.update(Fixpoint(self, program, stratum).run())
-            elif stratum.component.recursive:
-                self.frames.update(Fixpoint(self, program, stratum).run())
+            if stratum.component.recursive:
+                self.frames.update(self.run_recursive(program, stratum))
             else:
                 for name in stratum.relations:
                     rules = [rule for rule in stratum.exit_rules if rule.head == name]
@@ -126,6 +121,21 @@ class Executor:
                         self.trace.record(Step((name,), None, {name: self.frames[name].count()},
                                                time.monotonic() - started))
         return self.answer(program)
+
+    def run_recursive(self, program: Program, stratum: Stratum) -> dict[str, DataFrame]:
+        """A recursive stratum by its strategy. LOCAL past its capacity moves to Spark: decomposed when it
+        has a pivot, else distributed. DECOMPOSED needs column types that stay the same from the exit
+        rules on (each part stops after its own number of iterations); else it runs distributed."""
+        if stratum.strategy == LOCAL and stratum.relations not in self.outgrown:
+            try:
+                return self.run_local(program, stratum)
+            except CapacityExceeded as exceeded:
+                self.outgrow(exceeded)
+        if stratum.decomposition is not None and stratum.strategy in (DECOMPOSED, LOCAL):
+            types = self.stratum_types(program, stratum, self.spark_settings().timezone)
+            if types.settled_from_start():
+                return Decomposed(self, program, stratum, types).run()
+        return Fixpoint(self, program, stratum).run()
 
     def report(self, event: Progress) -> None:
         """Progress of a recursive component: to the listener, and to the trace under EXPLAIN ANALYZE."""
@@ -198,9 +208,13 @@ class Executor:
             timezone=conf.get("spark.sql.session.timeZone") or "UTC",
         )
 
-    def local_inputs(self, stratum: Stratum) -> dict[str, pa.Table]:
+    def local_inputs(self, stratum: Stratum, names: Iterable[str] | None = None) -> dict[str, pa.Table]:
+        """The relations the stratum reads from outside (or those of them in `names`) as Arrow tables."""
         tables = {}
+        wanted = set(stratum.inputs if names is None else names)
         for name, atom in stratum.inputs.items():
+            if name not in wanted:
+                continue
             table = self.source.arrow_table(name) if name not in self.frames else None
             if table is None:
                 table = self.atom_frame(atom).toArrow()

@@ -71,8 +71,10 @@ class LocalFixpoint:
         types: ResultTypes | None = None,
         spark_settings: SparkSettings = SparkSettings(),
         database: Database | None = None,
+        seeds: Mapping[str, pa.Table] | None = None,
     ):
-        """`database`: evaluate in this DuckDB connection (left open) instead of a new one."""
+        """`database`: evaluate in this DuckDB connection (left open) instead of a new one. `seeds`: the
+        facts of the exit rules, derived elsewhere (one part of them, under the decomposed strategy)."""
         self.program = program
         self.stratum = stratum
         self.settings = settings
@@ -88,6 +90,7 @@ class LocalFixpoint:
         self.states = {name: state_for(self.db, program.relations[name], bag) for name in stratum.relations}
         self.versions = {name: f"state_{i}" for i, name in enumerate(stratum.relations)}
         self.rule_ids = rule_ids(program)
+        self.seeds = seeds
         self.iterations = 0
 
     def run(self) -> dict[str, pa.Table]:
@@ -97,6 +100,8 @@ class LocalFixpoint:
         return {name: state.full for name, state in self.states.items()}
 
     def start(self) -> int:
+        if self.seeds is not None:
+            return self.absorb(dict(self.seeds))
         return self.absorb(self.derive([(rule, None) for rule in self.stratum.exit_rules]))
 
     def step(self) -> int:
@@ -148,8 +153,9 @@ class LocalFixpoint:
 class Database:
     """An in-process DuckDB connection reading Arrow tables registered by name."""
 
-    def __init__(self, timezone: str):
-        self.connection = duckdb.connect()
+    def __init__(self, timezone: str, threads: int | None = None):
+        """`threads`: how many threads each query may use (DuckDB's default: every core)."""
+        self.connection = duckdb.connect(config={"threads": threads} if threads else {})
         self.connection.execute(f"SET TimeZone = {exp.Literal.string(timezone).sql(dialect='duckdb')}")
         self.registered: dict[str, pa.Table] = {}
         self.sql_types: dict[pa.Schema, tuple[str | None, ...]] = {}

@@ -66,6 +66,11 @@ class StratumTypes:
         last, before = self.steps[-1], self.steps[-2]
         return all(last[name][v] == before[name][v] for name in last for v in versions)
 
+    def settled_from_start(self) -> bool:
+        """The facts (full and delta) have the same types after the exit rules as after any iteration."""
+        start, settled = self.at(0), self.at(SETTLED)
+        return all(start[name][v] == settled[name][v] for name in settled for v in (FULL, DELTA))
+
     def arrow(self, iteration: int) -> dict[str, RelationTypes]:
         """Arrow schemas of each relation's full and delta facts after `iteration` iterations."""
         return {

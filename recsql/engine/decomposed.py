@@ -1,0 +1,133 @@
+"""The decomposed strategy: a recursive component with a pivot (optimizer/decomposition.py) evaluated as
+ONE Spark job, with no job per iteration.
+
+The exit rules' facts are computed on Spark and hash-partitioned on the pivot (the one shuffle). The
+relations the recursive rules read go to every task once, as Arrow IPC in a broadcast variable. Each
+task then runs the local evaluator (LocalFixpoint: semi-naive evaluation, DuckDB over Arrow) from its
+part of the exit facts to its fixpoint and returns that part of the result as Arrow batches. The parts
+are disjoint (each fact keeps its pivot value), so their union is the component's fixpoint.
+"""
+
+from __future__ import annotations
+
+import time
+from functools import reduce
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Iterator, Mapping
+
+import pyarrow as pa
+from pyspark import AccumulatorParam
+from pyspark.broadcast import Broadcast
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from recsql.engine.local import Database, LocalFixpoint, RelationTypes, SparkSettings
+from recsql.engine.render import column_names, render_rule
+from recsql.engine.result_types import SETTLED, StratumTypes, struct
+from recsql.engine.relations import empty_frame
+from recsql.engine.semi_naive import Limits, Progress
+from recsql.planner import Stratum
+from recsql.settings import Settings
+from translator.ir import Program
+
+if TYPE_CHECKING:
+    from recsql.engine.executor import Executor
+
+TASKS_PER_CORE = 1  # each part pays the per-iteration overhead of the local evaluator: one part per core
+
+
+class PartStatistics(AccumulatorParam):
+    """(iterations, facts) over the parts: the deepest part's iterations, the sum of their facts."""
+
+    def zero(self, value: tuple[int, int]) -> tuple[int, int]:
+        return 0, 0
+
+    def addInPlace(self, value1: tuple[int, int], value2: tuple[int, int]) -> tuple[int, int]:
+        return max(value1[0], value2[0]), value1[1] + value2[1]
+
+
+@dataclass(frozen=True)
+class PartEvaluation:
+    """What a task runs: its part of the exit facts to fixpoint. Pickled to the Python workers."""
+
+    program: Program
+    stratum: Stratum
+    settings: Settings
+    spark_settings: SparkSettings
+    types: Mapping[str, RelationTypes]
+    inputs: Broadcast  # relation -> Arrow IPC stream of its facts
+    statistics: object  # an Accumulator of PartStatistics
+
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        (name,) = self.stratum.relations
+        parts = [batch for batch in batches if batch.num_rows]
+        if not parts:
+            return
+        seeds = pa.Table.from_batches(parts).cast(self.types[name].full)  # Spark may mark columns non-null
+        inputs = {relation: pa.ipc.open_stream(data).read_all() for relation, data in self.inputs.value.items()}
+        fixpoint = LocalFixpoint(
+            self.program, self.stratum, inputs, self.settings, types=lambda _: self.types,
+            spark_settings=self.spark_settings, seeds={name: seeds},
+            database=Database(self.spark_settings.timezone, threads=1),
+        )
+        try:
+            result = fixpoint.run()[name]
+        finally:
+            fixpoint.db.close()
+        self.statistics.add((fixpoint.iterations, result.num_rows))
+        yield from result.cast(self.types[name].full).to_batches()
+
+
+class Decomposed:
+    """Runs one decomposable stratum as a single Spark job (see the module docstring)."""
+
+    def __init__(self, executor: Executor, program: Program, stratum: Stratum, types: StratumTypes):
+        self.executor = executor
+        self.spark = executor.spark
+        self.program = program
+        self.stratum = stratum
+        self.types = types
+
+    def run(self) -> dict[str, DataFrame]:
+        started = time.monotonic()
+        (name,) = self.stratum.relations
+        rows = self.types.spark(SETTLED)[name]
+        schema = struct(rows)
+        seeds = self.exit_facts(name).select(
+            *[F.col(field.name).cast(field.dataType) for field in schema.fields]
+        )
+        pivot = column_names(len(rows))[self.stratum.decomposition.pivots[name]]
+        seeds = seeds.repartition(self.parts(), F.col(pivot))
+        context = self.spark.sparkContext
+        statistics = context.accumulator((0, 0), PartStatistics())
+        evaluation = PartEvaluation(
+            self.program, self.stratum, self.executor.settings, self.executor.spark_settings(),
+            self.types.arrow(SETTLED), context.broadcast(self.broadcast_inputs()), statistics,
+        )
+        result = seeds.mapInArrow(evaluation, schema).localCheckpoint(eager=True)
+        iterations, facts = statistics.value
+        Limits(self.program, self.stratum, self.executor.settings).check_rows(facts, iterations)
+        self.executor.report(Progress(self.stratum.relations, iterations, 0, facts,
+                                      time.monotonic() - started, {name: facts}))
+        return {name: result}
+
+    def exit_facts(self, name: str) -> DataFrame:
+        """The facts of the exit rules, before deduplication (each task absorbs its part)."""
+        frames = [
+            render_rule(self.spark, rule, lambda _, atom: self.executor.atom_frame(atom))
+            for rule in self.stratum.exit_rules
+        ]
+        return reduce(DataFrame.unionAll, frames) if frames else empty_frame(self.spark, len(self.program.relations[name].columns))
+
+    def broadcast_inputs(self) -> dict[str, bytes]:
+        """Each relation the recursive rules read, as an Arrow IPC stream (columns c0 .. cN)."""
+        streams = {}
+        for relation, table in self.executor.local_inputs(self.stratum, self.stratum.decomposition.broadcast).items():
+            sink = pa.BufferOutputStream()
+            with pa.ipc.new_stream(sink, table.schema) as writer:
+                writer.write_table(table)
+            streams[relation] = sink.getvalue().to_pybytes()
+        return streams
+
+    def parts(self) -> int:
+        return max(1, self.spark.sparkContext.defaultParallelism * TASKS_PER_CORE)

@@ -1,0 +1,234 @@
+"""The decomposed strategy (SET recsql.strategy = decomposed): a recursion with a pivot runs as one Spark job
+whose tasks each evaluate their part to fixpoint. It must give what DuckDB and the distributed
+evaluation give, and say in EXPLAIN when a recursion has no pivot and why.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from decimal import Decimal
+
+import duckdb
+import pyarrow as pa
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+pytest.register_assert_rewrite("duckdb_reference")
+
+import duckdb_reference
+import test_recursion_vs_duckdb as linear
+from duckdb_reference import check, normalize, register_tables
+from explain import explain
+from reference import transitive_closure
+from spark_jobs import spark_jobs
+
+import recsql
+from recsql.engine.decomposed import Decomposed
+
+
+def set_strategy(conn, strategy: str) -> None:
+    cursor = conn.cursor()
+    cursor.execute(f"SET recsql.strategy = {strategy}")
+    cursor.close()
+
+
+@pytest.fixture
+def decomposed(conn, monkeypatch):
+    """SET recsql.strategy = decomposed for the test; yields the strata that ran decomposed."""
+    runs = []
+    run = Decomposed.run
+
+    def counted(self):
+        runs.append(self.stratum.relations)
+        return run(self)
+
+    monkeypatch.setattr(Decomposed, "run", counted)
+    previous = conn.session.settings.strategy
+    set_strategy(conn, "decomposed")
+    yield runs
+    set_strategy(conn, previous)
+
+
+LEFT = ("WITH RECURSIVE tc(a, b) AS (SELECT src, dst FROM dc_edge UNION "
+        "SELECT tc.a, e.dst FROM tc JOIN dc_edge e ON tc.b = e.src) SELECT * FROM tc")
+RIGHT = ("WITH RECURSIVE tc(a, b) AS (SELECT src, dst FROM dc_edge UNION "
+         "SELECT e.src, tc.b FROM dc_edge e JOIN tc ON e.dst = tc.a) SELECT * FROM tc")
+FILTERED = ("WITH RECURSIVE tc(a, b) AS (SELECT src, dst FROM dc_edge WHERE src % 3 <> 1 UNION "
+            "SELECT tc.a, e.dst FROM tc JOIN dc_edge e ON tc.b = e.src WHERE e.dst <> 4) SELECT * FROM tc")
+NON_LINEAR = ("WITH RECURSIVE tc(a, b) AS (SELECT src, dst FROM dc_edge UNION "
+              "SELECT x.a, y.b FROM tc x JOIN tc y ON x.b = y.a) SELECT * FROM tc")
+REACH = ("WITH RECURSIVE reach(n) AS (SELECT 0 UNION SELECT e.dst FROM reach JOIN dc_edge e ON e.src = reach.n) "
+         "SELECT * FROM reach")
+APSP = ("WITH RECURSIVE ap(a, b, min() AS d) AS (SELECT src, dst, w FROM dc_edge UNION "
+        "SELECT ap.a, e.dst, ap.d + e.w FROM ap JOIN dc_edge e ON ap.b = e.src) SELECT * FROM ap")
+APSP_DUCKDB = ("WITH RECURSIVE ap(a, b, d) USING KEY (a, b) AS (SELECT src, dst, min(w) FROM dc_edge GROUP BY src, dst "
+               "UNION SELECT ap.a, e.dst, min(ap.d + e.w) FROM ap JOIN dc_edge e ON ap.b = e.src GROUP BY ap.a, e.dst "
+               "HAVING min(ap.d + e.w) < coalesce((SELECT r.d FROM recurring.ap r WHERE r.a = ap.a AND r.b = e.dst), "
+               "2147483647)) SELECT * FROM ap")
+CC = ("WITH RECURSIVE cc(n, min() AS label) AS (SELECT src, src FROM dc_edge UNION "
+      "SELECT e.dst, cc.label FROM cc JOIN dc_edge e ON cc.n = e.src) SELECT * FROM cc")
+COUNTS = ("WITH RECURSIVE paths(a, b, count() AS n) AS (SELECT src, dst, 1 FROM dc_edge UNION "
+          "SELECT paths.a, e.dst, paths.n FROM paths JOIN dc_edge e ON paths.b = e.src) SELECT * FROM paths")
+WALKS = ("WITH RECURSIVE walk(a, b, steps) AS (SELECT src, dst, 1 FROM dc_edge UNION ALL "
+         "SELECT walk.a, e.dst, walk.steps + 1 FROM walk JOIN dc_edge e ON walk.b = e.src) SELECT * FROM walk")
+MUTUAL = ("WITH RECURSIVE odd(a, b) AS (SELECT src, dst FROM dc_edge UNION SELECT even.a, e.dst FROM even "
+          "JOIN dc_edge e ON even.b = e.src), even(a, b) AS (SELECT odd.a, e.dst FROM odd JOIN dc_edge e "
+          "ON odd.b = e.src) SELECT * FROM odd")
+
+
+def edges_table(edges, weights=None) -> pa.Table:
+    weights = weights or [1 + (a * 7 + b * 3) % 10 for a, b in edges]
+    return pa.table({
+        "src": pa.array([a for a, _ in edges], pa.int32()),
+        "dst": pa.array([b for _, b in edges], pa.int32()),
+        "w": pa.array(weights, pa.int32()),
+    })
+
+
+def load(conn, edges) -> duckdb.DuckDBPyConnection:
+    """`edges` as dc_edge(src, dst, w) in recsql and in a new DuckDB connection (returned)."""
+    table = edges_table(edges)
+    conn.register("dc_edge", table)
+    return duckdb_reference.connect({"dc_edge": table})
+
+
+# --- which recursions decompose, and EXPLAIN saying so ------------------------------------------------------
+
+
+@pytest.mark.parametrize(("sql", "expected"), [
+    (LEFT, "decomposed on Spark (one job, parts by tc.a)"),
+    (RIGHT, "decomposed on Spark (one job, parts by tc.b)"),
+    (FILTERED, "decomposed on Spark (one job, parts by tc.a)"),
+    (APSP, "decomposed on Spark (one job, parts by ap.a)"),
+    (WALKS, "decomposed on Spark (one job, parts by walk.a)"),
+    (NON_LINEAR, "not decomposable: no column passes unchanged through every recursive rule (no pivot)"),
+    (REACH, "not decomposable: no column passes unchanged through every recursive rule (no pivot)"),
+    (CC, "not decomposable: no column passes unchanged through every recursive rule (no pivot)"),
+    (COUNTS, "not decomposable: count() in the recursion"),
+    (MUTUAL, "not decomposable: mutually recursive relations"),
+], ids=["left-linear", "right-linear", "filtered", "apsp-min", "union-all", "non-linear", "reachability",
+        "min-moving-key", "count", "mutual"])
+def test_explain_shows_the_pivot_or_why_there_is_none(conn, cur, decomposed, sql, expected):
+    load(conn, [(1, 2), (2, 3)])
+    plan = explain(cur, sql)
+    assert expected in plan
+    if expected.startswith("not decomposable"):
+        assert "distributed on Spark (a job per iteration)" in plan
+
+
+def test_auto_runs_a_recursion_over_large_inputs_decomposed(conn, cur):
+    """Inputs past recsql.local_rows and a pivot: auto chooses the decomposed strategy, EXPLAIN says why."""
+    edges = [(i, i + 1) for i in range(30)]
+    load(conn, edges)
+    previous = conn.session.settings.strategy
+    set_strategy(conn, "auto")
+    cur.execute("SET recsql.local_rows = 10")
+    try:
+        plan = explain(cur, LEFT)
+        assert "decomposed on Spark (one job, parts by tc.a)" in plan
+        assert "strategy: inputs ~30 rows; each part reads ~30" in plan
+        cur.execute(LEFT)
+        assert set(cur.fetchall()) == transitive_closure(edges)
+    finally:
+        set_strategy(conn, previous)
+        cur.execute("SET recsql.local_rows = 10000000")
+
+
+# --- answers against DuckDB -----------------------------------------------------------------------------------
+
+
+graphs = st.lists(st.tuples(st.integers(0, 14), st.integers(0, 14)), min_size=1, max_size=40)
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(edges=graphs, sql=st.sampled_from([LEFT, RIGHT, FILTERED]))
+def test_closures_match_duckdb_on_random_graphs(conn, cur, decomposed, edges, sql):
+    duck = load(conn, edges)
+    check(cur, duck, sql)
+    assert decomposed[-1] == ("tc",)
+
+
+@settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(edges=graphs)
+def test_shortest_paths_with_min_match_duckdb(conn, cur, decomposed, edges):
+    duck = load(conn, edges)
+    check(cur, duck, APSP, APSP_DUCKDB)
+    assert decomposed[-1] == ("ap",)
+
+
+def test_union_all_rounds_match_duckdb_on_a_dag(conn, cur, decomposed):
+    rng = random.Random(3)
+    edges = sorted({(a, b) for a, b in ((rng.randrange(25), rng.randrange(25)) for _ in range(60)) if a < b})
+    duck = load(conn, edges)
+    check(cur, duck, WALKS)
+    assert decomposed == [("walk",)]
+
+
+@pytest.mark.parametrize("case", linear.ALL_CASES)
+def test_linear_recursion_suite(case, conn, cur, decomposed):
+    """The linear-recursion suite's cases under `decomposed`, against DuckDB: those with a pivot run as
+    one job per recursion, the others distributed, as EXPLAIN says."""
+    register_tables(conn, linear.TABLES)
+    duck = duckdb_reference.connect(linear.TABLES)
+    plan = explain(cur, case["sql"], case.get("params"))
+    check(cur, duck, **case)
+    assert len(decomposed) == plan.count("decomposed on Spark (one job")
+
+
+# --- one job, limits, types ----------------------------------------------------------------------------------
+
+
+def test_the_whole_fixpoint_is_one_spark_job(conn, decomposed):
+    """A 60-step chain takes 60 iterations; decomposed, they run inside the tasks of one job (plus the
+    job that collects the answer), not a job each."""
+    load(conn, [(i, i + 1) for i in range(60)])
+    jobs = spark_jobs(conn, LEFT, "decomposed-one-job")
+    assert decomposed == [("tc",)]
+    assert jobs <= 3
+
+
+def test_limits_hold_inside_the_tasks(conn, cur, decomposed):
+    load(conn, [(i, i + 1) for i in range(20)])
+    limited = LEFT.replace("tc(a, b) AS", "tc(a, b) MAX RECURSION LEVEL 5 AS")
+    with pytest.raises(recsql.OperationalError, match="exceeded MAX RECURSION LEVEL 5: iteration 6"):
+        cur.execute(limited)
+    load(conn, [(1, 2), (2, 1)])
+    with pytest.raises(recsql.OperationalError, match="did not reach a fixpoint within 50 iterations"):
+        cur.execute("SET recsql.max_iterations = 50")
+        try:
+            cur.execute(WALKS)
+        finally:
+            cur.execute("SET recsql.max_iterations = 10000")
+
+
+def both_strategies(conn, cur, sql: str) -> dict:
+    """{strategy: (rows as a multiset, column types)} under decomposed and distributed."""
+    answers = {}
+    for strategy in ("decomposed", "distributed"):
+        set_strategy(conn, strategy)
+        cur.execute(sql)
+        answers[strategy] = Counter(normalize(cur.fetchall())), [column[1] for column in cur.description]
+    set_strategy(conn, "decomposed")
+    return answers
+
+
+def test_types_and_values_equal_the_distributed_evaluation(conn, cur, decomposed):
+    """Strings, decimals, dates and NULLs flow through the tasks with the types Spark gives them. A
+    decimal sum gains a digit of precision per iteration on Spark, so parts stopping after different
+    numbers of iterations would disagree: that recursion runs distributed."""
+    conn.register("dc_typed", pa.table({
+        "src": ["a", "b", "c", None, "e"],
+        "dst": ["b", "c", "d", "e", None],
+        "cost": pa.array([Decimal(v) for v in ("1.5", "2.25", "0.5", "4.0", "1.0")], pa.decimal128(6, 2)),
+        "day": pa.array([1, 2, 3, 4, 5], pa.int32()).cast(pa.date32()),
+    }))
+    steady = ("WITH RECURSIVE r(a, b, day, min() AS cost) AS (SELECT src, dst, day, cost FROM dc_typed UNION "
+              "SELECT r.a, t.dst, t.day, r.cost FROM r JOIN dc_typed t ON r.b = t.src) SELECT * FROM r")
+    answers = both_strategies(conn, cur, steady)
+    assert answers["decomposed"] == answers["distributed"]
+    assert decomposed == [("r",)]
+    widening = steady.replace("r.cost FROM r", "r.cost + t.cost FROM r")
+    answers = both_strategies(conn, cur, widening)
+    assert answers["decomposed"] == answers["distributed"]
+    assert decomposed == [("r",)]
