@@ -5,7 +5,7 @@
 For each workload (benchmarks/workloads.py) it runs recsql, Spark's native recursive CTE (where it
 terminates: UNION ALL on DAGs and trees), a hand-written PySpark semi-naive loop (benchmarks/loops.py)
 and DuckDB's recursive CTE, checks that they give the same answer, and prints the median time of
-`--repeat` runs, each alternative's time as a multiple of recsql's, the answer, where recsql ran the
+`--repeat` runs (after one run that warms up and samples memory), each alternative's time as a multiple of recsql's, the answer, where recsql ran the
 recursion, and the peak memory growth of the process tree (this process and Spark's JVM). `--chart`
 writes the times as a PNG bar chart (needs matplotlib: pip install -e '.[bench]').
 """
@@ -43,12 +43,14 @@ class Outcome:
 
 
 def measure(run: Callable[[], Any], repeat: int) -> Measurement:
-    times, memory, answer = [], 0, None
+    """A first run samples memory (and warms up: Python workers, JIT, caches); `repeat` more runs, with
+    nothing sampling beside them, give the median time."""
+    answer, memory = peak_growth(run)
+    times = []
     for _ in range(repeat):
         started = time.perf_counter()
-        answer, grown = peak_growth(run)
+        answer = run()
         times.append(time.perf_counter() - started)
-        memory = max(memory, grown)
     return Measurement(statistics.median(times), memory, tuple(int(value) for value in answer))
 
 
@@ -57,7 +59,10 @@ def where_recsql_runs(cursor, sql: str) -> str:
     text = "\n".join(row[0] for row in cursor.fetchall())
     if "whole query in this process" in text:
         return "local"
-    return "local recursion" if "local, in one process" in text else "distributed"
+    for strategy in ("local", "decomposed", "distributed"):
+        if f"semi-naive fixpoint, {strategy}" in text:
+            return strategy
+    return "distributed"
 
 
 def run_workload(workload: Workload, conn, duck, repeat: int) -> Outcome:

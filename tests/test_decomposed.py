@@ -145,7 +145,7 @@ graphs = st.lists(st.tuples(st.integers(0, 14), st.integers(0, 14)), min_size=1,
 @given(edges=graphs, sql=st.sampled_from([LEFT, RIGHT, FILTERED]))
 def test_closures_match_duckdb_on_random_graphs(conn, cur, decomposed, edges, sql):
     duck = load(conn, edges)
-    check(cur, duck, sql)
+    check(cur, duck, sql, allow_empty=True)  # the filter may leave nothing: recsql must agree
     assert decomposed[-1] == ("tc",)
 
 

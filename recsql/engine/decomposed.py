@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import time
 from functools import reduce
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Iterator, Mapping
 
 import pyarrow as pa
@@ -85,7 +85,7 @@ class Decomposed:
         self.executor = executor
         self.spark = executor.spark
         self.program = program
-        self.stratum = stratum
+        self.stratum = replace(stratum, capacity=None)  # a part is never moved elsewhere
         self.types = types
 
     def run(self) -> dict[str, DataFrame]:
