@@ -91,6 +91,7 @@ class LocalFixpoint:
         self.versions = {name: f"state_{i}" for i, name in enumerate(stratum.relations)}
         self.rule_ids = rule_ids(program)
         self.seeds = seeds
+        self.queries: dict[tuple, str] = {}
         self.iterations = 0
 
     def run(self) -> dict[str, pa.Table]:
@@ -101,15 +102,18 @@ class LocalFixpoint:
 
     def start(self) -> int:
         if self.seeds is not None:
-            return self.absorb(dict(self.seeds))
+            for i, (name, table) in enumerate(self.seeds.items()):
+                self.db.register(f"seeds_{i}", table)
+            return self.absorb({name: f"SELECT * FROM seeds_{i}" for i, name in enumerate(self.seeds)})
         return self.absorb(self.derive([(rule, None) for rule in self.stratum.exit_rules]))
 
     def step(self) -> int:
         self.iterations += 1
         return self.absorb(self.derive([(variant.rule, variant.versions) for variant in self.stratum.variants]))
 
-    def absorb(self, candidates: dict[str, pa.Table]) -> int:
-        """Merge each relation's candidates, cast to this iteration's types; the number of new facts."""
+    def absorb(self, candidates: dict[str, str]) -> int:
+        """Merge each relation's candidates (a query), cast to this iteration's types; the number of new
+        facts."""
         types = self.types(self.iterations) if self.types is not None else {}
         for name, state in self.states.items():
             state.merge(candidates.get(name), types.get(name))
@@ -118,12 +122,20 @@ class LocalFixpoint:
     def facts(self) -> dict[str, int]:
         return {name: state.delta.num_rows for name, state in self.states.items()}
 
-    def derive(self, rules: list[tuple[Rule, tuple | None]]) -> dict[str, pa.Table]:
-        """Candidate facts per relation from the given rules, each atom reading the chosen version."""
-        self.publish()
+    def derive(self, rules: list[tuple[Rule, tuple | None]]) -> dict[str, str]:
+        """The query of the candidate facts of each relation from the given rules, each atom reading the
+        chosen version (the queries read the versions published now: they run before the next publish)."""
+        self.publish(rules)
         queries: dict[str, list[str]] = {}
         for rule, versions in rules:
-            def source(position: int, atom: Atom, versions=versions) -> str:
+            queries.setdefault(rule.head, []).append(self.query(rule, versions))
+        return {name: " UNION ALL ".join(f"({q})" for q in parts) for name, parts in queries.items()}
+
+    def query(self, rule: Rule, versions: tuple | None) -> str:
+        """The SQL of a rule reading the given versions (rendered once: the table names stay the same)."""
+        key = (rule, versions)
+        if key not in self.queries:
+            def source(position: int, atom: Atom) -> str:
                 return self.source(atom, versions[position] if versions else None)
 
             state = self.states[rule.head]
@@ -133,14 +145,16 @@ class LocalFixpoint:
                 sql = state.contributions_of(sql, len(contributors), self.rule_ids[rule_key(rule)])
             else:
                 sql = self.render.rule(rule, source)
-            queries.setdefault(rule.head, []).append(sql)
-        return {name: self.db.query(" UNION ALL ".join(f"({q})" for q in parts)) for name, parts in queries.items()}
+            self.queries[key] = sql
+        return self.queries[key]
 
-    def publish(self) -> None:
-        """Make every version of every relation of the stratum readable by the rules."""
-        for name, state in self.states.items():
-            for version in ("full", "delta", "old"):
-                self.db.register(f"{self.versions[name]}_{version}", getattr(state, version))
+    def publish(self, rules: list[tuple[Rule, tuple | None]]) -> None:
+        """Make the versions of the stratum's relations that the rules read readable by name."""
+        for rule, versions in rules:
+            for atom, version in zip(rule.body, versions or ()):
+                if version is not None:
+                    state = self.states[atom.relation]
+                    self.db.register(f"{self.versions[atom.relation]}_{version}", getattr(state, version))
 
     def source(self, atom: Atom, version: str | None) -> str:
         if atom.call_args:
@@ -189,6 +203,16 @@ class Database:
         ]
         return self.query(f"SELECT {', '.join(items)} FROM _conform", _conform=table)
 
+    def cast(self, sql: str, names: list[str], schema: pa.Schema | None) -> str:
+        """The query `sql` (columns `names`) with the column types of `schema` (as is without one)."""
+        if schema is None:
+            return sql
+        items = [
+            f"CAST({quote(name)} AS {kind}) AS {quote(name)}" if kind else quote(name)
+            for name, kind in zip(names, self.types_of(schema))
+        ]
+        return f"SELECT {', '.join(items)} FROM ({sql}) AS q"
+
     def types_of(self, schema: pa.Schema) -> tuple[str | None, ...]:
         """DuckDB's SQL type of each column of `schema`; None for a column of NULLs (no type to cast to)."""
         if schema not in self.sql_types:
@@ -215,14 +239,15 @@ class LocalRelation:
         self.names = column_names(len(relation.columns))
         self.full = self.delta = self.old = null_table(self.names)
 
-    def merge(self, candidates: pa.Table | None, types: RelationTypes | None) -> None:
+    def merge(self, candidates: str | None, types: RelationTypes | None) -> None:
+        """Absorb the facts of the query `candidates`."""
         self.old = self.full
         if candidates is None:
             self.delta = null_table(self.names)
             return
         self.absorb(candidates, types.full if types else None, types.delta if types else None)
 
-    def absorb(self, candidates: pa.Table, full: pa.Schema | None, delta: pa.Schema | None) -> None:
+    def absorb(self, candidates: str, full: pa.Schema | None, delta: pa.Schema | None) -> None:
         raise NotImplementedError
 
     def grow(self, full: pa.Schema | None) -> None:
@@ -247,20 +272,21 @@ class LocalRelation:
 
 
 class LocalSet(LocalRelation):
-    def absorb(self, candidates: pa.Table, full: pa.Schema | None, delta: pa.Schema | None) -> None:
+    def absorb(self, candidates: str, full: pa.Schema | None, delta: pa.Schema | None) -> None:
         # candidates EXCEPT full, written as an anti-join: DuckDB then hashes the candidates rather
-        # than the (larger, growing) full relation, about twice as fast
+        # than the (larger, growing) full relation, about twice as fast; in the same query as the
+        # rules, so the candidates (with their duplicates) are never materialized
         self.delta = self.db.query(
-            f"SELECT DISTINCT * FROM _candidates c WHERE NOT EXISTS "
+            f"SELECT DISTINCT * FROM ({self.db.cast(candidates, self.names, delta)}) AS c WHERE NOT EXISTS "
             f"(SELECT 1 FROM _full f WHERE {self.key_match('f', 'c', self.names)})",
-            _candidates=self.db.conform(candidates, delta), _full=self.db.conform(self.full, delta),
+            _full=self.db.conform(self.full, delta),
         )
         self.grow(full)
 
 
 class LocalBag(LocalRelation):
-    def absorb(self, candidates: pa.Table, full: pa.Schema | None, delta: pa.Schema | None) -> None:
-        self.delta = self.db.conform(candidates, delta)
+    def absorb(self, candidates: str, full: pa.Schema | None, delta: pa.Schema | None) -> None:
+        self.delta = self.db.query(self.db.cast(candidates, self.names, delta))
         self.grow(full)
 
 
@@ -271,7 +297,8 @@ class LocalExtremum(LocalRelation):
         self.value = self.names[relation.aggregate.column]
         self.function = relation.aggregate.function
 
-    def absorb(self, candidates: pa.Table, full: pa.Schema | None, delta: pa.Schema | None) -> None:
+    def absorb(self, query: str, full: pa.Schema | None, delta: pa.Schema | None) -> None:
+        candidates = self.db.query(query)
         if not self.keys:
             merged = self.db.query(self.aggregate("SELECT * FROM _full UNION ALL SELECT * FROM _candidates"),
                                    _full=self.full, _candidates=candidates)
@@ -308,7 +335,8 @@ class LocalSum(LocalRelation):
         self.value = self.names[relation.aggregate.column]
         self.contributions: pa.Table | None = None
 
-    def absorb(self, candidates: pa.Table, full: pa.Schema | None, delta: pa.Schema | None) -> None:
+    def absorb(self, query: str, full: pa.Schema | None, delta: pa.Schema | None) -> None:
+        candidates = self.db.query(query)
         identity = ", ".join(quote(c) for c in self.keys + [RULE_ID, CONTRIBUTOR])
         known = {"_contributions": self.contributions} if self.contributions is not None else {}
         union = " UNION ALL ".join(f"SELECT * FROM {name}" for name in [*known, "_candidates"])
