@@ -47,6 +47,9 @@ class RelationState:
         self.partitions = int(spark.conf.get("spark.sql.shuffle.partitions"))
         self.full = self.delta = self.old = empty_frame(spark, len(relation.columns))
         self.delta_rows = 0
+        self.rounds_since_cut = 0
+
+    ROUNDS_PER_CUT = 32
 
     def merge(self, candidates: DataFrame | None) -> None:
         raise NotImplementedError
@@ -61,6 +64,20 @@ class RelationState:
             return
         self.delta = frame.localCheckpoint(eager=False)
         self.delta_rows = self.delta.count()
+
+    def grow(self) -> None:
+        """full = full + delta, without copying full: the union of the materialized deltas, copied into one
+        frame (lineage cut) every ROUNDS_PER_CUT iterations."""
+        self.full = self.full.unionAll(self.delta)
+        self.rounds_since_cut += 1
+        if self.rounds_since_cut == self.ROUNDS_PER_CUT:
+            self.full = self.cut(self.full)
+            self.rounds_since_cut = 0
+
+    def cut(self, frame: DataFrame) -> DataFrame:
+        if self.schema_only:
+            return schema_frame(self.spark, frame.schema)
+        return frame.coalesce(self.partitions).localCheckpoint(eager=True)
 
     def accumulate(self, frame: DataFrame) -> DataFrame:
         """`frame` as the new full relation. Its lineage is cut lazily: the checkpoint is filled by the next
@@ -77,35 +94,17 @@ class SetRelation(RelationState):
             self.delta, self.delta_rows = self.empty(), 0
             return
         self.materialize_delta(candidates.subtract(self.full))
-        self.full = self.accumulate(self.full.unionAll(self.delta))
+        self.grow()
 
 
 class BagRelation(RelationState):
-    """No iteration reads `full` (each round reads only the last one), so a lazy checkpoint would never be
-    filled: the union of the rounds is materialized every ROUNDS_PER_CUT rounds instead."""
-
-    ROUNDS_PER_CUT = 32
-
-    def __init__(self, spark: SparkSession, relation: Relation, schema_only: bool = False):
-        super().__init__(spark, relation, schema_only)
-        self.rounds_since_cut = 0
-
     def merge(self, candidates: DataFrame | None) -> None:
         self.old = self.full
         if candidates is None:
             self.delta, self.delta_rows = self.empty(), 0
             return
         self.materialize_delta(candidates)
-        self.full = self.full.unionAll(self.delta)
-        self.rounds_since_cut += 1
-        if self.rounds_since_cut == self.ROUNDS_PER_CUT:
-            self.full = self.cut(self.full)
-            self.rounds_since_cut = 0
-
-    def cut(self, frame: DataFrame) -> DataFrame:
-        if self.schema_only:
-            return schema_frame(self.spark, frame.schema)
-        return frame.coalesce(self.partitions).localCheckpoint(eager=True)
+        self.grow()
 
 
 class ExtremumRelation(RelationState):
