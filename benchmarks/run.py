@@ -13,6 +13,7 @@ writes the times as a PNG bar chart (needs matplotlib: pip install -e '.[bench]'
 from __future__ import annotations
 
 import argparse
+import gc
 import statistics
 import tempfile
 import time
@@ -42,12 +43,15 @@ class Outcome:
     results: dict[str, Measurement] = field(default_factory=dict)
 
 
-def measure(run: Callable[[], Any], repeat: int) -> Measurement:
+def measure(run: Callable[[], Any], repeat: int, settle: Callable[[], None]) -> Measurement:
     """A first run samples memory (and warms up: Python workers, JIT, caches); `repeat` more runs, with
-    nothing sampling beside them, give the median time."""
+    nothing sampling beside them, give the median time. `settle` runs before each, untimed, so that no
+    run pays for garbage an earlier one (of any system) left behind."""
+    settle()
     answer, memory = peak_growth(run)
     times = []
     for _ in range(repeat):
+        settle()
         started = time.perf_counter()
         answer = run()
         times.append(time.perf_counter() - started)
@@ -78,11 +82,16 @@ def run_workload(workload: Workload, conn, duck, repeat: int) -> Outcome:
     def first_row(rows) -> tuple:
         return tuple(rows[0])
 
-    outcome.results["recsql"] = measure(lambda: first_row((cursor.execute(workload.recsql), cursor.fetchall())[1]), repeat)
+    def settle() -> None:
+        """Collect the garbage of this process and of Spark's JVM."""
+        gc.collect()
+        spark.sparkContext._jvm.System.gc()
+
+    outcome.results["recsql"] = measure(lambda: first_row((cursor.execute(workload.recsql), cursor.fetchall())[1]), repeat, settle)
     if workload.spark is not None:
-        outcome.results["spark native"] = measure(lambda: first_row(spark.sql(workload.spark).collect()), repeat)
-    outcome.results["pyspark loop"] = measure(lambda: workload.loop(spark), repeat)
-    outcome.results["duckdb"] = measure(lambda: duck.execute(workload.duckdb).fetchall()[0], repeat)
+        outcome.results["spark native"] = measure(lambda: first_row(spark.sql(workload.spark).collect()), repeat, settle)
+    outcome.results["pyspark loop"] = measure(lambda: workload.loop(spark), repeat, settle)
+    outcome.results["duckdb"] = measure(lambda: duck.execute(workload.duckdb).fetchall()[0], repeat, settle)
     answers = {system: result.answer for system, result in outcome.results.items()}
     if len(set(answers.values())) != 1:
         raise AssertionError(f"{workload.name}: the answers differ: {answers}")

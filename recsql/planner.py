@@ -136,8 +136,8 @@ def plan(optimized: Optimized, components: list[Component], settings: Settings) 
         rules = [rule for rule in program.rules if rule.head in component]
         iteration = program.relations[component.relations[0]].iteration
         if not component.recursive:
-            chosen = LOCAL if strategy == LOCAL or (strategy == AUTO and small(optimized, rules, local, local_rows)) \
-                else DISTRIBUTED
+            small = external_rows(optimized, rules, local) <= local_rows
+            chosen = LOCAL if strategy == LOCAL or (strategy == AUTO and small) else DISTRIBUTED
             if chosen == LOCAL:
                 local.update(component.relations)
             strata.append(Stratum(component, tuple(rules), (), iteration, chosen))
@@ -201,10 +201,6 @@ def choose(
     if sent > broadcast_limit:
         return Choice(DISTRIBUTED, f"the relations each part reads hold ~{sent:,.0f} rows, past recsql.broadcast_rows")
     return Choice(DECOMPOSED, f"inputs ~{inputs:,.0f} rows; each part reads ~{sent:,.0f}", decomposition=pivoted)
-
-
-def small(optimized: Optimized, rules: list[Rule], local: set[str], local_rows: float) -> bool:
-    return external_rows(optimized, rules, local) <= local_rows
 
 
 def external_rows(optimized: Optimized, rules: list[Rule], local: set[str]) -> float:

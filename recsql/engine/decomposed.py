@@ -11,8 +11,8 @@ are disjoint (each fact keeps its pivot value), so their union is the component'
 from __future__ import annotations
 
 import time
-from functools import reduce
 from dataclasses import dataclass, replace
+from functools import reduce
 from typing import TYPE_CHECKING, Iterator, Mapping
 
 import pyarrow as pa
@@ -23,8 +23,8 @@ from pyspark.sql import functions as F
 
 from recsql.engine.local import Database, LocalFixpoint, RelationTypes, SparkSettings
 from recsql.engine.render import column_names, render_rule
-from recsql.engine.result_types import SETTLED, StratumTypes, struct
 from recsql.engine.relations import empty_frame
+from recsql.engine.result_types import SETTLED, StratumTypes, struct
 from recsql.engine.semi_naive import Limits, Progress
 from recsql.planner import Stratum
 from recsql.settings import Settings
@@ -117,12 +117,15 @@ class Decomposed:
             render_rule(self.spark, rule, lambda _, atom: self.executor.atom_frame(atom))
             for rule in self.stratum.exit_rules
         ]
-        return reduce(DataFrame.unionAll, frames) if frames else empty_frame(self.spark, len(self.program.relations[name].columns))
+        if not frames:
+            return empty_frame(self.spark, len(self.program.relations[name].columns))
+        return reduce(DataFrame.unionAll, frames)
 
     def broadcast_inputs(self) -> dict[str, bytes]:
         """Each relation the recursive rules read, as an Arrow IPC stream (columns c0 .. cN)."""
         streams = {}
-        for relation, table in self.executor.local_inputs(self.stratum, self.stratum.decomposition.broadcast).items():
+        tables = self.executor.local_inputs(self.stratum, self.stratum.decomposition.broadcast)
+        for relation, table in tables.items():
             sink = pa.BufferOutputStream()
             with pa.ipc.new_stream(sink, table.schema) as writer:
                 writer.write_table(table)
