@@ -20,12 +20,14 @@ from pyspark import AccumulatorParam
 from pyspark.broadcast import Broadcast
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql.pandas.types import to_arrow_schema
+from pyspark.sql.types import StructType
 
 from recsql.engine.local import Database, LocalFixpoint, RelationTypes, SparkSettings
 from recsql.engine.render import column_names, render_rule
-from recsql.engine.relations import empty_frame
+from recsql.engine.relations import SumRelation, empty_frame
 from recsql.engine.result_types import SETTLED, StratumTypes, struct
-from recsql.engine.semi_naive import Limits, Progress
+from recsql.engine.semi_naive import Limits, Progress, contributor_terms, rule_ids, rule_key
 from recsql.planner import Stratum
 from recsql.settings import Settings
 from translator.ir import Program
@@ -55,6 +57,7 @@ class PartEvaluation:
     settings: Settings
     spark_settings: SparkSettings
     types: Mapping[str, RelationTypes]
+    seed_schema: pa.Schema  # the exit facts (for sum()/count(): their contributions)
     inputs: Broadcast  # relation -> Arrow IPC stream of its facts
     statistics: object  # an Accumulator of PartStatistics
 
@@ -63,7 +66,7 @@ class PartEvaluation:
         parts = [batch for batch in batches if batch.num_rows]
         if not parts:
             return
-        seeds = pa.Table.from_batches(parts).cast(self.types[name].full)  # Spark may mark columns non-null
+        seeds = pa.Table.from_batches(parts).cast(self.seed_schema)  # Spark may mark columns non-null
         inputs = {relation: pa.ipc.open_stream(data).read_all() for relation, data in self.inputs.value.items()}
         fixpoint = LocalFixpoint(
             self.program, self.stratum, inputs, self.settings, types=lambda _: self.types,
@@ -87,22 +90,21 @@ class Decomposed:
         self.program = program
         self.stratum = replace(stratum, capacity=None)  # a part is never moved elsewhere
         self.types = types
+        self.rule_ids = rule_ids(program)
 
     def run(self) -> dict[str, DataFrame]:
         started = time.monotonic()
         (name,) = self.stratum.relations
         rows = self.types.spark(SETTLED)[name]
         schema = struct(rows)
-        seeds = self.exit_facts(name).select(
-            *[F.col(field.name).cast(field.dataType) for field in schema.fields]
-        )
         pivot = column_names(len(rows))[self.stratum.decomposition.pivots[name]]
-        seeds = seeds.repartition(self.parts(), F.col(pivot))
+        seeds = self.exit_facts(name, schema).repartition(self.parts(), F.col(pivot))
         context = self.spark.sparkContext
         statistics = context.accumulator((0, 0), PartStatistics())
         evaluation = PartEvaluation(
             self.program, self.stratum, self.executor.settings, self.executor.spark_settings(),
-            self.types.arrow(SETTLED), context.broadcast(self.broadcast_inputs()), statistics,
+            self.types.arrow(SETTLED), to_arrow_schema(seeds.schema, timezone=self.executor.spark_settings().timezone),
+            context.broadcast(self.broadcast_inputs()), statistics,
         )
         result = seeds.mapInArrow(evaluation, schema).localCheckpoint(eager=True)
         iterations, facts = statistics.value
@@ -111,14 +113,21 @@ class Decomposed:
                                       time.monotonic() - started, {name: facts}))
         return {name: result}
 
-    def exit_facts(self, name: str) -> DataFrame:
-        """The facts of the exit rules, before deduplication (each task absorbs its part)."""
-        frames = [
-            render_rule(self.spark, rule, lambda _, atom: self.executor.atom_frame(atom))
-            for rule in self.stratum.exit_rules
-        ]
+    def exit_facts(self, name: str, schema: StructType) -> DataFrame:
+        """The facts of the exit rules with the relation's types, before deduplication (each task absorbs
+        its part); for sum()/count(), as the contributions the local evaluator absorbs."""
+        relation = self.program.relations[name]
+        summed = relation.aggregate is not None and relation.aggregate.function in ("sum", "count")
+        contributions = SumRelation(self.spark, relation) if summed else None
+        frames = []
+        for rule in self.stratum.exit_rules:
+            extra = contributor_terms(self.program, self.stratum, rule) if summed else ()
+            frame = render_rule(self.spark, rule, lambda _, atom: self.executor.atom_frame(atom), extra)
+            typed = frame.select(*[F.col(f.name).cast(f.dataType) for f in schema.fields],
+                                 *frame.columns[len(schema.fields):])
+            frames.append(contributions.contributions_of(typed, self.rule_ids[rule_key(rule)]) if summed else typed)
         if not frames:
-            return empty_frame(self.spark, len(self.program.relations[name].columns))
+            return empty_frame(self.spark, len(relation.columns))
         return reduce(DataFrame.unionAll, frames)
 
     def broadcast_inputs(self) -> dict[str, bytes]:

@@ -19,6 +19,7 @@ so values flow with Spark's types (DuckDB's sum(int) is HUGEINT, Spark's bigint)
 from __future__ import annotations
 
 import contextlib
+import threading
 from dataclasses import dataclass
 from typing import Callable, Iterator, Mapping
 
@@ -165,14 +166,23 @@ class LocalFixpoint:
 
 
 class Database:
-    """An in-process DuckDB connection reading Arrow tables registered by name."""
+    """An in-process DuckDB connection reading Arrow tables registered by name.
+
+    Opening a DuckDB connection costs about as much as a small query: a closed Database leaves its
+    connection (every table unregistered) for the next one opened in the same thread."""
+
+    idle = threading.local()
 
     def __init__(self, timezone: str, threads: int | None = None):
         """`threads`: how many threads each query may use (DuckDB's default: every core)."""
-        self.connection = duckdb.connect(config={"threads": threads} if threads else {})
+        self.reusable = threads is None
+        self.connection = self.idle.__dict__.pop("connection", None) if self.reusable else None
+        if self.connection is None:
+            self.connection = duckdb.connect(config={"threads": threads} if threads else {})
         self.connection.execute(f"SET TimeZone = {exp.Literal.string(timezone).sql(dialect='duckdb')}")
         self.registered: dict[str, pa.Table] = {}
         self.sql_types: dict[pa.Schema, tuple[str | None, ...]] = {}
+        self.casts: dict[tuple, str] = {}
 
     def register(self, name: str, table: pa.Table) -> None:
         """Make `table` readable as `name` (registering costs about as much as a small query: skipped
@@ -192,26 +202,21 @@ class Database:
 
     def conform(self, table: pa.Table, schema: pa.Schema | None) -> pa.Table:
         """`table` with the column types of `schema`, cast as SQL casts (as is without a schema)."""
-        if schema is None:
+        if schema is None or self.types_of(table.schema) == self.types_of(schema):
             return table
-        target = self.types_of(schema)
-        if self.types_of(table.schema) == target:
-            return table
-        items = [
-            f"CAST({quote(name)} AS {kind}) AS {quote(name)}" if kind else quote(name)
-            for name, kind in zip(table.column_names, target)
-        ]
-        return self.query(f"SELECT {', '.join(items)} FROM _conform", _conform=table)
+        return self.query(self.cast("SELECT * FROM _conform", table.column_names, schema), _conform=table)
 
     def cast(self, sql: str, names: list[str], schema: pa.Schema | None) -> str:
         """The query `sql` (columns `names`) with the column types of `schema` (as is without one)."""
         if schema is None:
             return sql
-        items = [
-            f"CAST({quote(name)} AS {kind}) AS {quote(name)}" if kind else quote(name)
-            for name, kind in zip(names, self.types_of(schema))
-        ]
-        return f"SELECT {', '.join(items)} FROM ({sql}) AS q"
+        key = (tuple(names), schema)
+        if key not in self.casts:
+            self.casts[key] = ", ".join(
+                f"CAST({quote(name)} AS {kind}) AS {quote(name)}" if kind else quote(name)
+                for name, kind in zip(names, self.types_of(schema))
+            )
+        return f"SELECT {self.casts[key]} FROM ({sql}) AS q"
 
     def types_of(self, schema: pa.Schema) -> tuple[str | None, ...]:
         """DuckDB's SQL type of each column of `schema`; None for a column of NULLs (no type to cast to)."""
@@ -222,7 +227,12 @@ class Database:
         return self.sql_types[schema]
 
     def close(self) -> None:
-        self.connection.close()
+        if not self.reusable or "connection" in self.idle.__dict__:
+            self.connection.close()
+            return
+        for name in self.registered:
+            self.connection.unregister(name)
+        self.idle.connection = self.connection
 
 
 def null_table(names: list[str]) -> pa.Table:

@@ -35,7 +35,8 @@ UNIT = Frame("SELECT 1 AS __unit", ())  # one row, no variables: what a body wit
 
 
 def quote(name: str) -> str:
-    return exp.to_identifier(name, quoted=True).sql(dialect="duckdb")
+    """`name` as a quoted DuckDB identifier."""
+    return '"' + name.replace('"', '""') + '"'
 
 
 def select_list(items: list[str]) -> str:

@@ -7,8 +7,8 @@ read, and each part reaches its fixpoint without a fact of any other part: every
 has the pivot value of the facts it came from. The union of the parts' fixpoints is the component's.
 
 Non-linear rules (`tc(x, z) :- tc(x, y), tc(y, z)`) and rules that move the value (`reach(y) :-
-reach(x), edge(x, y)`) have no pivot. For min()/max() the pivot must be a group key, so that every
-group lives in one part. UNION ALL recursions decompose alike: a round's rows come from the last
+reach(x), edge(x, y)`) have no pivot. For min()/max()/sum()/count() the pivot must be a group key, so
+that every group (and every contribution to it) lives in one part. UNION ALL recursions decompose alike: a round's rows come from the last
 round's rows of the same part.
 """
 
@@ -41,8 +41,6 @@ def decompose(program: Program, component: Component, recursive_rules: list[Rule
     relations = [program.relations[name] for name in component.relations]
     candidates = []
     for relation in relations:
-        if relation.aggregate is not None and relation.aggregate.function in ("sum", "count"):
-            return NotDecomposable(f"{relation.aggregate.function}() in the recursion")
         candidates.append(relation.group_key if relation.aggregate is not None else range(len(relation.columns)))
     for choice in product(*candidates):
         pivots = dict(zip(component.relations, choice))
