@@ -22,32 +22,17 @@ from duckdb_reference import check, normalize, register_tables
 from explain import explain
 from reference import transitive_closure
 from spark_jobs import spark_jobs
+from strategies import counting_runs, set_strategy
 
 import recsql
 from recsql.engine.decomposed import Decomposed
 
 
-def set_strategy(conn, strategy: str) -> None:
-    cursor = conn.cursor()
-    cursor.execute(f"SET recsql.strategy = {strategy}")
-    cursor.close()
-
-
 @pytest.fixture
 def decomposed(conn, monkeypatch):
     """SET recsql.strategy = decomposed for the test; yields the strata that ran decomposed."""
-    runs = []
-    run = Decomposed.run
-
-    def counted(self):
-        runs.append(self.stratum.relations)
-        return run(self)
-
-    monkeypatch.setattr(Decomposed, "run", counted)
-    previous = conn.session.settings.strategy
-    set_strategy(conn, "decomposed")
-    yield runs
-    set_strategy(conn, previous)
+    with counting_runs(conn, monkeypatch, Decomposed, "decomposed") as runs:
+        yield runs
 
 
 LEFT = ("WITH RECURSIVE tc(a, b) AS (SELECT src, dst FROM dc_edge UNION "

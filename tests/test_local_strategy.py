@@ -28,6 +28,7 @@ from duckdb_reference import check, register_tables
 from reference import transitive_closure
 from explain import explain
 from spark_jobs import spark_jobs
+from strategies import counting_runs, set_strategy
 
 import recsql
 from recsql.engine.local import LocalFixpoint
@@ -35,27 +36,11 @@ from recsql.settings import Settings
 from translator import dialect
 
 
-def set_strategy(conn, strategy: str) -> None:
-    cursor = conn.cursor()
-    cursor.execute(f"SET recsql.strategy = {strategy}")
-    cursor.close()
-
-
 @pytest.fixture
 def local(conn, monkeypatch):
     """Every recursive stratum runs locally for the test (the suite's strategy again afterwards), and some did."""
-    runs = []
-    run = LocalFixpoint.run
-
-    def counted(self):
-        runs.append(self.stratum.relations)
-        return run(self)
-
-    monkeypatch.setattr(LocalFixpoint, "run", counted)
-    previous = conn.session.settings.strategy
-    set_strategy(conn, "local")
-    yield runs
-    set_strategy(conn, previous)
+    with counting_runs(conn, monkeypatch, LocalFixpoint, "local") as runs:
+        yield runs
     assert runs, "no recursive stratum ran locally"
 
 
