@@ -50,14 +50,25 @@ def connect(master: str | None = None, conf: dict[str, Any] | None = None, wareh
 def as_arrow(data: Any) -> pa.Table:
     """A pandas DataFrame, Arrow table or record batch as an Arrow table (Spark takes Arrow directly)."""
     if isinstance(data, pa.Table):
-        return data
+        return without_views(data)
     if isinstance(data, pa.RecordBatch):
-        return pa.Table.from_batches([data])
+        return without_views(pa.Table.from_batches([data]))
     if type(data).__module__.startswith("pandas"):
         return pa.Table.from_pandas(data, preserve_index=False)
     raise InterfaceError(
         f"register() takes a pandas DataFrame, a pyarrow Table or a Spark DataFrame, not {type(data).__name__}"
     )
+
+
+VIEW_TYPES = {pa.string_view(): pa.string(), pa.binary_view(): pa.binary()}
+
+
+def without_views(table: pa.Table) -> pa.Table:
+    """`table` with string/binary view columns (as newer Parquet writers produce) as plain string/binary
+    columns, which Spark converts."""
+    if not any(field.type in VIEW_TYPES for field in table.schema):
+        return table
+    return table.cast(pa.schema([field.with_type(VIEW_TYPES.get(field.type, field.type)) for field in table.schema]))
 
 
 class Connection:

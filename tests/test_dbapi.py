@@ -72,6 +72,17 @@ def test_register_pandas_arrow_and_spark(conn, cur):
     assert cur.fetchall() == [(2, "y", "z")]
 
 
+def test_register_arrow_string_views(conn, cur):
+    """Newer Parquet readers give string and binary view columns; they register as strings and binaries."""
+    conn.register("db_views", pa.table({
+        "k": pa.array(["a", "b", None], pa.string_view()),
+        "v": pa.array([b"x", b"y", b"z"], pa.binary_view()),
+    }))
+    cur.execute("SELECT k, length(v) FROM db_views WHERE k IS NOT NULL ORDER BY k")
+    assert cur.fetchall() == [("a", 1), ("b", 1)]
+    assert [column[1] for column in cur.description] == ["string", "int"]
+
+
 def test_create_table_as_select_and_csv_and_parquet(conn, cur, tmp_path):
     csv = tmp_path / "edges.csv"
     csv.write_text("src,dst\n1,2\n2,3\n")

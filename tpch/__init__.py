@@ -1,0 +1,1 @@
+"""TPC-H: data generation, the 22 queries, and a runner comparing recsql with Spark SQL and DuckDB."""
