@@ -145,8 +145,8 @@ def plan(optimized: Optimized, components: list[Component], settings: Settings) 
         exit_rules = tuple(rule for rule in rules if not reads_component(rule, component))
         recursive_rules = [rule for rule in rules if reads_component(rule, component)]
         decomposition = decompose(program, component, recursive_rules)
-        stratum = choose(optimized, component, rules, decomposition, settings, local)
-        if stratum.strategy == LOCAL:
+        choice = choose(optimized, component, rules, decomposition, settings, local)
+        if choice.strategy == LOCAL:
             local.update(component.relations)
         seeds = {name: optimized.estimator.seed(name).rows for name in component.relations}
         variants = tuple(
@@ -154,13 +154,14 @@ def plan(optimized: Optimized, components: list[Component], settings: Settings) 
             for rule in recursive_rules
             for variant in delta_variants(rule, component, iteration)
         )
-        strata.append(Stratum(component, exit_rules, variants, iteration, stratum.strategy, stratum.capacity,
-                              stratum.decomposition, stratum.reason))
+        strata.append(Stratum(component, exit_rules, variants, iteration, **vars(choice)))
     return Plan(optimized, tuple(strata))
 
 
 @dataclass(frozen=True)
 class Choice:
+    """A recursive stratum's strategy and what goes with it (the Stratum fields of the same names)."""
+
     strategy: str
     reason: str
     capacity: int | None = None
@@ -179,9 +180,9 @@ def choose(
     to DISTRIBUTED when the component has no pivot). AUTO: LOCAL when what the component reads from
     outside the local part of the plan holds at most recsql.local_rows rows (estimated); else DECOMPOSED
     when it has a pivot and the relations its recursive rules read (sent to every task) hold at most
-    recsql.broadcast_rows; else DISTRIBUTED. The size of a recursive result is hard to estimate (a closure's estimate can be
-    off by orders of magnitude): it is not estimated but bounded at run time instead, a LOCAL component
-    moving to Spark (decomposed if it can) when it derives more than `local_rows` facts."""
+    recsql.broadcast_rows; else DISTRIBUTED. The size of a recursive result is hard to estimate (a
+    closure's estimate can be off by orders of magnitude): it is not estimated but bounded at run time
+    instead, a LOCAL component moving to Spark (decomposed if it can) past `local_rows` facts."""
     strategy, local_rows, broadcast_limit = settings.strategy, settings.local_rows, settings.broadcast_rows
     pivoted = decomposition if isinstance(decomposition, Decomposition) else None
     why_not = decomposition.reason if isinstance(decomposition, NotDecomposable) else ""

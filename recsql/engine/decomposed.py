@@ -101,9 +101,10 @@ class Decomposed:
         seeds = self.exit_facts(name, schema).repartition(self.parts(), F.col(pivot))
         context = self.spark.sparkContext
         statistics = context.accumulator((0, 0), PartStatistics())
+        spark_settings = self.executor.spark_settings()
         evaluation = PartEvaluation(
-            self.program, self.stratum, self.executor.settings, self.executor.spark_settings(),
-            self.types.arrow(SETTLED), to_arrow_schema(seeds.schema, timezone=self.executor.spark_settings().timezone),
+            self.program, self.stratum, self.executor.settings, spark_settings,
+            self.types.arrow(SETTLED), to_arrow_schema(seeds.schema, timezone=spark_settings.timezone),
             context.broadcast(self.broadcast_inputs()), statistics,
         )
         result = seeds.mapInArrow(evaluation, schema).localCheckpoint(eager=True)

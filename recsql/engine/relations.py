@@ -39,6 +39,8 @@ def schema_frame(spark: SparkSession, schema: StructType) -> DataFrame:
 
 
 class RelationState:
+    ROUNDS_PER_CUT = 32  # iterations between copies of `full` into one frame (see grow)
+
     def __init__(self, spark: SparkSession, relation: Relation, schema_only: bool = False):
         self.spark = spark
         self.relation = relation
@@ -48,8 +50,6 @@ class RelationState:
         self.full = self.delta = self.old = empty_frame(spark, len(relation.columns))
         self.delta_rows = 0
         self.rounds_since_cut = 0
-
-    ROUNDS_PER_CUT = 32
 
     def merge(self, candidates: DataFrame | None) -> None:
         raise NotImplementedError

@@ -8,8 +8,8 @@ has the pivot value of the facts it came from. The union of the parts' fixpoints
 
 Non-linear rules (`tc(x, z) :- tc(x, y), tc(y, z)`) and rules that move the value (`reach(y) :-
 reach(x), edge(x, y)`) have no pivot. For min()/max()/sum()/count() the pivot must be a group key, so
-that every group (and every contribution to it) lives in one part. UNION ALL recursions decompose alike: a round's rows come from the last
-round's rows of the same part.
+that every group (and every contribution to it) lives in one part. UNION ALL recursions decompose
+alike: a round's rows come from the last round's rows of the same part.
 """
 
 from __future__ import annotations
@@ -39,9 +39,7 @@ def decompose(program: Program, component: Component, recursive_rules: list[Rule
     if len(component.relations) > 1:
         return NotDecomposable("mutually recursive relations")
     relations = [program.relations[name] for name in component.relations]
-    candidates = []
-    for relation in relations:
-        candidates.append(relation.group_key if relation.aggregate is not None else range(len(relation.columns)))
+    candidates = [r.group_key if r.aggregate is not None else range(len(r.columns)) for r in relations]
     for choice in product(*candidates):
         pivots = dict(zip(component.relations, choice))
         if all(keeps_pivot(rule, pivots) for rule in recursive_rules):
