@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from sqlglot import exp
 
-from recsql.errors import ProgrammingError
+from recsql.errors import NotSupportedError, ProgrammingError
 from translator.ir import Assignment, Atom, Condition, Program, Rule, variables_of
 
 DECREASING, INCREASING = "decreasing", "increasing"
@@ -97,6 +97,13 @@ def check_component(program: Program, component: Component) -> None:
                     f"negation through recursion: {program.relations[rule.head].display_name} depends on NOT "
                     f"{program.relations[atom.relation].display_name} within the recursive cycle ({cycle}); "
                     "negation (NOT EXISTS, NOT IN, EXCEPT) may only read relations computed before the recursion"
+                )
+            if atom.semi:
+                raise NotSupportedError(
+                    f"{program.relations[rule.head].display_name} reads "
+                    f"{program.relations[atom.relation].display_name} within the recursive cycle ({cycle}) "
+                    "through an EXISTS subquery correlated by a condition other than equalities; "
+                    "correlate it with equalities only, or join the recursive CTE instead"
                 )
             if rule.is_aggregate:
                 raise ProgrammingError(
@@ -209,7 +216,7 @@ def check_safety(program: Program, rule: Rule) -> None:
     """Every variable used in a condition, negation or head must be bound by a positive atom or assignment."""
     bound = set()
     for literal in rule.body:
-        if isinstance(literal, Atom) and not literal.negated:
+        if isinstance(literal, Atom) and not literal.filters:
             bound |= literal.variables()
         elif isinstance(literal, Assignment):
             bound.add(literal.variable)
@@ -217,9 +224,9 @@ def check_safety(program: Program, rule: Rule) -> None:
     for literal in rule.body:
         if isinstance(literal, (Condition, Assignment)):
             used |= literal.variables()
-        elif isinstance(literal, Atom) and literal.negated and literal.on is not None:
+        elif isinstance(literal, Atom) and literal.filters and literal.on is not None:
             used |= (literal.variables() | literal.condition_variables()) - local_variables(rule, literal)
-        elif isinstance(literal, Atom) and literal.negated:
+        elif isinstance(literal, Atom) and literal.filters:
             used |= literal.variables()
         elif isinstance(literal, Atom):
             used |= literal.condition_variables()

@@ -43,6 +43,7 @@ class Entry:
     options: dict = field(default_factory=dict)
     sql: str | None = None  # the CREATE VIEW statement
     statistics: dict | None = None  # TableStatistics as JSON, for the data version it names
+    inferred_from: str | None = None  # the data version a schema read from the files (not declared) describes
 
     @property
     def struct(self) -> StructType | None:
@@ -80,9 +81,7 @@ class Catalog:
         entry = self.entry(name)
         if entry is None or entry.kind == "view":
             return None
-        if entry.struct is None:
-            return tuple(self.dataframe(name).columns)
-        return tuple(entry.struct.fieldNames())
+        return tuple(self.struct_of(entry).fieldNames())
 
     def view_query(self, name: str) -> exp.Expression | None:
         name = name.lower()
@@ -107,15 +106,32 @@ class Catalog:
         entry = self.entry(name)
         if entry is None or entry.kind == "view":
             raise ProgrammingError(f"table '{name}' not found")
+        return self.read(entry, self.struct_of(entry))
+
+    def read(self, entry: Entry, struct: StructType | None) -> DataFrame:
+        """A table's files as a DataFrame; with no schema given, Spark infers it from the files (a job)."""
         reader = self.spark.read
-        if entry.struct is not None:
-            reader = reader.schema(entry.struct)
+        if struct is not None:
+            reader = reader.schema(struct)
         if entry.kind == "table":
             return reader.parquet(entry.path)
         options = dict(entry.options)
-        if entry.format == "csv" and entry.struct is None:
+        if entry.format == "csv" and struct is None:
             options.setdefault("inferSchema", "true")
         return reader.options(**options).format(entry.format).load(entry.path)
+
+    def struct_of(self, entry: Entry) -> StructType:
+        """A table's schema: declared, or inferred from its files and kept in its entry until they change
+        (inferring costs Spark jobs: a query must not pay them for every table it reads)."""
+        if entry.struct is not None and entry.inferred_from is None:
+            return entry.struct
+        version = data_version(entry.path)
+        if entry.struct is not None and entry.inferred_from == version:
+            return entry.struct
+        struct = self.read(entry, None).schema
+        entry.schema, entry.inferred_from = json.loads(struct.json()), version
+        self._write_entry(entry)
+        return struct
 
     def arrow_table(self, name: str) -> pa.Table | None:
         """A table's rows as Arrow without a Spark job: registered Arrow data, or a managed table whose
@@ -132,8 +148,8 @@ class Catalog:
         """A table's Spark schema (from its catalog entry when it has one: no Spark analysis)."""
         name = name.lower()
         entry = self.entry(name) if name not in self.registered else None
-        if entry is not None and entry.struct is not None:
-            return entry.struct
+        if entry is not None and entry.kind != "view":
+            return self.struct_of(entry)
         return self.dataframe(name).schema
 
     # -------------------------------------------------------------- statistics (the optimizer's view)
@@ -205,7 +221,7 @@ class Catalog:
         entry = Entry(name.lower(), "external", json.loads(schema.json()) if schema else None, path, format, options)
         self._write_entry(entry)
         try:
-            self.dataframe(name).schema  # fail now, not at the first query, if the file cannot be read
+            self.struct_of(entry)  # fail now, not at the first query, if the file cannot be read
         except Exception:
             self._remove_entry(name)
             raise

@@ -1,7 +1,8 @@
 """The Datalog intermediate representation.
 
 A `Program` is a set of relations and the rules that derive them. A rule is `head(terms) :- body`, where
-the body is a list of literals: positive or negated atoms over variables, conditions, and assignments.
+the body is a list of literals: atoms over variables (positive, negated, semi-joined or outer-joined),
+conditions, and assignments.
 Expressions (conditions, assignments, head terms) stay sqlglot trees in which a variable is a bare
 `exp.Column` named after it, so every backend renders them in its own SQL dialect.
 
@@ -34,11 +35,19 @@ def variables_of(expression: exp.Expression) -> set[str]:
     return {column.name for column in expression.find_all(exp.Column)}
 
 
+def renamed(expression: exp.Expression, names: dict[str, str]) -> exp.Expression:
+    """`expression` with the variables in `names` replaced by the variables they map to."""
+    return expression.transform(
+        lambda node: var(names[node.name]) if isinstance(node, exp.Column) and node.name in names else node
+    )
+
+
 @dataclass(frozen=True)
 class Atom:
-    """`relation(args)`; negated atoms are anti-joins. `call_args` are the arguments of a table-valued
-    function such as `range(10)`, whose output columns are `args`. Printed with a trailing ≡ when it
-    matches NULL with NULL."""
+    """`relation(args)`; negated atoms are anti-joins, `semi` atoms semi-joins (EXISTS whose subquery
+    meets the outer query through a condition other than equalities). `call_args` are the arguments of a
+    table-valued function such as `range(10)`, whose output columns are `args`. Printed with a trailing ≡
+    when it matches NULL with NULL."""
 
     relation: str
     args: tuple[str, ...]
@@ -46,9 +55,15 @@ class Atom:
     call_args: tuple[exp.Expression, ...] = ()
     nulls_equal: bool = False  # match NULL with NULL, as SQL's set operations (EXCEPT, INTERSECT) do
     optional: bool = False  # LEFT OUTER JOIN: rows without a match keep NULLs for this atom's variables
-    # the join condition of an outer join, or the extra condition of an anti-join (NOT IN), besides the
-    # shared variables; a variable only this atom and its condition use is local to the anti-join
+    semi: bool = False  # a semi-join: keeps a row when some fact matches it (shared variables and `on`)
+    # the join condition of an outer join, or the extra condition of a semi- or anti-join besides the
+    # shared variables; a variable only this atom and its condition use is local to that join
     on: exp.Expression | None = None
+
+    @property
+    def filters(self) -> bool:
+        """A semi- or anti-join: keeps or drops rows of the body and binds no variable."""
+        return self.negated or self.semi
 
     def variables(self) -> set[str]:
         return {arg for arg in self.args if arg != WILDCARD}
@@ -63,6 +78,8 @@ class Atom:
         on = f" on {self.on.sql(dialect='spark')}" if self.on is not None else ""
         if self.optional:
             return f"left {text}{on}"
+        if self.semi:
+            return f"exists {text}{on}"
         return f"not {text}{on}" if self.negated else text
 
 

@@ -27,7 +27,9 @@ from translator.ir import (
     Relation,
     Rule,
     SortKey,
+    renamed,
     var,
+    variables_of,
 )
 from translator.scope import Scope, Source
 
@@ -48,6 +50,22 @@ def translate(query: exp.Expression, catalog: SchemaProvider) -> Program:
 
 
 @dataclass
+class Correlation:
+    """What a correlated subquery exposes to the query around it, as columns after its own: one per
+    equality with an outer column (`outer`: the outer side of each), then one per inner variable that its
+    other conditions on outer columns read (`inner`). Those `conditions` (over inner and outer variables)
+    become the condition of the outer query's semi- or anti-join."""
+
+    outer: list[exp.Expression] = field(default_factory=list)
+    inner: list[str] = field(default_factory=list)
+    conditions: list[exp.Expression] = field(default_factory=list)
+
+    @property
+    def width(self) -> int:
+        return len(self.outer) + len(self.inner)
+
+
+@dataclass
 class Block:
     """The body of the rule being built for one SELECT block, with its variable unification."""
 
@@ -56,6 +74,8 @@ class Block:
     parent_of: dict[str, str] = field(default_factory=dict)
     # correlation pairs (inner expression, outer column) of a correlated subquery
     correlations: list[tuple[exp.Expression, exp.Expression]] = field(default_factory=list)
+    # its other conditions reading outer columns, over inner and outer variables
+    outer_conditions: list[exp.Expression] = field(default_factory=list)
     optional: set[str] = field(default_factory=set)  # variables of LEFT JOINed atoms: never unified
 
     def find(self, variable: str) -> str:
@@ -154,7 +174,7 @@ class Translator:
 
     def translate_query(
         self, query: exp.Expression, env: dict[str, str], outer: Scope | None, name_hint: str = "q",
-        correlations: list | None = None,
+        correlations: Correlation | None = None,
     ) -> str:
         """Translate any query node into a relation; returns the relation's name."""
         if isinstance(query, exp.Subquery):
@@ -336,7 +356,7 @@ class Translator:
         outer: Scope | None,
         target: str | None,
         name_hint: str = "q",
-        correlations: list | None = None,
+        correlations: Correlation | None = None,
     ) -> str:
         """Translate one SELECT block into rule(s) for `target` (a new relation when None)."""
         for unsupported in ("windows", "qualify", "distribute", "sort", "cluster", "pivots", "laterals"):
@@ -359,18 +379,27 @@ class Translator:
         group = select.args.get("group")
         having = select.args.get("having")
         aggregating = group is not None or having is not None or any(outermost_aggregates(e) for _, e in items)
+        if aggregating and block.outer_conditions:
+            raise UnsupportedError.at_node(
+                "an aggregating subquery may refer to the outer query only through equalities (inner = outer)",
+                select,
+            )
         if aggregating:
             block, terms, having_conditions = self.translate_aggregation(select, items, block, env)
             block.body.extend(Condition(condition) for condition in having_conditions)
         else:
             terms = [self.translate_expression(e, block, env) for _, e in items]
 
-        if block.correlations:
+        if block.correlations or block.outer_conditions:
             if correlations is None:
                 raise UnsupportedError.at_node("correlated subqueries are supported in WHERE EXISTS / IN only", select)
-            correlations.extend(outer_column for _, outer_column in block.correlations)
-            terms.extend(inner for inner, _ in block.correlations)
-            items = items + [(f"corr{i}", inner) for i, (inner, _) in enumerate(block.correlations)]
+            inner = self.inner_variables(block)
+            correlations.outer.extend(outer_column for _, outer_column in block.correlations)
+            correlations.inner.extend(inner)
+            correlations.conditions.extend(block.outer_conditions)
+            exposed = [term for term, _ in block.correlations] + [var(v) for v in inner]
+            terms.extend(exposed)
+            items = items + [(f"corr{i}", term) for i, term in enumerate(exposed)]
 
         if target is None:
             columns = tuple(name for name, _ in items)
@@ -524,8 +553,17 @@ class Translator:
         block.unify(left, right)
         return True
 
+    @staticmethod
+    def inner_variables(block: Block) -> list[str]:
+        """The variables of `block` its conditions on outer columns read, in a fixed order."""
+        own = {v for source in block.scope.sources for v in source.variables}
+        own |= {literal.variable for literal in block.body if isinstance(literal, Assignment)}
+        read = set().union(*(variables_of(c) for c in block.outer_conditions)) if block.outer_conditions else set()
+        return sorted(read & own)
+
     def try_correlation(self, conjunct: exp.Expression, block: Block, env: dict[str, str]) -> bool:
-        """`inner = outer` in a correlated subquery: becomes an output column joined by the outer query."""
+        """A condition of a correlated subquery that reads outer columns: `inner = outer` becomes an output
+        column joined by the outer query; any other becomes a condition of its semi- or anti-join."""
         depths = {column_depth(block.scope, c) for c in conjunct.find_all(exp.Column) if not in_subquery(c, conjunct)}
         if depths <= {0}:
             return False
@@ -538,9 +576,8 @@ class Translator:
                     return True
         if max(depths) > 1:
             raise UnsupportedError.at_node("subqueries correlated across two levels are not supported", conjunct)
-        raise UnsupportedError.at_node(
-            "a correlated subquery may refer to the outer query only through equalities (inner = outer)", conjunct
-        )
+        block.outer_conditions.append(self.translate_expression(conjunct, block, env, correlated=True))
+        return True
 
     def try_subquery_predicate(self, conjunct: exp.Expression, block: Block, env: dict[str, str]) -> bool:
         """[NOT] EXISTS (subquery) and x [NOT] IN (subquery) as semi- and anti-joins."""
@@ -555,7 +592,7 @@ class Translator:
         else:
             return False
         query = query.this if isinstance(query, exp.Subquery) else query
-        correlations: list[exp.Expression] = []
+        correlations = Correlation()
         if probe is None and isinstance(query, exp.Select):
             query = query.copy()
             query.set("expressions", [exp.alias_(exp.Literal.number(1), "one")])
@@ -564,26 +601,32 @@ class Translator:
         self.program.relations[relation] = Relation(
             relation_info.name, relation_info.columns, distinct=True, label=relation_info.label
         )
-        width = len(relation_info.columns) - len(correlations)
+        width = len(relation_info.columns) - correlations.width
         if probe is not None and width != 1:
             raise TranslationError.at_node(f"the subquery of IN must select one column, not {width}", query)
         args: list[str] = []
-        on = None
+        conditions = []
         if probe is not None and negated:
             # x NOT IN (...) holds only when no member equals x, is NULL, or meets a NULL x (SQL's three values)
             probe_variable, member = self.bind_expression(probe, block, env), self.fresh_variable("member")
-            on = exp.or_(
+            conditions.append(exp.or_(
                 exp.EQ(this=var(member), expression=var(probe_variable)),
                 exp.Is(this=var(member), expression=exp.Null()),
                 exp.Is(this=var(probe_variable), expression=exp.Null()),
-            )
+            ))
             args.append(member)
         elif probe is not None:
             args.append(self.bind_expression(probe, block, env))
         elif width:
-            args.append(WILDCARD if negated else self.fresh_variable("one"))
-        args.extend(self.bind_expression(outer_column, block, env) for outer_column in correlations)
-        block.body.append(Atom(relation, tuple(args), negated=negated, on=on))
+            args.append(WILDCARD if negated or correlations.inner else self.fresh_variable("one"))
+        args.extend(self.bind_expression(outer_column, block, env) for outer_column in correlations.outer)
+        if correlations.conditions:
+            local = {inner: self.fresh_variable(inner) for inner in correlations.inner}
+            args.extend(local.values())
+            conditions.extend(renamed(condition, local) for condition in correlations.conditions)
+        on = exp.and_(*conditions) if conditions else None
+        semi = bool(correlations.conditions) and not negated
+        block.body.append(Atom(relation, tuple(args), negated=negated, semi=semi, on=on))
         return True
 
     def bind_expression(self, expression: exp.Expression, block: Block, env: dict[str, str]) -> str:
@@ -597,8 +640,11 @@ class Translator:
 
     # ------------------------------------------------------------------ expressions
 
-    def translate_expression(self, expression: exp.Expression, block: Block, env: dict[str, str]) -> exp.Expression:
-        """Replace column references by variables and scalar subqueries by joined auxiliary relations."""
+    def translate_expression(
+        self, expression: exp.Expression, block: Block, env: dict[str, str], correlated: bool = False
+    ) -> exp.Expression:
+        """Replace column references by variables and scalar subqueries by joined auxiliary relations.
+        `correlated`: references to the enclosing query's columns become its variables."""
 
         def rewrite(node: exp.Expression) -> exp.Expression:
             if isinstance(node, exp.Placeholder):
@@ -611,7 +657,7 @@ class Translator:
                 return var(self.scalar_subquery(node, block, env))
             if isinstance(node, exp.Column) and not node.is_star:
                 variable, depth = block.scope.resolve(node)
-                if depth:
+                if depth and not (correlated and depth == 1):
                     raise UnsupportedError.at_node(
                         f"correlated reference '{node.sql()}' is supported only in equalities in WHERE", node
                     )
@@ -622,14 +668,18 @@ class Translator:
 
     def scalar_subquery(self, subquery: exp.Subquery, block: Block, env: dict[str, str]) -> str:
         """A scalar subquery as an outer join: NULL when it returns no row (for its correlation values)."""
-        correlations: list[exp.Expression] = []
+        correlations = Correlation()
         relation = self.translate_query(subquery.this, env, block.scope, "scalar", correlations)
-        width = len(self.program.relations[relation].columns) - len(correlations)
+        if correlations.conditions:
+            raise UnsupportedError.at_node(
+                "a scalar subquery may refer to the outer query only through equalities (inner = outer)", subquery
+            )
+        width = len(self.program.relations[relation].columns) - correlations.width
         if width != 1:
             raise TranslationError.at_node(f"a scalar subquery must select one column, not {width}", subquery)
         value = self.fresh_variable("scalar")
-        keys = [self.fresh_variable("key") for _ in correlations]
-        outer = [self.bind_expression(c, block, env) for c in correlations]
+        keys = [self.fresh_variable("key") for _ in correlations.outer]
+        outer = [self.bind_expression(c, block, env) for c in correlations.outer]
         on = exp.and_(*[exp.EQ(this=var(k), expression=var(o)) for k, o in zip(keys, outer)]) if keys else exp.true()
         block.optional |= {value, *keys}
         block.body.append(Atom(relation, (value, *keys), optional=True, on=on))

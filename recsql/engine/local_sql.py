@@ -1,6 +1,6 @@
 """A rule as DuckDB SQL, meaning what render.py's DataFrame means: positive atoms joined on their shared
 variables, conditions and assignments applied as soon as their variables are bound, outer joins after
-the inner ones, negated atoms as anti-joins, then the head's projection or aggregation.
+the inner ones, semi- and anti-joins last, then the head's projection or aggregation.
 
 Each step of render.py's join_body becomes one nested SELECT whose columns are named after the IR
 variables it binds, so expressions (sqlglot trees over variables) render directly to DuckDB SQL. The
@@ -63,9 +63,9 @@ class RuleSQL:
         return frame.select(items) + (f" GROUP BY {', '.join(keys)}" if keys else "")
 
     def join_body(self, rule: Rule, source: AtomSources) -> Frame:
-        positive = [(i, lit) for i, lit in enumerate(rule.body) if isinstance(lit, Atom) and not lit.negated]
+        positive = [(i, lit) for i, lit in enumerate(rule.body) if isinstance(lit, Atom) and not lit.filters]
         pending = [lit for lit in rule.body if isinstance(lit, (Condition, Assignment))]
-        negated = [(i, lit) for i, lit in enumerate(rule.body) if isinstance(lit, Atom) and lit.negated]
+        filters = [(i, lit) for i, lit in enumerate(rule.body) if isinstance(lit, Atom) and lit.filters]
         frame: Frame | None = None
         # inner joins in body order, then outer joins in written order: their ON conditions read only the
         # atoms before them (the order of inner joins does not change what a rule derives)
@@ -83,8 +83,8 @@ class RuleSQL:
         if pending:
             unbound = set().union(*(literal.variables() for literal in pending)) - set(frame.columns)
             raise ValueError(f"rule {rule} uses unbound variables {sorted(unbound)}")
-        for position, atom in negated:
-            frame = self.anti_join(frame, bind_atom(source(position, atom), atom), atom)
+        for position, atom in filters:
+            frame = self.filter_join(frame, bind_atom(source(position, atom), atom), atom)
         return frame
 
     def apply_ready(self, frame: Frame, pending: list) -> tuple[Frame, list]:
@@ -116,9 +116,10 @@ class RuleSQL:
             left.columns + extra,
         )
 
-    def anti_join(self, left: Frame, right: Frame, atom: Atom) -> Frame:
-        """Rows of `left` with no row of `right` equal on their shared variables (NULL equal to NULL for a
-        `nulls_equal` atom); an atom's `on` condition must hold too (NOT IN's null-aware anti-join)."""
+    def filter_join(self, left: Frame, right: Frame, atom: Atom) -> Frame:
+        """Rows of `left` with some (semi-join) or no (anti-join) row of `right` equal on their shared
+        variables (NULL equal to NULL for a `nulls_equal` atom); an atom's `on` condition must hold too
+        (EXISTS with a condition, NOT IN's null-aware anti-join)."""
         keys = [c for c in right.columns if c in left.columns]
         operator = "IS NOT DISTINCT FROM" if atom.nulls_equal and atom.on is None else "="
         conditions = [f"l.{quote(k)} {operator} r.{quote(k)}" for k in keys]
@@ -129,7 +130,7 @@ class RuleSQL:
         items = [f"l.{quote(c)}" for c in left.columns]
         return Frame(
             f"SELECT {select_list(items)} FROM ({left.sql}) AS l "
-            f"WHERE NOT EXISTS (SELECT 1 FROM ({right.sql}) AS r{where})",
+            f"WHERE {'' if atom.semi else 'NOT '}EXISTS (SELECT 1 FROM ({right.sql}) AS r{where})",
             left.columns,
         )
 

@@ -1,5 +1,5 @@
 """A rule as a Spark DataFrame: atoms joined on their shared variables in body order (the optimizer
-chose it), conditions applied as soon as their variables are bound, negated atoms as anti-joins, then
+chose it), conditions applied as soon as their variables are bound, semi- and anti-joins last, then
 the head's projection or aggregation.
 
 Every relation's DataFrame has positional columns `c0 .. cN`; inside a rule, columns are named after the
@@ -48,9 +48,9 @@ def render_rule(
 
 
 def join_body(spark: SparkSession, rule: Rule, frame_of: AtomFrames) -> tuple[DataFrame, set[str]]:
-    positive = [(i, lit) for i, lit in enumerate(rule.body) if isinstance(lit, Atom) and not lit.negated]
+    positive = [(i, lit) for i, lit in enumerate(rule.body) if isinstance(lit, Atom) and not lit.filters]
     pending = [lit for lit in rule.body if isinstance(lit, (Condition, Assignment))]
-    negated = [(i, lit) for i, lit in enumerate(rule.body) if isinstance(lit, Atom) and lit.negated]
+    filters = [(i, lit) for i, lit in enumerate(rule.body) if isinstance(lit, Atom) and lit.filters]
 
     frame: DataFrame | None = None
     bound: set[str] = set()
@@ -74,23 +74,25 @@ def join_body(spark: SparkSession, rule: Rule, frame_of: AtomFrames) -> tuple[Da
     if pending:
         unbound = set().union(*(literal.variables() for literal in pending)) - bound
         raise ValueError(f"rule {rule} uses unbound variables {sorted(unbound)}")
-    for position, atom in negated:
+    for position, atom in filters:
         atom_frame = bind_atom(frame_of(position, atom), atom)
         shared = sorted(atom.variables() & bound)
+        how = "left_semi" if atom.semi else "left_anti"
         if atom.on is not None:
-            frame = conditional_anti_join(frame, atom_frame, shared, atom.on)
+            frame = conditional_join(frame, atom_frame, shared, atom.on, how)
         else:
-            frame = join(frame, atom_frame, shared, "left_anti", atom.nulls_equal)
+            frame = join(frame, atom_frame, shared, how, atom.nulls_equal)
     return frame, bound
 
 
-def conditional_anti_join(left: DataFrame, right: DataFrame, keys: list[str], on: exp.Expression) -> DataFrame:
-    """Rows of `left` with no row of `right` equal on `keys` and satisfying `on` (NOT IN's null-aware anti-join)."""
+def conditional_join(left: DataFrame, right: DataFrame, keys: list[str], on: exp.Expression, how: str) -> DataFrame:
+    """Semi- or anti-join of `left` with the rows of `right` equal on `keys` and satisfying `on` (EXISTS with
+    a condition, NOT IN's null-aware anti-join)."""
     renamed = right.select(*[F.col(c).alias(f"__r_{c}") if c in keys else F.col(c) for c in right.columns])
     condition = spark_expression(on)
     for key in keys:
         condition = condition & (F.col(key) == F.col(f"__r_{key}"))
-    return left.join(renamed, on=condition, how="left_anti")
+    return left.join(renamed, on=condition, how=how)
 
 
 def join(left: DataFrame, right: DataFrame, keys: list[str], how: str, nulls_equal: bool = False) -> DataFrame:

@@ -131,7 +131,7 @@ def contributor_terms(program: Program, stratum: Stratum, rule: Rule) -> tuple[e
     names one contribution alike."""
     keys = []
     for atom in sorted(rule.atoms, key=str):
-        if atom.relation in stratum.relations and not atom.negated:
+        if atom.relation in stratum.relations and not atom.filters:
             relation = program.relations[atom.relation]
             keys.extend(exp.column(atom.args[i]) for i in relation.group_key)
     return tuple(keys) if keys else tuple(term.copy() for term in rule.terms)

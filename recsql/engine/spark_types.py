@@ -311,7 +311,7 @@ def rule_types(rule: Rule, atom_types: AtomTypes) -> Row:
     atom binding a variable gives its type; outer-joined atoms after the inner ones; assignments as
     soon as their inputs are bound). Conditions are checked to be inferable too."""
     variables: dict[str, T.DataType] = {}
-    positive = [(i, a) for i, a in enumerate(rule.body) if isinstance(a, Atom) and not a.negated]
+    positive = [(i, a) for i, a in enumerate(rule.body) if isinstance(a, Atom) and not a.filters]
     ordered = [p for p in positive if not p[1].optional] + [p for p in positive if p[1].optional]
     for position, atom in ordered:
         bind(variables, atom, atom_types(position, atom))

@@ -154,7 +154,7 @@ class Estimator:
 
     def rule(self, rule: Rule) -> RelationEstimate:
         """The rows a rule derives, from the join of its body."""
-        atoms = [atom for atom in rule.atoms if not atom.negated and not atom.optional]
+        atoms = [atom for atom in rule.atoms if not atom.filters and not atom.optional]
         estimates = [self.atom(atom) for atom in atoms]
         conditions = [lit for lit in rule.body if isinstance(lit, Condition)]
         body = join_estimate(estimates, conditions)

@@ -58,7 +58,7 @@ def keeps_pivot(rule: Rule, pivots: dict[str, int]) -> bool:
         return False
     recursive = [atom for atom in rule.atoms if atom.relation in pivots and not atom.call_args]
     return all(
-        not atom.negated and not atom.optional and atom.args[pivots[atom.relation]] == term.name
+        not atom.filters and not atom.optional and atom.args[pivots[atom.relation]] == term.name
         for atom in recursive
     )
 

@@ -64,7 +64,7 @@ class Rewrite:
 
     def adornment_of(self, atom: Atom, bound: set[str]) -> str | None:
         """The binding pattern `atom` is read with, or None when it stays the original relation."""
-        if atom.negated or atom.optional or atom.nulls_equal or atom.call_args or not self.eligible(atom.relation):
+        if atom.filters or atom.optional or atom.nulls_equal or atom.call_args or not self.eligible(atom.relation):
             return None
         relation = self.source.relations[atom.relation]
         aggregated = relation.aggregate.column if relation.aggregate else -1
@@ -106,7 +106,7 @@ class Rewrite:
         prefix: list[Literal] = [magic] if magic else []
         body: list[Literal] = []
         for literal, bound in steps:
-            if isinstance(literal, Atom) and not literal.negated and not literal.optional:
+            if isinstance(literal, Atom) and not literal.filters and not literal.optional:
                 adornment = self.adornment_of(literal, bound)
                 if adornment is not None:
                     adorned = self.request(literal.relation, adornment)
@@ -199,7 +199,7 @@ def bound_by(literals: list[Literal]) -> set[str]:
     """Variables the positive atoms and assignments among `literals` bind."""
     bound: set[str] = set()
     for literal in literals:
-        if isinstance(literal, Atom) and not literal.negated and not literal.optional:
+        if isinstance(literal, Atom) and not literal.filters and not literal.optional:
             bound |= literal.variables()
         elif isinstance(literal, Assignment):
             bound.add(literal.variable)

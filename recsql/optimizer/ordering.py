@@ -25,7 +25,7 @@ class OrderedBody:
 def inner_atom_positions(rule: Rule) -> list[int]:
     return [
         i for i, literal in enumerate(rule.body)
-        if isinstance(literal, Atom) and not literal.negated and not literal.optional
+        if isinstance(literal, Atom) and not literal.filters and not literal.optional
     ]
 
 
