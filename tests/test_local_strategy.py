@@ -24,6 +24,7 @@ import duckdb_reference
 import test_aggregates_in_recursion as aggregates
 import test_peer_radlog as peer
 import test_recursion_vs_duckdb as linear
+import test_sql_vs_duckdb as plain_sql
 from duckdb_reference import check, register_tables
 from reference import transitive_closure
 from explain import explain
@@ -67,6 +68,34 @@ def duck():
 def test_linear_recursion_matches_duckdb(case, conn, cur, duck, local):
     register_tables(conn, linear.TABLES)
     check(cur, duck, **case)
+
+
+@pytest.fixture(scope="module")
+def plain_sql_duck():
+    con = duckdb_reference.connect(plain_sql.TABLES)
+    yield con
+    con.close()
+
+
+@pytest.fixture
+def in_process(conn):
+    """Plain SQL in this process (recsql.strategy local), the suite's strategy again afterwards."""
+    set_strategy(conn, "local")
+    yield
+    set_strategy(conn, "distributed")
+
+
+@pytest.mark.parametrize("case", plain_sql.SUBQUERIES)
+def test_subqueries_match_duckdb(case, conn, cur, plain_sql_duck, in_process):
+    """Semi-, anti- and outer joins of decorrelated subqueries as DuckDB SQL over Arrow."""
+    register_tables(conn, plain_sql.TABLES)
+    check(cur, plain_sql_duck, **case)
+
+
+def test_semi_join_runs_without_spark(conn, in_process):
+    register_tables(conn, plain_sql.TABLES)
+    sql = "SELECT e.name FROM sq_emp e WHERE EXISTS (SELECT 1 FROM sq_emp o WHERE o.dept_id = e.dept_id AND o.id <> e.id)"
+    assert spark_jobs(conn, sql, "local-semi-join") == 0
 
 
 @pytest.mark.parametrize("test", suite_tests(aggregates))

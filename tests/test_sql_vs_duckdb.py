@@ -197,6 +197,16 @@ SUBQUERIES = [
     q("SELECT e.name FROM sq_emp e WHERE EXISTS (SELECT 1 FROM sq_assign a JOIN sq_proj p ON a.pid = p.pid "
       "WHERE a.emp_id = e.id AND p.pbudget > 300) AND NOT EXISTS (SELECT 1 FROM sq_assign a2 "
       "WHERE a2.emp_id = e.id AND a2.hours < 8)", id="exists_and_not_exists"),
+    q("SELECT e.name FROM sq_emp e WHERE EXISTS (SELECT 1 FROM sq_emp o WHERE o.dept_id = e.dept_id "
+      "AND o.id <> e.id)", id="exists_correlated_by_inequality"),
+    q("SELECT e.name, e.dept_id FROM sq_emp e WHERE NOT EXISTS (SELECT 1 FROM sq_emp o WHERE o.dept_id = e.dept_id "
+      "AND o.salary > e.salary)", id="not_exists_correlated_by_comparison"),
+    q("SELECT e.name FROM sq_emp e WHERE EXISTS (SELECT 1 FROM sq_assign a WHERE a.hours > e.salary / 1000)",
+      id="exists_correlated_by_comparison_only"),
+    q("SELECT e.name FROM sq_emp e WHERE e.id IN (SELECT a.emp_id FROM sq_assign a WHERE a.hours * 100 < e.salary "
+      "OR a.pid = e.dept_id)", id="in_correlated_by_disjunction"),
+    q("SELECT e.name FROM sq_emp e WHERE e.dept_id NOT IN (SELECT p.dept_id FROM sq_proj p "
+      "WHERE p.pbudget > e.salary / 20)", id="not_in_correlated_by_comparison"),
     q("SELECT name FROM sq_emp WHERE salary > (SELECT avg(salary) FROM sq_emp)", id="scalar_subquery"),
     q("SELECT e.name FROM sq_emp e WHERE e.salary >= (SELECT avg(e2.salary) FROM sq_emp e2 "
       "WHERE e2.dept_id = e.dept_id)", id="correlated_scalar_subquery"),

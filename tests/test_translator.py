@@ -128,10 +128,27 @@ def test_semi_and_anti_joins_golden():
     ) == golden("""
         % exists_sub(one, corr0)  % set
         exists_sub(1, X1) :- u(X1, W).
-        % in_sub(w)  % set
+        % in_sub(w)
         in_sub(W1) :- u(X2, W1).
         % answer(x)
         answer(X) :- t(X, Y, Z), exists_sub(ONE, X), not in_sub(MEMBER) on MEMBER = Y OR MEMBER IS NULL OR Y IS NULL.
+        ?- answer.
+    """)
+
+
+def test_subqueries_correlated_by_other_conditions_golden():
+    """Conditions other than inner = outer move to the outer query's semi- or anti-join (TPC-H Q21's shape);
+    the subquery exposes the inner columns they read."""
+    assert datalog(
+        "SELECT t.x FROM t WHERE EXISTS (SELECT * FROM u WHERE u.x = t.x AND u.w <> t.y) "
+        "AND NOT EXISTS (SELECT * FROM u v WHERE v.x = t.x AND v.w > t.z + 1)"
+    ) == golden("""
+        % exists_sub(one, corr0, corr1)
+        exists_sub(1, X1, W) :- u(X1, W).
+        % exists_sub_2(one, corr0, corr1)
+        exists_sub_2(1, X2, W2) :- u(X2, W2).
+        % answer(x)
+        answer(X) :- t(X, Y, Z), exists exists_sub(_, X, W1) on W1 <> Y, not exists_sub_2(_, X, W21) on W21 > Z + 1.
         ?- answer.
     """)
 

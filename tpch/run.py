@@ -4,9 +4,10 @@
 
 The tables are generated once per scale factor (tpchgen-cli, Parquet, under --data), declared in recsql
 over their files (CREATE TABLE ... USING parquet) and analyzed once (ANALYZE TABLE, timed on its own).
-Each query's time is the median of --repeat runs, fetching every row. With --compare-spark the same text
-runs through `spark.sql` in the same Spark session (its tables: temporary views over the same files),
-runs of the two alternating, and the ratio is Spark SQL's time over recsql's (above 1: recsql faster).
+Each query's time is the median of --repeat runs, fetching every row, after one untimed run. With
+--compare-spark the same text runs through `spark.sql` in the same Spark session (its tables: temporary
+views over the same files), runs of the two alternating, and the ratio is Spark SQL's time over
+recsql's (above 1: recsql faster).
 With --check every recsql answer is compared with DuckDB's on the same files (numbers to the cent,
 ordered answers in order).
 """
@@ -41,14 +42,24 @@ class Timing:
         return self.spark / self.recsql if self.spark is not None else None
 
 
-def median_seconds(run: Callable[[], Any], repeat: int, settle: Callable[[], None]) -> tuple[float, Any]:
-    times, result = [], None
-    for _ in range(repeat):
+def median_seconds(
+    runs: dict[str, Callable[[], Any]], repeat: int, settle: Callable[[], None]
+) -> dict[str, tuple[float, Any]]:
+    """Per alternative, the median time of `repeat` runs and its last result. Each alternative first runs
+    once untimed (code generation, caches); then the alternatives take turns, so that neither always runs
+    right after the other. `settle` runs before each run, untimed."""
+    times: dict[str, list[float]] = {name: [] for name in runs}
+    results: dict[str, Any] = {}
+    for name, run in runs.items():
         settle()
-        started = time.perf_counter()
-        result = run()
-        times.append(time.perf_counter() - started)
-    return statistics.median(times), result
+        run()
+    for _ in range(repeat):
+        for name, run in runs.items():
+            settle()
+            started = time.perf_counter()
+            results[name] = run()
+            times[name].append(time.perf_counter() - started)
+    return {name: (statistics.median(times[name]), results[name]) for name in runs}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -91,10 +102,12 @@ def main(argv: list[str] | None = None) -> int:
 
     timings = []
     for number, sql in selected.items():
-        seconds, rows = median_seconds(lambda: through_recsql(sql), args.repeat, settle)
-        timing = Timing(number, seconds)
+        runs = {"recsql": lambda: through_recsql(sql)}
         if args.compare_spark:
-            timing.spark, _ = median_seconds(lambda: through_spark(sql), args.repeat, settle)
+            runs["spark"] = lambda: through_spark(sql)
+        measured = median_seconds(runs, args.repeat, settle)
+        seconds, rows = measured["recsql"]
+        timing = Timing(number, seconds, measured["spark"][0] if args.compare_spark else None)
         if reference is not None:
             timing.check = difference(rows, reference.execute(sql).fetchall(), ordered(sql)) or "ok"
         timings.append(timing)

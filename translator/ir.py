@@ -118,6 +118,9 @@ class Rule:
     head: str
     terms: tuple[exp.Expression, ...]
     body: tuple[Literal, ...]
+    # how the optimizer expects each inner join to run, per positive non-outer atom in body order
+    # (BROADCAST: the atom's side is small; BROADCAST_LEFT: what is joined before it is); empty: unknown
+    joins: tuple[str, ...] = field(default=(), compare=False)
 
     @property
     def atoms(self) -> list[Atom]:

@@ -598,9 +598,9 @@ class Translator:
             query.set("expressions", [exp.alias_(exp.Literal.number(1), "one")])
         relation = self.translate_query(query, env, block.scope, "exists_sub" if probe is None else "in_sub", correlations)
         relation_info = self.program.relations[relation]
-        self.program.relations[relation] = Relation(
-            relation_info.name, relation_info.columns, distinct=True, label=relation_info.label
-        )
+        semi = bool(correlations.conditions) and not negated
+        if not (negated or semi):  # joined: one fact per match, so that no outer row is repeated
+            self.program.relations[relation] = replace(relation_info, distinct=True)
         width = len(relation_info.columns) - correlations.width
         if probe is not None and width != 1:
             raise TranslationError.at_node(f"the subquery of IN must select one column, not {width}", query)
@@ -625,7 +625,6 @@ class Translator:
             args.extend(local.values())
             conditions.extend(renamed(condition, local) for condition in correlations.conditions)
         on = exp.and_(*conditions) if conditions else None
-        semi = bool(correlations.conditions) and not negated
         block.body.append(Atom(relation, tuple(args), negated=negated, semi=semi, on=on))
         return True
 

@@ -147,7 +147,9 @@ class Executor:
 
     def combine(self, relation: Relation, rules: list[Rule]) -> DataFrame:
         """A non-recursive relation: the union of its rules, deduplicated or aggregated as declared."""
-        frames = [render_rule(self.spark, rule, lambda _, atom: self.atom_frame(atom)) for rule in rules]
+        frames = [
+            render_rule(self.spark, rule, lambda _, atom: self.atom_frame(atom), broadcasts=True) for rule in rules
+        ]
         frame = union_all(frames) if frames else empty_frame(self.spark, len(relation.columns))
         names = column_names(len(relation.columns))
         if relation.aggregate is not None:

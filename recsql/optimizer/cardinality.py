@@ -20,6 +20,7 @@ from translator.ir import Assignment, Atom, Condition, Program, Rule, variables_
 
 UNKNOWN_ROWS = 1_000.0  # a table without statistics (should not happen: the catalog gathers them)
 DEFAULT_SELECTIVITY = 1 / 3
+LIKE_SELECTIVITY = 0.05  # a pattern match keeps few rows: a fixed part of a string is rarely common
 RECURSION_ROUNDS = 30
 
 
@@ -257,6 +258,8 @@ def selectivity(expression: exp.Expression, distinct: dict[str, float], ranges: 
         return equal if isinstance(expression, exp.EQ) else 1 - equal
     if isinstance(expression, (exp.LT, exp.LTE, exp.GT, exp.GTE)):
         return range_selectivity(expression, ranges)
+    if isinstance(expression, (exp.Like, exp.ILike)):
+        return LIKE_SELECTIVITY
     return DEFAULT_SELECTIVITY
 
 

@@ -55,9 +55,11 @@ def order_body(
 
 def order_joins(program: Program, estimator: Estimator, model: CostModel) -> Program:
     """Every rule with its inner joins in System R order."""
-    rules = [
-        Rule(rule.head, rule.terms, order_body(rule, estimator, model).literals) for rule in program.rules
-    ]
+    rules = []
+    for rule in program.rules:
+        body = order_body(rule, estimator, model)
+        joins = tuple(step.method for step in body.plan.steps) if body.plan is not None else ()
+        rules.append(Rule(rule.head, rule.terms, body.literals, joins))
     return Program(program.relations, rules, program.output, program.order_by, program.limit, program.hidden_columns)
 
 
