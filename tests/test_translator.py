@@ -9,6 +9,7 @@ import pytest
 from recsql import analysis, planner
 from recsql.optimizer import optimize
 from recsql.optimizer.join_order import CostModel
+from recsql.optimizer.outer_joins import simplify_outer_joins
 from recsql.settings import Settings
 from translator.dialect import RecursiveCTE, parse_one
 from translator.errors import TranslationError
@@ -215,3 +216,37 @@ def test_translation_errors_have_positions(sql, message, position):
         translate(parse_one(sql), FakeCatalog())
     assert message in info.value.message
     assert (info.value.line, info.value.column) == position
+
+
+def simplified(sql: str) -> str:
+    return simplify_outer_joins(translate(parse_one(sql), FakeCatalog())).to_datalog()
+
+
+def test_scalar_subquery_compared_in_where_becomes_an_inner_join():
+    """A correlated scalar subquery is an outer join (NULL without a row); a comparison with it rejects that
+    NULL, so the join is inner, on the correlation columns as shared variables (TPC-H Q2, Q17, Q20)."""
+    assert simplified(
+        "SELECT t.x FROM t WHERE t.y > (SELECT max(u.w) FROM u WHERE u.x = t.x)"
+    ) == golden("""
+        % agg(g0, a0)
+        agg(X1, max<W>) :- u(X1, W).
+        % scalar(MAX(u.w), corr0)
+        scalar(AGG_0, G_0) :- agg(G_0, AGG_0).
+        % answer(x)
+        answer(X) :- t(X, Y, Z), scalar(SCALAR, X), Y > SCALAR.
+        ?- answer.
+    """)
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT t.x, (SELECT max(u.w) FROM u WHERE u.x = t.x) AS m FROM t",  # NULL kept in the answer
+    "SELECT t.x FROM t WHERE coalesce((SELECT max(u.w) FROM u WHERE u.x = t.x), 0) < 5",  # NULL made 0
+    "SELECT t.x FROM t WHERE (SELECT max(u.w) FROM u WHERE u.x = t.x) IS NULL",
+    "SELECT t.x FROM t LEFT JOIN u ON u.x = t.x WHERE u.w > 1 OR t.y > 1",  # true for some NULLs
+])
+def test_outer_joins_that_keep_rows_without_a_match_stay(sql):
+    assert simplified(sql) == datalog(sql)
+
+
+def test_left_join_filtered_on_its_columns_becomes_inner():
+    assert "left" not in simplified("SELECT t.x, u.w FROM t LEFT JOIN u ON u.x = t.x AND u.w > 2 WHERE u.w + 1 < 9")

@@ -5,11 +5,12 @@ LOCAL, as one local fixpoint over their inputs collected to Arrow."""
 from __future__ import annotations
 
 import time
+import uuid
 from functools import reduce
 from typing import Iterable, Protocol
 
 import pyarrow as pa
-from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
@@ -17,6 +18,7 @@ from recsql.engine.answer import Answer
 from recsql.engine.decomposed import Decomposed
 from recsql.engine.local import LocalFixpoint, SparkSettings
 from recsql.engine.local_program import LocalProgram
+from recsql.engine.local_sql import SparkRuleSQL
 from recsql.engine.result_types import SETTLED, InferredTypes, StratumTypes, row_of, struct
 from recsql.engine.spark_types import NotInferred, Row
 from recsql.engine.relations import RelationState, SumRelation, empty_frame, state_for
@@ -61,6 +63,8 @@ class Executor:
         self.frames: dict[str, DataFrame] = {}
         self.tables: dict[str, DataFrame] = {}
         self.outgrown: set[tuple[str, ...]] = set()  # strata that derived more facts than their capacity
+        self.views: dict[str, str] = {}  # relation or table → the temporary view its rules read it as
+        self.rule_sql = SparkRuleSQL()
 
     def fetch(self, plan: Plan) -> Answer:
         """The answer of the plan's program as Arrow: computed in this process when the whole plan can
@@ -106,6 +110,14 @@ class Executor:
 
     def run(self, plan: Plan) -> DataFrame:
         """The answer of the plan's program as a DataFrame named after the output columns, ordered."""
+        try:
+            return self.evaluate(plan)
+        finally:  # the DataFrames built hold the views' plans: the names can go
+            for view in self.views.values():
+                self.spark.catalog.dropTempView(view)
+            self.views.clear()
+
+    def evaluate(self, plan: Plan) -> DataFrame:
         program = plan.program
         self.plan = plan
         for stratum in plan.strata:
@@ -146,10 +158,9 @@ class Executor:
             self.progress(event)
 
     def combine(self, relation: Relation, rules: list[Rule]) -> DataFrame:
-        """A non-recursive relation: the union of its rules, deduplicated or aggregated as declared."""
-        frames = [
-            render_rule(self.spark, rule, lambda _, atom: self.atom_frame(atom), broadcasts=True) for rule in rules
-        ]
+        """A non-recursive relation: the union of its rules, deduplicated or aggregated as declared. Each
+        rule is one Spark SQL query over temporary views of what it reads."""
+        frames = [self.spark.sql(self.rule_sql.rule(rule, self.view_of)) for rule in rules]
         frame = union_all(frames) if frames else empty_frame(self.spark, len(relation.columns))
         names = column_names(len(relation.columns))
         if relation.aggregate is not None:
@@ -161,6 +172,16 @@ class Executor:
             grouped = frame.groupBy(*keys) if keys else frame.groupBy()
             return grouped.agg(function(value).alias(value)).select(*names)
         return frame.distinct() if relation.distinct else frame
+
+    def view_of(self, _: int, atom: Atom) -> str:
+        """What a rule's SQL reads for `atom`: a table function call, or a temporary view of its frame."""
+        if atom.call_args:
+            return f"range({', '.join(arg.sql(dialect='spark') for arg in atom.call_args)})"
+        if atom.relation not in self.views:
+            view = f"recsql_{uuid.uuid4().hex[:12]}_{atom.relation}"
+            self.atom_frame(atom).createOrReplaceTempView(view)
+            self.views[atom.relation] = view
+        return self.rule_sql.quote(self.views[atom.relation])
 
     def atom_frame(self, atom: Atom) -> DataFrame:
         if atom.call_args:
@@ -224,14 +245,18 @@ class Executor:
         return tables
 
     def answer(self, program: Program) -> DataFrame:
-        frame = self.frames[program.output]
+        """The output relation ordered, limited and named as the query says (one Spark SQL query)."""
+        quote = self.rule_sql.quote
+        output = Atom(program.output, ())
         names = column_names(len(program.relations[program.output].columns))
-        if program.order_by:
-            frame = frame.orderBy(*[sort_column(names[key.column], key) for key in program.order_by])
-        if program.limit is not None:
-            frame = frame.limit(program.limit)
         visible = names[: len(names) - program.hidden_columns]
-        return frame.select(*visible).toDF(*program.output_columns)
+        items = ", ".join(f"{name} AS {quote(column)}" for name, column in zip(visible, program.output_columns))
+        sql = f"SELECT {items} FROM {self.view_of(0, output)}"
+        if program.order_by:
+            sql += " ORDER BY " + ", ".join(sort_key(names[key.column], key) for key in program.order_by)
+        if program.limit is not None:
+            sql += f" LIMIT {program.limit}"
+        return self.spark.sql(sql)
 
 
 def base_tables(plan: Plan) -> set[str]:
@@ -240,13 +265,10 @@ def base_tables(plan: Plan) -> set[str]:
     return read - plan.program.relations.keys()
 
 
-def sort_column(name: str, key: SortKey) -> Column:
+def sort_key(name: str, key: SortKey) -> str:
     """Spark's default: NULLs first ascending, last descending, unless the query says otherwise."""
-    column = F.col(name)
     nulls_first = key.nulls_first if key.nulls_first is not None else not key.descending
-    if key.descending:
-        return column.desc_nulls_first() if nulls_first else column.desc_nulls_last()
-    return column.asc_nulls_first() if nulls_first else column.asc_nulls_last()
+    return f"{name} {'DESC' if key.descending else 'ASC'} NULLS {'FIRST' if nulls_first else 'LAST'}"
 
 
 def union_all(frames: list[DataFrame]) -> DataFrame:

@@ -1,10 +1,12 @@
-"""A rule as DuckDB SQL, meaning what render.py's DataFrame means: positive atoms joined on their shared
-variables, conditions and assignments applied as soon as their variables are bound, outer joins after
-the inner ones, semi- and anti-joins last, then the head's projection or aggregation.
+"""A rule as one SQL query, meaning what render.py's DataFrame means: positive atoms joined on their
+shared variables, conditions and assignments applied as soon as their variables are bound, outer joins
+after the inner ones, semi- and anti-joins last, then the head's projection or aggregation. `RuleSQL`
+writes DuckDB SQL with Spark's semantics (the local evaluator), `SparkRuleSQL` Spark SQL (a rule as one
+`spark.sql` call rather than a DataFrame operation per step, each a round trip to the JVM).
 
 Each step of render.py's join_body becomes one nested SELECT whose columns are named after the IR
-variables it binds, so expressions (sqlglot trees over variables) render directly to DuckDB SQL. The
-tables an atom reads have positional columns (c0 .. cN; a table function's own names).
+variables it binds, so expressions (sqlglot trees over variables) render directly to SQL. The tables an
+atom reads have positional columns (c0 .. cN; a table function's own names).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import Callable
 from sqlglot import exp
 
 from recsql.engine.render import column_names
+from recsql.optimizer.join_order import BROADCAST, BROADCAST_LEFT
 from translator.ir import WILDCARD, Assignment, Atom, Condition, Rule
 
 AtomSources = Callable[[int, Atom], str]  # the table (name or table function call) a body atom reads
@@ -51,10 +54,15 @@ class RuleSQL:
     def __init__(self, ansi: bool):
         self.ansi = ansi
 
+    quote = staticmethod(quote)
+
     def rule(self, rule: Rule, source: AtomSources, extra_terms: tuple[exp.Expression, ...] = ()) -> str:
         """The facts `rule` derives as a query with columns c0 .. cN; `extra_terms` follow the head's
         columns (contributor keys of monotonic sum/count)."""
-        frame = self.join_body(rule, source)
+        return self.project(rule, self.join_body(rule, source), extra_terms)
+
+    def project(self, rule: Rule, frame: Frame, extra_terms: tuple[exp.Expression, ...]) -> str:
+        """The head's projection (or aggregation) over the joined body."""
         terms = list(rule.terms) + list(extra_terms)
         items = [f"{self.expression(t)} AS {n}" for t, n in zip(terms, column_names(len(terms)))]
         if not rule.is_aggregate:
@@ -62,7 +70,7 @@ class RuleSQL:
         keys = [self.expression(t) for t in terms if not t.find(exp.AggFunc)]
         return frame.select(items) + (f" GROUP BY {', '.join(keys)}" if keys else "")
 
-    def join_body(self, rule: Rule, source: AtomSources) -> Frame:
+    def join_body(self, rule: Rule, source: AtomSources, methods: tuple[str, ...] = ()) -> Frame:
         positive = [(i, lit) for i, lit in enumerate(rule.body) if isinstance(lit, Atom) and not lit.filters]
         pending = [lit for lit in rule.body if isinstance(lit, (Condition, Assignment))]
         filters = [(i, lit) for i, lit in enumerate(rule.body) if isinstance(lit, Atom) and lit.filters]
@@ -70,21 +78,22 @@ class RuleSQL:
         # inner joins in body order, then outer joins in written order: their ON conditions read only the
         # atoms before them (the order of inner joins does not change what a rule derives)
         ordered = [p for p in positive if not p[1].optional] + [p for p in positive if p[1].optional]
-        for position, atom in ordered:
-            right = bind_atom(source(position, atom), atom)
+        for number, (position, atom) in enumerate(ordered):
+            right = self.bind_atom(source(position, atom), atom)
             if atom.optional:
                 frame = self.left_join(frame or UNIT, right, atom.on)
             elif frame is None:
                 frame = right
             else:
-                frame = inner_join(frame, right, atom.nulls_equal)
+                method = methods[number] if number < len(methods) else None
+                frame = self.inner_join(frame, right, atom.nulls_equal, method)
             frame, pending = self.apply_ready(frame, pending)
         frame, pending = self.apply_ready(frame or UNIT, pending)
         if pending:
             unbound = set().union(*(literal.variables() for literal in pending)) - set(frame.columns)
             raise ValueError(f"rule {rule} uses unbound variables {sorted(unbound)}")
         for position, atom in filters:
-            frame = self.filter_join(frame, bind_atom(source(position, atom), atom), atom)
+            frame = self.filter_join(frame, self.bind_atom(source(position, atom), atom), atom)
         return frame
 
     def apply_ready(self, frame: Frame, pending: list) -> tuple[Frame, list]:
@@ -97,18 +106,18 @@ class RuleSQL:
                     continue
                 pending.remove(literal)
                 progress = True
-                columns = [quote(c) for c in frame.columns]
+                columns = [self.quote(c) for c in frame.columns]
                 if isinstance(literal, Condition):
                     frame = Frame(frame.select(columns, self.expression(literal.expression)), frame.columns)
                 else:
-                    item = f"{self.expression(literal.expression)} AS {quote(literal.variable)}"
+                    item = f"{self.expression(literal.expression)} AS {self.quote(literal.variable)}"
                     frame = Frame(frame.select(columns + [item]), frame.columns + (literal.variable,))
         return frame, pending
 
     def left_join(self, left: Frame, right: Frame, on: exp.Expression) -> Frame:
         """LEFT JOIN ... ON: a left row without a match keeps NULLs for the atom's variables."""
         extra = tuple(c for c in right.columns if c not in left.columns)
-        items = [f"l.{quote(c)}" for c in left.columns] + [f"r.{quote(c)}" for c in extra]
+        items = [f"l.{self.quote(c)}" for c in left.columns] + [f"r.{self.quote(c)}" for c in extra]
         condition = self.expression(qualified(on, set(right.columns)))
         return Frame(
             f"SELECT {select_list(items)} FROM ({left.sql}) AS l "
@@ -122,17 +131,44 @@ class RuleSQL:
         (EXISTS with a condition, NOT IN's null-aware anti-join)."""
         keys = [c for c in right.columns if c in left.columns]
         operator = "IS NOT DISTINCT FROM" if atom.nulls_equal and atom.on is None else "="
-        conditions = [f"l.{quote(k)} {operator} r.{quote(k)}" for k in keys]
+        conditions = [f"l.{self.quote(k)} {operator} r.{self.quote(k)}" for k in keys]
         if atom.on is not None:
             local = set(right.columns) - set(keys)
             conditions.insert(0, f"({self.expression(qualified(atom.on, local))})")
         where = f" WHERE {' AND '.join(conditions)}" if conditions else ""
-        items = [f"l.{quote(c)}" for c in left.columns]
+        items = [f"l.{self.quote(c)}" for c in left.columns]
         return Frame(
             f"SELECT {select_list(items)} FROM ({left.sql}) AS l "
             f"WHERE {'' if atom.semi else 'NOT '}EXISTS (SELECT 1 FROM ({right.sql}) AS r{where})",
             left.columns,
         )
+
+    def inner_join(self, left: Frame, right: Frame, nulls_equal: bool, method: str | None = None) -> Frame:
+        """Join on the shared variables (a cross product when there are none)."""
+        keys = [c for c in right.columns if c in left.columns]
+        extra = tuple(c for c in right.columns if c not in left.columns)
+        items = [f"l.{self.quote(c)}" for c in left.columns] + [f"r.{self.quote(c)}" for c in extra]
+        operator = "IS NOT DISTINCT FROM" if nulls_equal else "="
+        on = " AND ".join(f"l.{self.quote(k)} {operator} r.{self.quote(k)}" for k in keys)
+        join = f"JOIN ({right.sql}) AS r ON {on}" if keys else f"CROSS JOIN ({right.sql}) AS r"
+        return Frame(f"SELECT {select_list(items)} FROM ({left.sql}) AS l {join}", left.columns + extra)
+
+    def bind_atom(self, table: str, atom: Atom) -> Frame:
+        """Name a table's columns after the atom's variables; a variable repeated in one atom becomes an
+        equality filter, wildcards are dropped."""
+        names, seen, equalities = [], [], []
+        for i, arg in enumerate(atom.args):
+            if arg == WILDCARD or arg in seen:
+                names.append(f"__{i}")
+                if arg != WILDCARD:
+                    equalities.append(f"{self.quote(arg)} = {self.quote(f'__{i}')}")
+            else:
+                names.append(arg)
+                seen.append(arg)
+        where = f" WHERE {' AND '.join(equalities)}" if equalities else ""
+        aliases = ", ".join(self.quote(n) for n in names)
+        items = select_list([self.quote(v) for v in seen])
+        return Frame(f"SELECT {items} FROM {table} AS a({aliases}){where}", tuple(seen))
 
     def expression(self, expression: exp.Expression) -> str:
         return self.spark_semantics(expression).sql(dialect="duckdb", identify=True)
@@ -171,30 +207,26 @@ def qualified(expression: exp.Expression, right: set[str]) -> exp.Expression:
     return expression.transform(qualify)
 
 
-def inner_join(left: Frame, right: Frame, nulls_equal: bool) -> Frame:
-    """Join on the shared variables (a cross product when there are none)."""
-    keys = [c for c in right.columns if c in left.columns]
-    extra = tuple(c for c in right.columns if c not in left.columns)
-    items = [f"l.{quote(c)}" for c in left.columns] + [f"r.{quote(c)}" for c in extra]
-    operator = "IS NOT DISTINCT FROM" if nulls_equal else "="
-    on = " AND ".join(f"l.{quote(k)} {operator} r.{quote(k)}" for k in keys)
-    join = f"JOIN ({right.sql}) AS r ON {on}" if keys else f"CROSS JOIN ({right.sql}) AS r"
-    return Frame(f"SELECT {select_list(items)} FROM ({left.sql}) AS l {join}", left.columns + extra)
+class SparkRuleSQL(RuleSQL):
+    """Rules as Spark SQL: Spark's own expressions, backquoted identifiers, and a BROADCAST hint on the side
+    of a join the optimizer expects small (`rule.joins`)."""
 
+    def __init__(self):
+        super().__init__(ansi=True)
 
-def bind_atom(table: str, atom: Atom) -> Frame:
-    """Name a table's columns after the atom's variables; a variable repeated in one atom becomes an
-    equality filter, wildcards are dropped."""
-    names, seen, equalities = [], [], []
-    for i, arg in enumerate(atom.args):
-        if arg == WILDCARD or arg in seen:
-            names.append(f"__{i}")
-            if arg != WILDCARD:
-                equalities.append(f"{quote(arg)} = {quote(f'__{i}')}")
-        else:
-            names.append(arg)
-            seen.append(arg)
-    where = f" WHERE {' AND '.join(equalities)}" if equalities else ""
-    aliases = ", ".join(quote(n) for n in names)
-    items = select_list([quote(v) for v in seen])
-    return Frame(f"SELECT {items} FROM {table} AS a({aliases}){where}", tuple(seen))
+    @staticmethod
+    def quote(name: str) -> str:
+        return "`" + name.replace("`", "``") + "`"
+
+    def rule(self, rule: Rule, source: AtomSources, extra_terms: tuple[exp.Expression, ...] = ()) -> str:
+        return self.project(rule, self.join_body(rule, source, rule.joins), extra_terms)
+
+    def inner_join(self, left: Frame, right: Frame, nulls_equal: bool, method: str | None = None) -> Frame:
+        joined = super().inner_join(left, right, nulls_equal, method)
+        side = {BROADCAST: "r", BROADCAST_LEFT: "l"}.get(method or "")
+        if side is None:
+            return joined
+        return Frame(joined.sql.replace("SELECT ", f"SELECT /*+ BROADCAST({side}) */ ", 1), joined.columns)
+
+    def expression(self, expression: exp.Expression) -> str:
+        return expression.sql(dialect="spark", identify=True)

@@ -14,7 +14,6 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from sqlglot import exp
 
-from recsql.optimizer.join_order import BROADCAST, BROADCAST_LEFT
 from translator.ir import WILDCARD, Assignment, Atom, Condition, Rule
 
 AtomFrames = Callable[[int, Atom], DataFrame]
@@ -33,14 +32,11 @@ def render_rule(
     rule: Rule,
     frame_of: AtomFrames,
     extra_terms: tuple[exp.Expression, ...] = (),
-    broadcasts: bool = False,
 ) -> DataFrame:
     """The facts `rule` derives, given the DataFrame for each body atom (by body position).
 
-    `extra_terms` are appended after the head's columns (contributor keys of monotonic sum/count).
-    `broadcasts`: broadcast the sides the optimizer expects small (`rule.joins`), where its estimates hold
-    (not for a relation still growing in a fixpoint)."""
-    frame, bound = join_body(spark, rule, frame_of, broadcasts)
+    `extra_terms` are appended after the head's columns (contributor keys of monotonic sum/count)."""
+    frame, bound = join_body(spark, rule, frame_of)
     terms = list(rule.terms) + list(extra_terms)
     names = column_names(len(terms))
     if not rule.is_aggregate:
@@ -51,9 +47,7 @@ def render_rule(
     return grouped.agg(*aggregates).select(*names)
 
 
-def join_body(
-    spark: SparkSession, rule: Rule, frame_of: AtomFrames, broadcasts: bool = False
-) -> tuple[DataFrame, set[str]]:
+def join_body(spark: SparkSession, rule: Rule, frame_of: AtomFrames) -> tuple[DataFrame, set[str]]:
     positive = [(i, lit) for i, lit in enumerate(rule.body) if isinstance(lit, Atom) and not lit.filters]
     pending = [lit for lit in rule.body if isinstance(lit, (Condition, Assignment))]
     filters = [(i, lit) for i, lit in enumerate(rule.body) if isinstance(lit, Atom) and lit.filters]
@@ -63,14 +57,8 @@ def join_body(
     # inner joins in the order the body lists them (the optimizer's join order), then outer joins in
     # written order: their ON conditions read only atoms before them
     ordered = [p for p in positive if not p[1].optional] + [p for p in positive if p[1].optional]
-    methods = rule.joins if broadcasts else ()
-    for number, (position, atom) in enumerate(ordered):
+    for position, atom in ordered:
         atom_frame = bind_atom(frame_of(position, atom), atom)
-        method = methods[number] if number < len(methods) and not atom.optional else None
-        if method == BROADCAST:
-            atom_frame = F.broadcast(atom_frame)
-        elif method == BROADCAST_LEFT and frame is not None:
-            frame = F.broadcast(frame)
         if atom.optional:
             outer = frame if frame is not None else spark.range(1).select()
             frame = outer.join(atom_frame, on=spark_expression(atom.on), how="left")
