@@ -5,7 +5,8 @@ Layout of the warehouse:
     catalog/<name>.json   one metadata file per table or view (written atomically by rename)
     data/<name>-<id>/     the Parquet files of a managed table; INSERT adds a file
 
-Several processes may share a warehouse: every read looks at the files, nothing is cached in memory.
+Several processes may share a warehouse: every read looks at the files; what is kept in memory (a
+table's Spark view) is kept with the state of the files it was made from and made again when it changes.
 Statistics are kept in the metadata file with the version of the data they describe (a fingerprint of
 the data files), so a change to the data, by this process or another, makes them stale.
 """
@@ -71,6 +72,9 @@ class Catalog:
         self.registered: dict[str, DataFrame] = {}
         self.registered_statistics: dict[str, TableStatistics] = {}
         self.registered_arrow: dict[str, pa.Table] = {}
+        self.registrations = 0  # numbers each register() call: a version of registered data
+        self.registered_version: dict[str, str] = {}
+        self.views: dict[str, tuple[str, str]] = {}  # table → (the version it was read at, its view)
 
     # -------------------------------------------------------------- lookups (the translator's view)
 
@@ -107,6 +111,32 @@ class Catalog:
         if entry is None or entry.kind == "view":
             raise ProgrammingError(f"table '{name}' not found")
         return self.read(entry, self.struct_of(entry))
+
+    def view(self, name: str) -> str:
+        """The name of a Spark temporary view of a table's current data, for SQL. A view is created once
+        per version of the table (its metadata and its files) and kept for the session: a query does not
+        pay for reading the table's metadata into Spark again."""
+        name = name.lower()
+        version = self.registered_version.get(name) if name in self.registered else self.file_version(name)
+        known = self.views.get(name)
+        if known is not None and known[0] == version:
+            return known[1]
+        view = f"recsql_table_{name}_{uuid.uuid4().hex[:8]}"
+        self.dataframe(name).createOrReplaceTempView(view)
+        if known is not None:
+            self.spark.catalog.dropTempView(known[1])
+        self.views[name] = (version, view)
+        return view
+
+    def file_version(self, name: str) -> str:
+        """What a stored table is at present: its metadata and the fingerprint of its files."""
+        path = self.metadata / f"{name}.json"
+        try:
+            metadata = path.read_text()
+        except FileNotFoundError:
+            raise ProgrammingError(f"table '{name}' not found") from None
+        entry = Entry(**json.loads(metadata))
+        return metadata + (data_version(entry.path) if entry.path else "")
 
     def read(self, entry: Entry, struct: StructType | None) -> DataFrame:
         """A table's files as a DataFrame; with no schema given, Spark infers it from the files (a job)."""
@@ -196,6 +226,8 @@ class Catalog:
         """Register a DataFrame under `name`; when its Arrow data is at hand, statistics come from it."""
         name = name.lower()
         self.registered[name] = frame
+        self.registrations += 1
+        self.registered_version[name] = f"registered {self.registrations}"
         self.registered_statistics.pop(name, None)
         self.registered_arrow.pop(name, None)
         if data is not None:

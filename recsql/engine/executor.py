@@ -1,6 +1,6 @@
-"""Runs a plan on Spark: non-recursive strata as lazy DataFrames, recursive strata as semi-naive (or
-UNION ALL) fixpoint loops with one materialization per relation and iteration, or, for strata planned
-LOCAL, as one local fixpoint over their inputs collected to Arrow."""
+"""Runs a plan on Spark: non-recursive strata as lazy DataFrames (a Spark SQL query per rule), recursive
+strata as semi-naive (or UNION ALL) fixpoint loops with one materialization per relation and
+iteration, or, for strata planned LOCAL, as one local fixpoint over their inputs collected to Arrow."""
 
 from __future__ import annotations
 
@@ -43,6 +43,9 @@ class TableSource(Protocol):
 
     def schema(self, name: str) -> StructType:
         """The table's Spark schema."""
+
+    def view(self, name: str) -> str:
+        """The name of a Spark temporary view of the table, for SQL."""
 
 
 class Executor:
@@ -177,6 +180,8 @@ class Executor:
         """What a rule's SQL reads for `atom`: a table function call, or a temporary view of its frame."""
         if atom.call_args:
             return f"range({', '.join(arg.sql(dialect='spark') for arg in atom.call_args)})"
+        if atom.relation not in self.frames and atom.relation not in self.tables:  # a table as stored
+            return self.rule_sql.quote(self.source.view(atom.relation))
         if atom.relation not in self.views:
             view = f"recsql_{uuid.uuid4().hex[:12]}_{atom.relation}"
             self.atom_frame(atom).createOrReplaceTempView(view)
