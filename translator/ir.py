@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Iterator
+from typing import Iterable, Iterator
 
 from sqlglot import exp
 
@@ -111,6 +111,18 @@ class Assignment:
 
 
 Literal = Atom | Condition | Assignment
+
+
+def bound_by(literals: Iterable[Literal]) -> set[str]:
+    """The variables the inner joins and assignments among `literals` bind (not outer-joined, semi- or
+    anti-joined atoms)."""
+    bound: set[str] = set()
+    for literal in literals:
+        if isinstance(literal, Atom) and not literal.filters and not literal.optional:
+            bound |= literal.variables()
+        elif isinstance(literal, Assignment):
+            bound.add(literal.variable)
+    return bound
 
 
 @dataclass(frozen=True)

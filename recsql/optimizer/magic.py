@@ -25,7 +25,7 @@ from recsql.analysis import strongly_connected_components, stratify
 from recsql.errors import ProgrammingError
 from recsql.optimizer.cardinality import Estimator
 from recsql.optimizer.ordering import inner_atom_positions
-from translator.ir import Assignment, Atom, Condition, Iteration, Literal, Program, Relation, Rule, var
+from translator.ir import Assignment, Atom, Condition, Iteration, Literal, Program, Relation, Rule, bound_by, var
 
 SMALL_ROWS = 10_000.0  # a relation this small passes its bindings on even when nothing restricts it
 BOUND, FREE = "b", "f"
@@ -193,17 +193,6 @@ class Rewrite:
         if atom.call_args:
             return False
         return self.estimator.relation(atom.relation).rows <= SMALL_ROWS
-
-
-def bound_by(literals: list[Literal]) -> set[str]:
-    """Variables the positive atoms and assignments among `literals` bind."""
-    bound: set[str] = set()
-    for literal in literals:
-        if isinstance(literal, Atom) and not literal.filters and not literal.optional:
-            bound |= literal.variables()
-        elif isinstance(literal, Assignment):
-            bound.add(literal.variable)
-    return bound
 
 
 def with_filters(prefix: list[Literal], conditions: list[Condition]) -> list[Literal]:

@@ -13,7 +13,7 @@ from dataclasses import replace
 
 from sqlglot import exp
 
-from translator.ir import Assignment, Atom, Condition, Literal, Program, Rule, renamed
+from translator.ir import Atom, Condition, Literal, Program, Rule, bound_by, renamed
 
 # a condition built only of these is not true when any variable it reads is NULL
 COMPARISONS = (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE)
@@ -60,7 +60,7 @@ def inner_join(rule: Rule, position: int) -> Rule:
     condition (`other` a variable bound elsewhere) renames `own` to `other`; the others become conditions."""
     atom = rule.body[position]
     own = atom.variables()
-    inner = inner_variables(rule.body)
+    inner = bound_by(rule.body)
     names: dict[str, str] = {}
     conditions: list[exp.Expression] = []
     for conjunct in conjuncts(atom.on):
@@ -80,17 +80,6 @@ def inner_join(rule: Rule, position: int) -> Rule:
     body += [Condition(renamed(condition, names)) for condition in conditions]
     body = [rename_literal(literal, names) for literal in body]
     return Rule(rule.head, tuple(renamed(term, names) for term in rule.terms), tuple(body))
-
-
-def inner_variables(body: tuple[Literal, ...]) -> set[str]:
-    """Variables bound by the inner joins and assignments of a body (not by outer-joined atoms)."""
-    bound: set[str] = set()
-    for literal in body:
-        if isinstance(literal, Atom) and not literal.filters and not literal.optional:
-            bound |= literal.variables()
-        elif isinstance(literal, Assignment):
-            bound.add(literal.variable)
-    return bound
 
 
 def rename_literal(literal: Literal, names: dict[str, str]) -> Literal:
