@@ -177,16 +177,20 @@ class Executor:
         return frame.distinct() if relation.distinct else frame
 
     def view_of(self, _: int, atom: Atom) -> str:
-        """What a rule's SQL reads for `atom`: a table function call, or a temporary view of its frame."""
+        """What a rule's SQL reads for `atom`: a table function call, or a view of its relation."""
         if atom.call_args:
             return f"range({', '.join(arg.sql(dialect='spark') for arg in atom.call_args)})"
-        if atom.relation not in self.frames and atom.relation not in self.tables:  # a table as stored
-            return self.rule_sql.quote(self.source.view(atom.relation))
-        if atom.relation not in self.views:
-            view = f"recsql_{uuid.uuid4().hex[:12]}_{atom.relation}"
-            self.atom_frame(atom).createOrReplaceTempView(view)
-            self.views[atom.relation] = view
-        return self.rule_sql.quote(self.views[atom.relation])
+        return self.view(atom.relation)
+
+    def view(self, relation: str) -> str:
+        """A temporary view of a relation's frame (this query's), or of a table as stored (the catalog's)."""
+        frame = self.frames.get(relation, self.tables.get(relation))
+        if frame is None:
+            return self.rule_sql.quote(self.source.view(relation))
+        if relation not in self.views:
+            self.views[relation] = f"recsql_{uuid.uuid4().hex[:12]}_{relation}"
+            frame.createOrReplaceTempView(self.views[relation])
+        return self.rule_sql.quote(self.views[relation])
 
     def atom_frame(self, atom: Atom) -> DataFrame:
         if atom.call_args:
@@ -252,11 +256,10 @@ class Executor:
     def answer(self, program: Program) -> DataFrame:
         """The output relation ordered, limited and named as the query says (one Spark SQL query)."""
         quote = self.rule_sql.quote
-        output = Atom(program.output, ())
         names = column_names(len(program.relations[program.output].columns))
         visible = names[: len(names) - program.hidden_columns]
         items = ", ".join(f"{name} AS {quote(column)}" for name, column in zip(visible, program.output_columns))
-        sql = f"SELECT {items} FROM {self.view_of(0, output)}"
+        sql = f"SELECT {items} FROM {self.view(program.output)}"
         if program.order_by:
             sql += " ORDER BY " + ", ".join(sort_key(names[key.column], key) for key in program.order_by)
         if program.limit is not None:
