@@ -2,6 +2,7 @@
 
 from recsql.connection import Connection, connect
 from recsql.cursor import Cursor
+from recsql.engine.semi_naive import Progress
 from recsql.errors import (
     DatabaseError,
     DataError,
@@ -12,6 +13,7 @@ from recsql.errors import (
     NotSupportedError,
     OperationalError,
     ProgrammingError,
+    QueryCancelled,
     Warning,
 )
 
@@ -20,7 +22,7 @@ threadsafety = 1
 paramstyle = "qmark"
 
 __all__ = [
-    "connect", "Connection", "Cursor", "Error", "Warning", "InterfaceError", "DatabaseError", "DataError",
+    "connect", "Connection", "Cursor", "Progress", "Error", "Warning", "InterfaceError", "DatabaseError", "DataError",
     "OperationalError", "IntegrityError", "InternalError", "ProgrammingError", "NotSupportedError",
-    "apilevel", "threadsafety", "paramstyle",
+    "QueryCancelled", "apilevel", "threadsafety", "paramstyle",
 ]

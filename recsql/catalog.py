@@ -96,6 +96,16 @@ class Catalog:
             return None
         return view_query_of(dialect.parse_one(entry.sql))
 
+    def names(self) -> dict[str, str]:
+        """Every table and view by name, with its kind: table, external, view, or registered (this
+        session's data, which hides a stored table of the same name)."""
+        stored = {}
+        for path in sorted(self.metadata.glob("*.json")):
+            entry = self.entry(path.stem)
+            if entry is not None:
+                stored[entry.name] = entry.kind
+        return dict(sorted({**stored, **dict.fromkeys(self.registered, "registered")}.items()))
+
     def entry(self, name: str) -> Entry | None:
         path = self.metadata / f"{name.lower()}.json"
         try:

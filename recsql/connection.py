@@ -10,8 +10,10 @@ from typing import Any
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 
+from recsql import preflight
 from recsql.catalog import Catalog
 from recsql.cursor import Cursor
+from recsql.engine.semi_naive import ProgressListener
 from recsql.errors import InterfaceError, NotSupportedError, OperationalError
 from recsql.session import Session
 from recsql.settings import PREFIX, Settings
@@ -33,6 +35,7 @@ def connect(master: str | None = None, conf: dict[str, Any] | None = None, wareh
     settings = Settings()
     # Spark's Python workers (the decomposed strategy's tasks) run this interpreter, with recsql installed
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    preflight.check(master)
     builder = SparkSession.builder.master(master or "local[*]").appName("recsql")
     for key, value in {**DEFAULT_SPARK_CONF, **conf}.items():
         if key.startswith(PREFIX):
@@ -106,6 +109,19 @@ class Connection:
             else:
                 table = as_arrow(data)
                 session.catalog.register(name, session.spark.createDataFrame(table), table)
+
+    @property
+    def progress(self) -> ProgressListener | None:
+        """Called with a `Progress` event after each iteration of a recursive evaluation (None: no events)."""
+        return self.session.progress
+
+    @progress.setter
+    def progress(self, listener: ProgressListener | None) -> None:
+        self.session.progress = listener
+
+    def cancel(self) -> None:
+        """Stop the statement running on this connection (from another thread); it raises QueryCancelled."""
+        self.session.cancellation.cancel()
 
     def commit(self) -> None:
         """Every statement is committed when it runs."""

@@ -43,6 +43,10 @@ class OperationalError(DatabaseError):
     """Limits exceeded, Spark failures, cancelled queries."""
 
 
+class QueryCancelled(OperationalError):
+    """The statement was cancelled (`Connection.cancel()`, Ctrl-C in the shell) before it finished."""
+
+
 class IntegrityError(DatabaseError):
     """Relational integrity violations."""
 

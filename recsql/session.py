@@ -16,8 +16,9 @@ from pyspark.sql.types import DataType, StructType
 from sqlglot import exp
 
 from recsql import analysis, planner
+from recsql.cancellation import Cancellation
 from recsql.catalog import Catalog, view_query_of
-from recsql.engine.executor import Executor, ProgressListener
+from recsql.engine.executor import Executor, Progress, ProgressListener
 from recsql.engine.trace import Trace
 from recsql.errors import DataError, NotSupportedError, ProgrammingError
 from recsql.optimizer import optimize
@@ -54,13 +55,24 @@ class Session:
         self.settings = settings
         self.base_dir = Path.cwd()
         self.progress: ProgressListener | None = None
+        self.cancellation = Cancellation(spark)
 
     # -------------------------------------------------------------- entry points
 
     def execute(self, sql: str, params: Sequence[Any] | None = None) -> Result:
         statement = bind(parse_single(sql), params)
-        with translation_errors(), spark_errors():
+        with self.cancellation.statement(sql), translation_errors(), spark_errors():
             return self.dispatch(statement, sql)
+
+    def report(self, event: Progress) -> None:
+        """An iteration of a recursive evaluation: where a cancelled statement stops between Spark jobs,
+        and an event for the progress listener."""
+        self.cancellation.check()
+        if self.progress is not None:
+            self.progress(event)
+
+    def executor(self, trace: Trace | None = None) -> Executor:
+        return Executor(self.spark, self.catalog, self.settings, self.report, trace)
 
     def execute_many(self, sql: str, rows: Sequence[Sequence[Any]]) -> Result:
         statement = parse_single(sql)
@@ -92,6 +104,10 @@ class Session:
             return self.set(statement)
         if isinstance(statement, exp.Analyze):
             return self.analyze(statement)
+        if isinstance(statement, exp.Show):
+            return self.show_tables()
+        if isinstance(statement, exp.Describe):
+            return self.describe(statement.this.name)
         keyword = statement.sql(dialect="spark").split()[0].upper() if statement.sql() else "?"
         raise NotSupportedError(f"{keyword} statements are not supported")
 
@@ -108,10 +124,10 @@ class Session:
 
     def dataframe(self, query: exp.Expression) -> DataFrame:
         plan = self.plan(query)
-        return Executor(self.spark, self.catalog, self.settings, self.progress).run(plan)
+        return self.executor().run(plan)
 
     def query(self, query: exp.Expression) -> Result:
-        answer = Executor(self.spark, self.catalog, self.settings, self.progress).fetch(self.plan(query))
+        answer = self.executor().fetch(self.plan(query))
         types = [data_type.simpleString() for data_type in answer.types]
         return Result(answer.names, types, answer.table, answer.table.num_rows)
 
@@ -121,7 +137,7 @@ class Session:
             raise NotSupportedError("EXPLAIN takes a query")
         plan = self.plan(query)
         trace = Trace()
-        executor = Executor(self.spark, self.catalog, self.settings, self.progress, trace)
+        executor = self.executor(trace)
         local = executor.local_program(plan) is not None and executor.arrow_inputs(plan) is not None
         lines = plan.explain().splitlines() + ["", "== Evaluation ==", EVALUATION[local]]
         if statement.args.get("analyze"):
@@ -232,6 +248,38 @@ class Session:
                 distinct.append(column_statistics.distinct)
         data = pa.table({"column": names, "rows": pa.array(rows, pa.int64()), "distinct": pa.array(distinct, pa.int64())})
         return Result(["column", "rows", "distinct"], ["string", "bigint", "bigint"], data, data.num_rows)
+
+    def show_tables(self) -> Result:
+        """SHOW TABLES: every table and view with its kind and column names."""
+        names = self.catalog.names()
+        columns = [list(self.columns(name)) for name in names]
+        data = pa.table({"name": list(names), "kind": list(names.values()),
+                         "columns": pa.array(columns, pa.list_(pa.string()))})
+        return Result(["name", "kind", "columns"], ["string", "string", "array<string>"], data, data.num_rows)
+
+    def describe(self, name: str) -> Result:
+        """DESCRIBE name: the columns of a table or view and their types (a view's types are derived from
+        its plan; only when they cannot be is its recursion computed)."""
+        view = self.catalog.view_query(name)
+        if view is not None:
+            plan = self.plan(view)
+            names: Sequence[str] = plan.program.output_columns
+            types = self.executor().output_types(plan)
+        else:
+            fields = self.catalog.schema(name).fields
+            names, types = [field.name for field in fields], [field.dataType for field in fields]
+        data = pa.table({"column": list(names), "type": [data_type.simpleString() for data_type in types]})
+        return Result(["column", "type"], ["string", "string"], data, data.num_rows)
+
+    def columns(self, name: str) -> tuple[str, ...]:
+        """The column names of a table or view (a view's from translating its query, without running it)."""
+        view = self.catalog.view_query(name)
+        if view is None:
+            return self.catalog.table_columns(name) or ()
+        try:
+            return translate(view, self.catalog).output_columns
+        except TranslationError:  # a view whose tables were dropped since: no columns to show
+            return ()
 
     def set(self, statement: exp.Set) -> Result:
         items = statement.expressions

@@ -1,7 +1,8 @@
 """Output formats of query results, shared by the script runner and the interactive shell.
 
-`table` is for people (rich table, right-aligned numbers, a visible NULL, a row count and the time);
-`csv` and `json` (one object per line) are for programs, so they carry nothing but the rows.
+`table` is for people (rich table, right-aligned numbers, a visible NULL, a row count and the time; on a
+terminal, a table taller or wider than the screen goes through a pager); `csv` and `json` (one object
+per line) are for programs, so they carry nothing but the rows.
 """
 
 from __future__ import annotations
@@ -10,11 +11,15 @@ import csv
 import datetime
 import decimal
 import json
+import os
+import shutil
+import subprocess
 from dataclasses import dataclass
 from typing import Any, Sequence, TextIO
 
 from rich import box
 from rich.console import Console
+from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
@@ -27,6 +32,10 @@ _NUMERIC_TYPES = ("tinyint", "smallint", "int", "integer", "bigint", "long", "fl
 # is never squeezed or wrapped.
 _PIPE_WIDTH = 10_000
 
+# The pager when $PAGER is not set: colours kept (-R), long lines scrolled sideways rather than wrapped
+# (-S), quit at once when the text fits the screen (-F), the screen not cleared on exit (-X).
+_DEFAULT_PAGER = "less -SRXF"
+
 
 @dataclass(frozen=True)
 class Result:
@@ -38,9 +47,12 @@ class Result:
     seconds: float
 
 
-def render(result: Result, out: TextIO, fmt: str) -> None:
-    """Write `result` to `out` in format `fmt` (one of FORMATS)."""
-    {"table": write_table, "csv": write_csv, "json": write_json}[fmt](result, out)
+def render(result: Result, out: TextIO, fmt: str, timing: bool = True) -> None:
+    """Write `result` to `out` in format `fmt` (one of FORMATS); `timing`: say how long it took."""
+    if fmt == "table":
+        write_table(result, out, timing)
+    else:
+        {"csv": write_csv, "json": write_json}[fmt](result, out)
 
 
 def console(out: TextIO) -> Console:
@@ -48,17 +60,41 @@ def console(out: TextIO) -> Console:
     return Console(file=out, width=None if out.isatty() else _PIPE_WIDTH, highlight=False)
 
 
-def write_table(result: Result, out: TextIO) -> None:
-    """A rich table followed by the line `N rows (0.12 s)`."""
+def write_table(result: Result, out: TextIO, timing: bool = True) -> None:
+    """A rich table followed by the line `N rows (0.12 s)`, paged on a terminal when it does not fit."""
     table = Table(box=box.SIMPLE_HEAD, header_style="bold", show_edge=False)
     for index, name in enumerate(result.columns):
         numeric = _is_numeric(result.types[index], [row[index] for row in result.rows])
         table.add_column(name, justify="right" if numeric else "left")
     for row in result.rows:
         table.add_row(*(_cell(value) for value in row))
+    summary = Text(count_rows(len(result.rows)) + (f" ({result.seconds:.2f} s)" if timing else "") + "\n",
+                   style="dim")
     target = console(out)
+    if out.isatty() and _page(target, table, len(result.rows), summary):
+        return
     target.print(table)
-    target.print(Text(f"{count_rows(len(result.rows))} ({result.seconds:.2f} s)\n", style="dim"))
+    target.print(summary)
+
+
+def _page(target: Console, table: Table, rows: int, summary: Text) -> bool:
+    """Show the table through the pager if it is taller or wider than the terminal; False if it fits
+    (or there is no pager) and the caller prints it."""
+    width = Measurement.get(target, target.options, table).maximum
+    height = rows + 4  # header, its rule, the summary and a new prompt
+    command = os.environ.get("PAGER") or (_DEFAULT_PAGER if shutil.which("less") else None)
+    if (width <= target.width and height <= target.height) or not command:
+        return False
+    wide = Console(width=max(width, target.width), force_terminal=True, color_system=target.color_system,
+                   highlight=False)
+    with wide.capture() as captured:
+        wide.print(table)
+        wide.print(summary)
+    try:
+        subprocess.run(command, shell=True, input=captured.get(), text=True, check=False)
+    except KeyboardInterrupt:  # the pager has its own Ctrl-C; the shell goes on
+        pass
+    return True
 
 
 def write_status(message: str, out: TextIO, fmt: str) -> None:
@@ -98,7 +134,12 @@ def _cell(value: Any) -> Text:
 
 
 def _text(value: Any) -> str:
-    return ("true" if value else "false") if isinstance(value, bool) else str(value)
+    """A value as Spark SQL prints it: booleans in lower case, arrays as `[a, b]`."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join("NULL" if item is None else _text(item) for item in value) + "]"
+    return str(value)
 
 
 def _csv_value(value: Any) -> str:

@@ -1,67 +1,110 @@
 """The interactive shell: type SQL, end it with `;`, see the answer.
 
-Enter runs the input once it ends with a statement-ending `;` and starts a new line otherwise, so long
-recursive queries can be typed and edited as a whole; history persists across sessions.
+Enter runs the input once it ends with a statement-ending `;` (or is a backslash command) and starts a
+new line otherwise, so long recursive queries can be typed and edited as a whole. History persists in
+~/.recsql_history; Tab completes names the catalog and the statement define; SQL is highlighted.
 """
 
 from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from prompt_toolkit import PromptSession
 from prompt_toolkit.history import FileHistory
 from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
+from prompt_toolkit.lexers import PygmentsLexer
+from prompt_toolkit.patch_stdout import patch_stdout
+from pygments.lexers.sql import SqlLexer
 
-from shell.cli import run_source
+from shell.completion import Schema, SqlCompleter
+from shell.meta import ALIASES, COMMANDS, Quit, run_meta
+from shell.render import console
+from shell.runner import Runner
 from shell.statements import is_complete
 
-if TYPE_CHECKING:
-    from recsql import Connection
-
-HISTORY = Path("~/.recsql_history").expanduser()
+HISTORY = Path("~/.recsql_history")
 PROMPT = "recsql> "
-GREETING = "recsql: recursive SQL on Spark. End statements with ;  Ctrl-D quits."
+GREETING = "recsql: recursive SQL on Spark. End statements with ;  \\help for help, Ctrl-D quits."
+QUIT_WORDS = ("quit", "exit")
 
 
-def repl(conn: Connection, fmt: str = "table") -> int:
-    """Read statements and print their results until Ctrl-D; returns the exit code (0)."""
+def repl(runner: Runner) -> int:
+    """Read statements and meta-commands and print their results until Ctrl-D or \\q; returns 0."""
+    schema = Schema()
     session: PromptSession[str] = PromptSession(
-        history=FileHistory(str(HISTORY)),
+        history=FileHistory(str(HISTORY.expanduser())),
         multiline=True,
         key_bindings=_key_bindings(),
         prompt_continuation=_continuation,
+        lexer=PygmentsLexer(SqlLexer),
+        completer=SqlCompleter(schema, [*COMMANDS, *ALIASES]),
+        complete_while_typing=False,
     )
     print(GREETING)
-    while True:
-        try:
-            text = session.prompt(PROMPT)
-        except KeyboardInterrupt:  # Ctrl-C drops the current input, like a shell
-            continue
-        except EOFError:
-            return 0
-        _run(conn, text, fmt)
+    with patch_stdout(raw=True):  # a message printed while the prompt is shown goes above it
+        runner.startup.on_failure(_report_failure)
+        while True:
+            _refresh(runner, schema)
+            try:
+                text = session.prompt(PROMPT)
+            except KeyboardInterrupt:  # Ctrl-C drops the current input, like a shell
+                continue
+            except EOFError:
+                return 0
+            try:
+                _run(runner, text)
+            except Quit:
+                return 0
 
 
-def _run(conn: Connection, text: str, fmt: str) -> None:
+def _run(runner: Runner, text: str) -> None:
     """Run the input; an unexpected failure is reported in one line and the session goes on."""
+    stripped = text.strip()
     try:
-        run_source(conn, text, None, sys.stdout, sys.stderr, fmt)
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
+        if stripped.startswith("\\"):
+            run_meta(runner, stripped)
+        elif stripped.rstrip(";").lower() in QUIT_WORDS:
+            raise Quit
+        elif stripped:
+            runner.run_source(text, None)
+    except KeyboardInterrupt:  # Ctrl-C outside a statement (waiting for Spark, in the pager)
+        runner.report("interrupted")
+    except Quit:
+        raise
     except Exception as error:  # noqa: BLE001 - a bug must not end the user's session
-        print(f"{type(error).__name__}: {error}", file=sys.stderr)
+        runner.report(f"{type(error).__name__}: {error}")
+
+
+def _report_failure(error: BaseException) -> None:
+    """Why Spark did not start, printed above the prompt (sys.stdout is the prompt's proxy here)."""
+    console(sys.stdout).print(f"recsql: {getattr(error, 'message', error)}", style="red", markup=False)
+
+
+def _refresh(runner: Runner, schema: Schema) -> None:
+    """Catch up the completer with the catalog (tables may have been created or dropped)."""
+    import recsql
+
+    if not runner.startup.ready:
+        return
+    try:
+        tables = runner.query("SHOW TABLES")
+        settings = runner.query("SET")
+    except recsql.Error:
+        return
+    schema.relations = {name: (kind, tuple(columns)) for name, kind, columns in tables}
+    schema.settings = tuple(key for key, _ in settings)
 
 
 def _key_bindings() -> KeyBindings:
-    """Enter runs a finished statement (or empty input) and adds a new line to an unfinished one."""
+    """Enter runs a finished statement, a meta-command or empty input, and adds a new line otherwise."""
     bindings = KeyBindings()
 
     @bindings.add("enter")
     def _enter(event: KeyPressEvent) -> None:
         buffer = event.current_buffer
-        if not buffer.text.strip() or is_complete(buffer.text):
+        text = buffer.text.strip()
+        if not text or text.startswith("\\") or text.rstrip(";").lower() in QUIT_WORDS or is_complete(buffer.text):
             buffer.validate_and_handle()
         else:
             buffer.insert_text("\n")

@@ -18,8 +18,9 @@ from pathlib import Path
 import pytest
 
 from recsql.errors import OperationalError, ProgrammingError
-from shell.cli import format_error, run_script, run_source
 from shell.render import Result, render
+from shell.runner import Options, Runner, format_error
+from shell.startup import Startup
 from shell.statements import Statement, command_tag, is_complete, script_position, split
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
@@ -160,6 +161,10 @@ def test_error_with_position_quotes_the_line_with_a_caret():
 # ---------------------------------------------------------------- example scripts, against plain Python
 
 
+def runner(conn, out: io.StringIO, err: io.StringIO, fmt: str = "table") -> Runner:
+    return Runner(Startup.opened(conn), out, err, Options(format=fmt))
+
+
 def read_csv(name: str) -> list[dict[str, str]]:
     with open(EXAMPLES / "data" / name, newline="") as file:
         return list(csv.DictReader(file))
@@ -168,7 +173,7 @@ def read_csv(name: str) -> list[dict[str, str]]:
 def run_example(conn, name: str) -> dict[frozenset, list[dict]]:
     """Run an example script (JSON output); its answers grouped by column names."""
     out, err = io.StringIO(), io.StringIO()
-    assert run_script(conn, str(EXAMPLES / name), out, err, "json") == 0, err.getvalue()
+    assert runner(conn, out, err, "json").run_script(str(EXAMPLES / name)) == 0, err.getvalue()
     assert err.getvalue() == ""
     answers = defaultdict(list)
     for line in out.getvalue().splitlines():
@@ -273,7 +278,7 @@ def test_script_error_points_at_its_place_and_stops(conn, tmp_path):
     path = tmp_path / "broken.sql"
     path.write_text(BROKEN)
     out, err = io.StringIO(), io.StringIO()
-    assert run_script(conn, str(path), out, err, "json") == 1
+    assert runner(conn, out, err, "json").run_script(str(path)) == 1
     assert re.match(rf"{re.escape(str(path))}:5:7: \w+Error: ", err.getvalue()), err.getvalue()
     assert "Traceback" not in err.getvalue()
     assert [json.loads(line) for line in out.getvalue().splitlines()] == [{"first": 1}]
@@ -282,7 +287,7 @@ def test_script_error_points_at_its_place_and_stops(conn, tmp_path):
 def test_continue_on_error_runs_the_rest(conn):
     source = "SELECT 1 AS first;\nSELECT * FROM no_such_table_anywhere;\nSELECT 3 AS third;"
     out, err = io.StringIO(), io.StringIO()
-    assert run_source(conn, source, "<command>", out, err, "json", continue_on_error=True) == 1
+    assert runner(conn, out, err, "json").run_source(source, "<command>", continue_on_error=True) == 1
     assert err.getvalue().startswith("<command>:2:")
     assert [json.loads(line) for line in out.getvalue().splitlines()] == [{"first": 1}, {"third": 3}]
 

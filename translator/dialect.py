@@ -6,6 +6,7 @@ Additions over sqlglot's Spark dialect:
 * `MAX RECURSION LEVEL n` between a CTE's name (or column list) and AS.
 * RaSQL's parenthesization `name AS (base) UNION [ALL] (recursive)` besides `name AS (base UNION recursive)`.
 * `EXPLAIN [ANALYZE] statement` parses into an `Explain` node instead of an opaque command.
+* `SHOW TABLES` parses into `exp.Show` instead of an opaque command.
 """
 
 from __future__ import annotations
@@ -56,6 +57,9 @@ class RecSQL(Spark):
                 self._advance()
                 analyze = self._match_text_seq("ANALYZE")
                 return self.expression(Explain(this=super()._parse_statement(), analyze=analyze))
+            if self._curr and self._curr.text.upper() == "SHOW" and self._next and self._next.text.upper() == "TABLES":
+                self._advance(2)  # SHOW is a command keyword: the tokenizer gives the rest as one string
+                return self.expression(exp.Show(this="TABLES"))
             return super()._parse_statement()
 
         def _parse_cte(self) -> exp.CTE | None:

@@ -12,7 +12,7 @@ from typing import Iterable, Protocol
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import StructType
+from pyspark.sql.types import DataType, StructType
 
 from recsql.engine.answer import Answer
 from recsql.engine.decomposed import Decomposed
@@ -92,13 +92,26 @@ class Executor:
         can be derived without Spark; else None."""
         if not plan.local:
             return None
-        types = {name: row_of(self.source.schema(name)) for name in base_tables(plan)}
-        local = LocalProgram(plan, types, self.settings, self.report, self.spark_settings(), self.trace)
+        local = self.local_program_of(plan)
         try:
-            local.check()
+            local.derived_types()
         except NotInferred:
             return None
         return local
+
+    def local_program_of(self, plan: Plan) -> LocalProgram:
+        types = {name: row_of(self.source.schema(name)) for name in base_tables(plan)}
+        return LocalProgram(plan, types, self.settings, self.report, self.spark_settings(), self.trace)
+
+    def output_types(self, plan: Plan) -> list[DataType]:
+        """The answer's column types without running the query where Python can derive them; else from
+        Spark's plan of the answer, which needs the recursive strata computed."""
+        program = plan.program
+        try:
+            types = self.local_program_of(plan).derived_types()[program.output]
+        except NotInferred:
+            return [field.dataType for field in self.run(plan).schema.fields]
+        return list(types[: len(types) - program.hidden_columns])
 
     def arrow_inputs(self, plan: Plan) -> dict[str, pa.Table] | None:
         """The tables the plan reads, as Arrow (columns c0 .. cN), when every one is at hand without a

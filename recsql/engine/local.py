@@ -29,6 +29,7 @@ from sqlglot import exp
 
 from recsql.engine.local_sql import RuleSQL, quote
 from recsql.engine.render import column_names
+from recsql.cancellation import interruptible
 from recsql.engine.semi_naive import Limits, ProgressListener, contributor_terms, iterate, rule_ids, rule_key
 from recsql.errors import DataError, NotSupportedError, OperationalError
 from recsql.planner import Stratum
@@ -195,10 +196,11 @@ class Database:
         """The result of `sql` reading the given tables by their keyword names."""
         for name, table in tables.items():
             self.register(name, table)
-        relation = self.connection.sql(sql)
-        # newer DuckDB calls it to_arrow_table and deprecates fetch_arrow_table
-        fetch = getattr(relation, "to_arrow_table", None) or relation.fetch_arrow_table
-        return fetch()
+        with interruptible(self.connection.interrupt):
+            relation = self.connection.sql(sql)
+            # newer DuckDB calls it to_arrow_table and deprecates fetch_arrow_table
+            fetch = getattr(relation, "to_arrow_table", None) or relation.fetch_arrow_table
+            return fetch()
 
     def conform(self, table: pa.Table, schema: pa.Schema | None) -> pa.Table:
         """`table` with the column types of `schema`, cast as SQL casts (as is without a schema)."""

@@ -49,9 +49,9 @@ class LocalProgram:
         self.facts: dict[str, pa.Table] = {}
         self.render = RuleSQL(spark_settings.ansi)
 
-    def check(self) -> None:
-        """Raise NotInferred unless the types of every relation can be derived without Spark (with each
-        recursive stratum's types as they settle, which bounds every iteration's)."""
+    def derived_types(self) -> dict[str, Row]:
+        """The types of every relation derived without Spark (a recursive stratum's as they settle, which
+        bound every iteration's); raises NotInferred when some cannot be."""
         types = dict(self.types)
         for stratum in self.plan.strata:
             if stratum.component.recursive:
@@ -59,6 +59,7 @@ class LocalProgram:
             else:
                 for name in stratum.relations:
                     types[name] = self.relation_types(name, types)
+        return types
 
     def run(self, tables: Mapping[str, pa.Table]) -> Answer:
         """The answer, from the rows of the tables the plan reads (columns c0 .. cN)."""

@@ -1,0 +1,84 @@
+"""Cancelling a running statement from another thread: the shell's Ctrl-C, `Connection.cancel()`.
+
+A statement stops at whichever comes first: Spark cancels the jobs it is running (each statement has
+its own Spark job group), an in-process DuckDB query it is running is interrupted, or its recursive
+evaluation reaches the next iteration (a loop of short jobs or of in-process queries may have nothing
+running at the moment of the cancel).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import uuid
+from contextvars import ContextVar
+from typing import Callable, Iterator
+
+from pyspark.sql import SparkSession
+
+from recsql.errors import QueryCancelled
+
+
+class Cancellation:
+    """The cancel switch of the statement a session is running."""
+
+    def __init__(self, spark: SparkSession):
+        self.spark = spark
+        self.requested = threading.Event()
+        self.group: str | None = None  # the running statement's Spark job group
+        self.interrupts: list[Callable[[], None]] = []  # what stops the work in progress outside Spark
+        self.lock = threading.Lock()  # an interrupt is called only while its work is in progress
+
+    @contextlib.contextmanager
+    def statement(self, sql: str) -> Iterator[None]:
+        """Run a statement as cancellable; any error it ends with after a cancel is QueryCancelled."""
+        self.requested.clear()
+        group = f"recsql-{uuid.uuid4().hex[:12]}"
+        self.spark.sparkContext.setJobGroup(group, " ".join(sql.split())[:200], interruptOnCancel=True)
+        self.group = group
+        running = _running.set(self)
+        try:
+            yield
+        except Exception:  # whatever the interrupted work raised: Spark's, DuckDB's
+            if self.requested.is_set():
+                raise QueryCancelled("query cancelled") from None
+            raise
+        finally:
+            _running.reset(running)
+            self.group = None
+
+    def cancel(self) -> None:
+        """Stop the running statement, if any (safe to call from any thread, and more than once)."""
+        self.requested.set()
+        with self.lock:
+            for interrupt in self.interrupts:
+                interrupt()
+        group = self.group
+        if group is not None:
+            self.spark.sparkContext.cancelJobGroup(group)
+
+    def check(self) -> None:
+        """Raise QueryCancelled if the running statement was cancelled."""
+        if self.requested.is_set():
+            raise QueryCancelled("query cancelled")
+
+
+_running: ContextVar[Cancellation | None] = ContextVar("recsql_running_statement", default=None)
+
+
+@contextlib.contextmanager
+def interruptible(interrupt: Callable[[], None]) -> Iterator[None]:
+    """While the block runs, cancelling the statement running on this thread also calls `interrupt`: for
+    work Spark's job groups do not reach, such as an in-process DuckDB query."""
+    cancellation = _running.get()
+    if cancellation is None:
+        yield
+        return
+    with cancellation.lock:
+        cancellation.check()
+        cancellation.interrupts.append(interrupt)
+    try:
+        yield
+    finally:
+        with cancellation.lock:
+            cancellation.interrupts.remove(interrupt)

@@ -1,0 +1,185 @@
+"""The shell's backslash commands (`\\d`, `\\load`, `\\timing on`, ...), psql style.
+
+Each command is a function of the runner and its arguments. Commands about data issue SQL through the
+runner like any statement (`\\d` is SHOW TABLES, `\\d NAME` is DESCRIBE NAME), so they are cancellable and
+their errors read like a statement's.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import recsql
+from rich.table import Table
+from sqlglot import exp
+
+from shell.render import FORMATS, console
+from shell.runner import Runner
+
+
+class Quit(Exception):
+    """`\\q`: leave the shell."""
+
+
+class UsageError(Exception):
+    """A meta-command given the wrong arguments."""
+
+
+@dataclass(frozen=True)
+class MetaCommand:
+    name: str
+    usage: str
+    summary: str
+    run: Callable[[Runner, list[str]], None]
+
+
+FILE_FORMATS = {".csv": "csv", ".tsv": "csv", ".parquet": "parquet", ".pq": "parquet", ".json": "json",
+                ".jsonl": "json", ".orc": "orc"}
+_SETTING = re.compile(r"^[A-Za-z_][\w.]*$")
+
+
+def run_meta(runner: Runner, line: str) -> None:
+    """Run one meta-command line; raises Quit for `\\q`."""
+    head, _, rest = line.strip().partition(" ")
+    name = ALIASES.get(head, head)
+    try:
+        args = shlex.split(rest)  # a path with blanks is quoted
+    except ValueError as error:  # an unclosed quote
+        runner.report(f"{name}: {error}")
+        return
+    command = COMMANDS.get(name)
+    if command is None:
+        runner.report(f"unknown command {name}: \\help lists the commands")
+        return
+    try:
+        command.run(runner, args)
+    except UsageError as error:
+        runner.report(f"{name}: {error}. Usage: {name} {command.usage}".rstrip())
+
+
+# ------------------------------------------------------------------ commands
+
+
+def show_help(runner: Runner, args: list[str]) -> None:
+    table = Table(box=None, show_header=False, padding=(0, 2, 0, 0))
+    table.add_column(style="bold")
+    table.add_column()
+    for command in COMMANDS.values():
+        table.add_row(f"{command.name} {command.usage}".rstrip(), command.summary)
+    out = console(runner.out)
+    out.print("SQL statements end with ;  (Enter inside a statement starts a new line). "
+              "Tab completes, Ctrl-C cancels a running query, Ctrl-D quits.\n", markup=False)
+    out.print(table)
+
+
+def describe(runner: Runner, args: list[str]) -> None:
+    if len(args) > 1:
+        raise UsageError("takes at most one name")
+    runner.run_source(f"DESCRIBE {identifier(args[0])}" if args else "SHOW TABLES", None)
+
+
+def load(runner: Runner, args: list[str]) -> None:
+    """A table over a CSV, Parquet, JSON or ORC file (or a directory of them), its format from the name."""
+    if len(args) != 2:
+        raise UsageError("takes a table name and a path")
+    name, path = identifier(args[0]), Path(args[1]).expanduser().resolve()
+    if not path.exists():
+        runner.report(f"\\load: {args[1]} does not exist")
+        return
+    file_format = format_of(path)
+    if file_format is None:
+        runner.report(f"\\load: cannot tell the format of {args[1]}: "
+                      f"name it {', '.join(sorted(FILE_FORMATS))} (or a directory of such files)")
+        return
+    options = {"path": str(path)}
+    if file_format == "csv":
+        options.update(header="true", inferSchema="true", sep="\t" if path.suffix == ".tsv" else ",")
+    listed = ", ".join(f"{key} {exp.Literal.string(value).sql(dialect='spark')}" for key, value in options.items())
+    try:
+        runner.query(f"CREATE TABLE {name} USING {file_format} OPTIONS ({listed})")
+        rows = runner.query(f"SELECT count(*) FROM {name}")[0][0]
+        columns = ", ".join(f"{column} {kind}" for column, kind in runner.query(f"DESCRIBE {name}"))
+    except recsql.QueryCancelled:
+        runner.report("cancelled")
+        return
+    except recsql.Error as error:
+        runner.report(f"\\load: {error.message}")
+        return
+    console(runner.out).print(f"{args[0]}: {rows:,} rows from {args[1]} ({columns})", markup=False, style="dim")
+
+
+def include(runner: Runner, args: list[str]) -> None:
+    if len(args) != 1:
+        raise UsageError("takes one file")
+    runner.run_script(args[0])
+
+
+def switch(option: str) -> Callable[[Runner, list[str]], None]:
+    """A command turning a boolean option on or off (or showing it, without an argument)."""
+
+    def run(runner: Runner, args: list[str]) -> None:
+        if args:
+            if len(args) > 1 or args[0].lower() not in ("on", "off"):
+                raise UsageError("takes on or off")
+            setattr(runner.options, option, args[0].lower() == "on")
+        state = "on" if getattr(runner.options, option) else "off"
+        console(runner.out).print(f"{option} is {state}", style="dim")
+
+    return run
+
+
+def set_format(runner: Runner, args: list[str]) -> None:
+    if args:
+        if len(args) > 1 or args[0].lower() not in FORMATS:
+            raise UsageError(f"takes one of {', '.join(FORMATS)}")
+        runner.options.format = args[0].lower()
+    console(runner.out).print(f"output format is {runner.options.format}", style="dim")
+
+
+def set_setting(runner: Runner, args: list[str]) -> None:
+    if not args:
+        runner.run_source("SET", None)
+        return
+    if len(args) != 2 or not _SETTING.match(args[0]):
+        raise UsageError("takes a setting name and a value")
+    runner.run_source(f"SET {args[0]} = {exp.Literal.string(args[1]).sql(dialect='spark')}", None)
+
+
+def quit_shell(runner: Runner, args: list[str]) -> None:
+    raise Quit
+
+
+# ------------------------------------------------------------------ helpers
+
+
+def identifier(name: str) -> str:
+    """`name` as SQL, quoted when it needs to be."""
+    return exp.to_identifier(name).sql(dialect="spark")
+
+
+def format_of(path: Path) -> str | None:
+    """The file format of a file by its suffix, or of a directory by the suffix of its files."""
+    if path.is_file():
+        return FILE_FORMATS.get(path.suffix.lower())
+    suffixes = {child.suffix.lower() for child in path.rglob("*") if child.is_file()}
+    formats = {FILE_FORMATS[suffix] for suffix in suffixes if suffix in FILE_FORMATS}
+    return formats.pop() if len(formats) == 1 else None
+
+
+COMMANDS = {command.name: command for command in [
+    MetaCommand("\\help", "", "this list", show_help),
+    MetaCommand("\\d", "[NAME]", "tables and views; with NAME, its columns and their types", describe),
+    MetaCommand("\\load", "NAME PATH", "a table over a CSV, Parquet, JSON or ORC file or directory", load),
+    MetaCommand("\\i", "FILE", "run the SQL script FILE", include),
+    MetaCommand("\\explain", "[on|off]", "show each query's plan above its result", switch("explain")),
+    MetaCommand("\\timing", "[on|off]", "show the time each statement takes", switch("timing")),
+    MetaCommand("\\format", "[table|csv|json]", "how results are printed", set_format),
+    MetaCommand("\\set", "[KEY VALUE]", "change a recsql or Spark setting; without arguments, list them",
+                set_setting),
+    MetaCommand("\\q", "", "quit (as Ctrl-D does)", quit_shell),
+]}
+ALIASES = {"\\?": "\\help", "\\h": "\\help", "\\quit": "\\q"}

@@ -1,0 +1,58 @@
+"""The connection opened on a background thread, so the shell's prompt appears before Spark is up
+(starting Spark takes seconds) and `\\help` or typing a first query need not wait for it."""
+
+from __future__ import annotations
+
+import threading
+from concurrent.futures import Future
+from typing import TYPE_CHECKING, Callable, TextIO
+
+if TYPE_CHECKING:
+    from recsql import Connection
+
+
+class Startup:
+    def __init__(self, open_connection: Callable[[], Connection]):
+        self._future: Future[Connection] = Future()
+        # a daemon thread: quitting the shell while Spark is still starting must not wait for it
+        threading.Thread(target=self._open, args=(open_connection,), name="recsql-startup", daemon=True).start()
+
+    @classmethod
+    def opened(cls, connection: Connection) -> Startup:
+        """An already open connection (for running statements on a connection made elsewhere)."""
+        return cls(lambda: connection)
+
+    def _open(self, open_connection: Callable[[], Connection]) -> None:
+        try:
+            self._future.set_result(open_connection())
+        except BaseException as error:  # noqa: BLE001 - handed to whoever waits for the connection
+            self._future.set_exception(error)
+
+    @property
+    def ready(self) -> bool:
+        """Whether the connection is open (False while starting and after a failure)."""
+        return self._future.done() and self._future.exception() is None
+
+    def on_failure(self, report: Callable[[BaseException], None]) -> None:
+        """Call `report` with the reason when the connection cannot be opened (at once if known)."""
+
+        def done(future: Future[Connection]) -> None:
+            error = future.exception()
+            if error is not None:
+                report(error)
+
+        self._future.add_done_callback(done)
+
+    def wait(self, err: TextIO) -> Connection:
+        """The connection, once open (a spinner on a terminal meanwhile); raises why it could not be."""
+        if not self._future.done() and err.isatty():
+            from rich.console import Console
+
+            with Console(file=err).status("Starting Spark…"):
+                return self._future.result()
+        return self._future.result()
+
+    def close(self) -> None:
+        """Close the connection if it was opened."""
+        if self.ready:
+            self._future.result().close()
