@@ -15,6 +15,7 @@ from typing import Callable
 
 import recsql
 from rich.table import Table
+from rich.text import Text
 from sqlglot import exp
 
 from shell.render import FORMATS, console
@@ -69,7 +70,7 @@ def show_help(runner: Runner, args: list[str]) -> None:
     table.add_column(style="bold")
     table.add_column()
     for command in COMMANDS.values():
-        table.add_row(f"{command.name} {command.usage}".rstrip(), command.summary)
+        table.add_row(Text(f"{command.name} {command.usage}".rstrip()), Text(command.summary))
     out = console(runner.out)
     out.print("SQL statements end with ;  (Enter inside a statement starts a new line). "
               "Tab completes, Ctrl-C cancels a running query, Ctrl-D quits.\n", markup=False)

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import datetime
+import socket
+import threading
+import time
 
 import duckdb
 import pandas as pd
@@ -11,6 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import recsql
+from recsql import preflight
 
 
 def test_module_globals():
@@ -191,3 +195,89 @@ def test_insert_select_and_empty_arrow_registration(conn, cur):
     assert cur.rowcount == 5
     cur.execute("SELECT n FROM db_copy ORDER BY n")
     assert cur.fetchall() == duckdb.sql("SELECT range * 2 FROM range(5) ORDER BY 1").fetchall()
+
+
+# ---------------------------------------------------------------- catalog statements
+
+
+def test_show_tables_and_describe(conn, cur):
+    cur.execute("DROP VIEW IF EXISTS db_dist")
+    cur.execute("DROP TABLE IF EXISTS db_w")
+    cur.execute("CREATE TABLE db_w (src INT, dst INT, w DOUBLE, note STRING)")
+    cur.executemany("INSERT INTO db_w VALUES (?, ?, ?, ?)", [(1, 2, 1.5, "a"), (2, 3, 2.0, None)])
+    cur.execute("CREATE VIEW db_dist AS WITH RECURSIVE d(node, min() AS km) AS (SELECT 1, 0) UNION "
+                "(SELECT db_w.dst, d.km + db_w.w FROM d, db_w WHERE d.node = db_w.src) SELECT node, km FROM d")
+    conn.register("db_session", pd.DataFrame({"x": [1], "y": ["z"]}))
+    cur.execute("SHOW TABLES")
+    assert [column[:2] for column in cur.description] == [
+        ("name", "string"), ("kind", "string"), ("columns", "array<string>")]
+    listed = {name: (kind, columns) for name, kind, columns in cur.fetchall()}
+    assert listed["db_w"] == ("table", ["src", "dst", "w", "note"])
+    assert listed["db_dist"] == ("view", ["node", "km"])
+    assert listed["db_session"] == ("registered", ["x", "y"])
+    cur.execute("DESCRIBE db_w")
+    assert cur.fetchall() == [("src", "int"), ("dst", "int"), ("w", "double"), ("note", "string")]
+    cur.execute("DESCRIBE db_dist")
+    described = cur.fetchall()
+    cur.execute("SELECT * FROM db_dist")  # the types a query of the view has, from Spark
+    assert described == [(name, kind) for name, kind, *_ in cur.description] == [("node", "int"), ("km", "double")]
+    with pytest.raises(recsql.ProgrammingError, match="nowhere"):
+        cur.execute("DESCRIBE nowhere")
+
+
+# ---------------------------------------------------------------- cancelling a running statement
+
+
+LONG_RECURSION = "WITH RECURSIVE n(x) AS (SELECT 1 UNION SELECT x + 1 FROM n WHERE x < 100000000) SELECT count(*) FROM n"
+LONG_JOIN = "SELECT count(*) FROM range(100000) a, range(100000) b WHERE a.id + b.id > 7"
+
+
+@pytest.mark.parametrize("strategy, sql", [
+    ("distributed", LONG_RECURSION),  # stops between iterations
+    ("distributed", LONG_JOIN),  # a Spark job cancelled through its job group
+    ("local", LONG_RECURSION),
+    ("local", LONG_JOIN),  # one DuckDB query, interrupted
+])
+def test_cancel_stops_the_running_statement(conn, cur, strategy, sql):
+    cur.execute(f"SET recsql.strategy = {strategy}")
+    try:
+        timer = threading.Timer(1.5, conn.cancel)
+        timer.start()
+        started = time.monotonic()
+        with pytest.raises(recsql.QueryCancelled, match="cancelled"):
+            cur.execute(sql)
+        assert time.monotonic() - started < 60  # not run to its end (hours)
+        timer.join()
+        cur.execute("SELECT count(*) FROM range(10)")  # the connection goes on
+        assert cur.fetchall() == [(10,)]
+    finally:
+        cur.execute("SET recsql.strategy = distributed")
+
+
+def test_cancel_without_a_running_statement_changes_nothing(conn, cur):
+    conn.cancel()
+    cur.execute("SELECT 1")
+    assert cur.fetchall() == [(1,)]
+
+
+# ---------------------------------------------------------------- what is checked before Spark starts
+
+
+def test_missing_java_is_reported_before_starting_spark(monkeypatch, tmp_path):
+    monkeypatch.setenv("JAVA_HOME", str(tmp_path))
+    with pytest.raises(recsql.OperationalError, match=r"Java not found: JAVA_HOME is .* no bin/java"):
+        preflight.check(None)
+    monkeypatch.delenv("JAVA_HOME")
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(recsql.OperationalError, match="Java not found. Spark needs Java 17"):
+        preflight.check("local[2]")
+
+
+def test_unreachable_master_is_reported_before_starting_spark():
+    with socket.socket() as unused:
+        unused.bind(("127.0.0.1", 0))
+        port = unused.getsockname()[1]
+    with pytest.raises(recsql.OperationalError, match=rf"master spark://127.0.0.1:{port} cannot be reached"):
+        preflight.check_master(f"spark://127.0.0.1:{port}")
+    with pytest.raises(recsql.OperationalError, match="bad Spark master URL"):
+        preflight.check_master("spark://somewhere")
