@@ -155,11 +155,10 @@ class Runner:
     def show(self, cursor: Cursor, sql: str, started: float) -> None:
         """The statement's result (its time counts fetching the rows), or its confirmation."""
         if cursor.description is None:
-            message = command_tag(sql)
-            if cursor.rowcount >= 0:
-                message += f" ({count_rows(cursor.rowcount)})"
+            details = [count_rows(cursor.rowcount)] if cursor.rowcount >= 0 else []
             if self.options.timing:
-                message += f" {time.perf_counter() - started:.2f} s"
+                details.append(f"{time.perf_counter() - started:.2f} s")
+            message = command_tag(sql) + (f" ({', '.join(details)})" if details else "")
             write_status(message, self.out, self.options.format)
             return
         rows = cursor.fetchall()

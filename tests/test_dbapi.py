@@ -228,7 +228,8 @@ def test_show_tables_and_describe(conn, cur):
 # ---------------------------------------------------------------- cancelling a running statement
 
 
-LONG_RECURSION = "WITH RECURSIVE n(x) AS (SELECT 1 UNION SELECT x + 1 FROM n WHERE x < 100000000) SELECT count(*) FROM n"
+LONG_RECURSION = ("WITH RECURSIVE n(x) AS (SELECT 1 UNION SELECT x + 1 FROM n WHERE x < 100000000) "
+                  "SELECT count(*) FROM n")
 LONG_JOIN = "SELECT count(*) FROM range(100000) a, range(100000) b WHERE a.id + b.id > 7"
 
 

@@ -87,7 +87,8 @@ def test_prompt_comes_at_once_and_the_first_query_waits_for_spark(shell):
 
 def test_multi_line_recursive_query_and_its_result(shell):
     values = ", ".join(f"({a}, {b})" for a, b in EDGES)
-    run(shell, f"CREATE TABLE edge (src INT, dst INT);\nINSERT INTO edge VALUES {values};\n", r"INSERT \(5 rows\)")
+    run(shell, f"CREATE TABLE edge (src INT, dst INT);\nINSERT INTO edge VALUES {values};\n",
+        r"INSERT \(5 rows, \d+\.\d\d s\)")
     screen = run(shell, "WITH RECURSIVE reach(src, dst) AS (\n"
                         "  SELECT src, dst FROM edge\n"
                         "  UNION\n"
@@ -267,11 +268,25 @@ def test_an_unreachable_master_is_said_plainly(tmp_path):
 
 def test_script_progress_only_on_a_terminal(tmp_path):
     script = tmp_path / "count.sql"
-    script.write_text("WITH RECURSIVE n(x) AS (SELECT 1 UNION SELECT x + 1 FROM n WHERE x < 30) SELECT count(*) AS n FROM n;\n")
+    script.write_text("WITH RECURSIVE n(x) AS (SELECT 1 UNION SELECT x + 1 FROM n WHERE x < 30)\n"
+                      "SELECT count(*) AS n FROM n;\n")
     done = subprocess.run([RECSQL, "run", str(script), *OPTIONS], capture_output=True, text=True, timeout=300,
                           env=shell_env(tmp_path))
     assert (done.returncode, done.stderr) == (0, "")
     assert re.search(r"^\s*30\s*$", done.stdout, re.MULTILINE) and "iteration" not in done.stdout
+
+
+def test_script_on_a_terminal_shows_progress_and_stops_at_ctrl_c(tmp_path):
+    script = tmp_path / "long.sql"
+    script.write_text(f"SELECT 'before' AS step;\n{LONG_QUERY}\nSELECT 'after' AS step;\n")
+    terminal = Terminal([RECSQL, "run", str(script), *OPTIONS], shell_env(tmp_path))
+    try:
+        terminal.wait_for(r"before(.|\n)*n · iteration \d+", timeout=120)
+        terminal.child.sendintr()
+        assert terminal.exit_status() == 130
+        assert "cancelled" in terminal.text and "after" not in terminal.text and "iteration" not in terminal.text
+    finally:
+        terminal.close()
 
 
 def test_piped_input_runs_as_a_script(tmp_path):

@@ -124,6 +124,7 @@ def parse(sql: str) -> list[exp.Expression]:
     except ParseError as error:
         detail = error.errors[0] if error.errors else {}
         message = _TOKEN_REPR.sub(r"'\1'", detail.get("description") or str(error).splitlines()[0])
+        message = _MISSING_ARGUMENT.sub(_missing_argument, message)
         highlight = detail.get("highlight")
         if highlight and f"'{highlight}'" not in message:
             message = f"{message} near '{highlight}'"
@@ -141,6 +142,15 @@ def parse_one(sql: str) -> exp.Expression:
 
 
 _TOKEN_REPR = re.compile(r"<Token token_type: [^,]+, text: (.*?), line: .*?>")
+_MISSING_ARGUMENT = re.compile(r"Required keyword: '(\w+)' missing for <class '[\w.]+\.(\w+)'>")
+
+
+def _missing_argument(match: re.Match) -> str:
+    """sqlglot's "Required keyword: 'expression' missing for <class '...EQ'>" in SQL terms."""
+    node = getattr(exp, match.group(2), None)
+    if isinstance(node, type) and issubclass(node, exp.Binary):
+        return "an operator is missing an operand"
+    return f"{match.group(2).upper()} is missing its {match.group(1)}"
 
 
 def _line_column(sql: str, offset: int | None) -> tuple[int | None, int | None]:
