@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-import recsql
 from rich.table import Table
 from rich.text import Text
 from sqlglot import exp
@@ -96,6 +95,8 @@ def load(runner: Runner, args: list[str]) -> None:
         runner.report(f"\\load: cannot tell the format of {args[1]}: "
                       f"name it {', '.join(sorted(FILE_FORMATS))} (or a directory of such files)")
         return
+    import recsql  # here, not at the top: the prompt must not wait for Spark's Python modules
+
     options = {"path": str(path)}
     if file_format == "csv":
         options.update(header="true", inferSchema="true", sep="\t" if path.suffix == ".tsv" else ",")

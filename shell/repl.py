@@ -47,7 +47,7 @@ def repl(runner: Runner) -> int:
         while True:
             _refresh(runner, schema)
             try:
-                text = session.prompt(PROMPT)
+                text = session.prompt(PROMPT, pre_run=runner.startup.start)  # Spark starts once the prompt shows
             except KeyboardInterrupt:  # Ctrl-C drops the current input, like a shell
                 continue
             except EOFError:

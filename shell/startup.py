@@ -15,7 +15,17 @@ class Startup:
     def __init__(self, open_connection: Callable[[], Connection]):
         self._future: Future[Connection] = Future()
         # a daemon thread: quitting the shell while Spark is still starting must not wait for it
-        threading.Thread(target=self._open, args=(open_connection,), name="recsql-startup", daemon=True).start()
+        self._thread = threading.Thread(target=self._open, args=(open_connection,), name="recsql-startup",
+                                        daemon=True)
+        self._lock = threading.Lock()
+        self._started = False
+
+    def start(self) -> None:
+        """Start opening the connection (once; waiting for it starts it too)."""
+        with self._lock:
+            if not self._started:
+                self._started = True
+                self._thread.start()
 
     @classmethod
     def opened(cls, connection: Connection) -> Startup:
@@ -45,6 +55,7 @@ class Startup:
 
     def wait(self, err: TextIO) -> Connection:
         """The connection, once open (a spinner on a terminal meanwhile); raises why it could not be."""
+        self.start()
         if not self._future.done() and err.isatty():
             from rich.console import Console
 
