@@ -36,6 +36,14 @@ class Terminal:
         """The screen as lines of text, trailing blanks removed."""
         return "\n".join(line.rstrip() for line in self.screen.display).rstrip()
 
+    def colours(self, text: str) -> set[str]:
+        """The foreground colours of the characters of `text` where the screen first shows it."""
+        for y, line in enumerate(self.screen.display):
+            x = line.find(text)
+            if x >= 0:
+                return {self.screen.buffer[y][x + i].fg for i in range(len(text))}
+        raise AssertionError(f"the screen does not show {text!r}:\n{self.text}")
+
     @property
     def cursor_line(self) -> str:
         return self.screen.display[self.screen.cursor.y].rstrip()

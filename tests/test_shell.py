@@ -110,6 +110,8 @@ def test_tab_completes_table_and_column_names(shell):
     shell.type(" e WHERE e.d")
     shell.type("\t")
     shell.wait_for("FROM edge e WHERE e.dst")
+    keyword, name = shell.colours("SELECT"), shell.colours("edge")  # highlighted as SQL
+    assert len(keyword) == 1 and keyword != {"default"} and keyword != name
     shell.type(" = 2;\n")
     shell.wait_for(r"2 rows")
     shell.wait_for_prompt()
