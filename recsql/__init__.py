@@ -22,7 +22,7 @@ threadsafety = 1
 paramstyle = "qmark"
 
 __all__ = [
-    "connect", "Connection", "Cursor", "Progress", "Error", "Warning", "InterfaceError", "DatabaseError", "DataError",
-    "OperationalError", "IntegrityError", "InternalError", "ProgrammingError", "NotSupportedError",
+    "connect", "Connection", "Cursor", "Progress", "Error", "Warning", "InterfaceError", "DatabaseError",
+    "DataError", "OperationalError", "IntegrityError", "InternalError", "ProgrammingError", "NotSupportedError",
     "QueryCancelled", "apilevel", "threadsafety", "paramstyle",
 ]

@@ -1,9 +1,9 @@
 """Cancelling a running statement from another thread: the shell's Ctrl-C, `Connection.cancel()`.
 
-A statement stops at whichever comes first: Spark cancels the jobs it is running (each statement has
-its own Spark job group), an in-process DuckDB query it is running is interrupted, or its recursive
-evaluation reaches the next iteration (a loop of short jobs or of in-process queries may have nothing
-running at the moment of the cancel).
+A statement stops at whichever comes first: Spark cancels the jobs it is running (each statement tags
+its jobs; a tag, unlike a job group, leaves a caller's own job group alone), an in-process DuckDB query
+it is running is interrupted, or its recursive evaluation reaches the next iteration (a loop of short
+jobs or of in-process queries may have nothing running at the moment of the cancel).
 """
 
 from __future__ import annotations
@@ -18,6 +18,8 @@ from pyspark.sql import SparkSession
 
 from recsql.errors import QueryCancelled
 
+INTERRUPT_ON_CANCEL = "spark.job.interruptOnCancel"  # the Spark local property setInterruptOnCancel sets
+
 
 class Cancellation:
     """The cancel switch of the statement a session is running."""
@@ -25,7 +27,7 @@ class Cancellation:
     def __init__(self, spark: SparkSession):
         self.spark = spark
         self.requested = threading.Event()
-        self.group: str | None = None  # the running statement's Spark job group
+        self.tag: str | None = None  # the Spark job tag of the running statement
         self.interrupts: list[Callable[[], None]] = []  # what stops the work in progress outside Spark
         self.lock = threading.Lock()  # an interrupt is called only while its work is in progress
 
@@ -33,9 +35,12 @@ class Cancellation:
     def statement(self, sql: str) -> Iterator[None]:
         """Run a statement as cancellable; any error it ends with after a cancel is QueryCancelled."""
         self.requested.clear()
-        group = f"recsql-{uuid.uuid4().hex[:12]}"
-        self.spark.sparkContext.setJobGroup(group, " ".join(sql.split())[:200], interruptOnCancel=True)
-        self.group = group
+        context = self.spark.sparkContext
+        tag = f"recsql-{uuid.uuid4().hex[:12]}"
+        interrupting = context.getLocalProperty(INTERRUPT_ON_CANCEL)
+        context.addJobTag(tag)
+        context.setInterruptOnCancel(True)  # a cancelled task's thread is interrupted, not left to finish
+        self.tag = tag
         running = _running.set(self)
         try:
             yield
@@ -45,7 +50,9 @@ class Cancellation:
             raise
         finally:
             _running.reset(running)
-            self.group = None
+            self.tag = None
+            context.removeJobTag(tag)
+            context.setLocalProperty(INTERRUPT_ON_CANCEL, interrupting)  # type: ignore[arg-type]
 
     def cancel(self) -> None:
         """Stop the running statement, if any (safe to call from any thread, and more than once)."""
@@ -53,9 +60,9 @@ class Cancellation:
         with self.lock:
             for interrupt in self.interrupts:
                 interrupt()
-        group = self.group
-        if group is not None:
-            self.spark.sparkContext.cancelJobGroup(group)
+        tag = self.tag
+        if tag is not None:
+            self.spark.sparkContext.cancelJobsWithTag(tag)
 
     def check(self) -> None:
         """Raise QueryCancelled if the running statement was cancelled."""
@@ -69,7 +76,7 @@ _running: ContextVar[Cancellation | None] = ContextVar("recsql_running_statement
 @contextlib.contextmanager
 def interruptible(interrupt: Callable[[], None]) -> Iterator[None]:
     """While the block runs, cancelling the statement running on this thread also calls `interrupt`: for
-    work Spark's job groups do not reach, such as an in-process DuckDB query."""
+    work Spark's job tags do not reach, such as an in-process DuckDB query."""
     cancellation = _running.get()
     if cancellation is None:
         yield

@@ -16,7 +16,7 @@ import warnings
 from typing import TYPE_CHECKING, Iterator, Sequence, TextIO
 
 from shell.render import FORMATS
-from shell.runner import Options, Runner
+from shell.runner import CANCELLED, Options, Runner
 from shell.startup import Startup
 
 if TYPE_CHECKING:
@@ -37,7 +37,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _run(args, sys.stdout, err)
         except KeyboardInterrupt:
             err.write("interrupted\n")
-            return 130
+            return CANCELLED
 
 
 def _run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:

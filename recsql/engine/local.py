@@ -27,9 +27,9 @@ import duckdb
 import pyarrow as pa
 from sqlglot import exp
 
+from recsql.cancellation import interruptible
 from recsql.engine.local_sql import RuleSQL, quote
 from recsql.engine.render import column_names
-from recsql.cancellation import interruptible
 from recsql.engine.semi_naive import Limits, ProgressListener, contributor_terms, iterate, rule_ids, rule_key
 from recsql.errors import DataError, NotSupportedError, OperationalError
 from recsql.planner import Stratum
