@@ -45,7 +45,6 @@ def repl(runner: Runner) -> int:
     with patch_stdout(raw=True):  # a message printed while the prompt is shown goes above it
         runner.startup.on_failure(_report_failure)
         while True:
-            _refresh(runner, schema)
             try:
                 text = session.prompt(PROMPT, pre_run=runner.startup.start)  # Spark starts once the prompt shows
             except KeyboardInterrupt:  # Ctrl-C drops the current input, like a shell
@@ -56,6 +55,8 @@ def repl(runner: Runner) -> int:
                 _run(runner, text)
             except Quit:
                 return 0
+            if text.strip():  # what ran may have created or dropped tables
+                _refresh(runner, schema)
 
 
 def _run(runner: Runner, text: str) -> None:
