@@ -2,48 +2,57 @@
 
 Layout of the warehouse:
 
-    catalog/<name>.json   one metadata file per table or view (written atomically by rename)
-    data/<name>-<id>/     the Parquet files of a managed table; INSERT adds a file
+    format.json             the layout's version (older warehouses are upgraded when opened)
+    catalog/<name>.json     one entry per table or view: created only where none exists, replaced or
+                            removed by one rename, so a name is always a whole entry or nothing
+    tables/<name>-<id>/     a managed table: a Delta Lake table (Parquet files and _delta_log/)
+    statistics/<name>.json  the optimizer's statistics of a table, with the data version they describe
 
-Several processes may share a warehouse: every read looks at the files; what is kept in memory (a
-table's Spark view) is kept with the state of the files it was made from and made again when it changes.
-Statistics are kept in the metadata file with the version of the data they describe (a fingerprint of
-the data files), so a change to the data, by this process or another, makes them stale.
+Several processes may share a warehouse. Every statement reads each table at one version (a snapshot,
+pinned for the statement), and every change to a managed table is one commit of its log: a statement
+that fails, or a process that dies, leaves every table as it was.
 """
 
 from __future__ import annotations
 
+import contextlib
+import datetime
 import hashlib
 import json
 import os
 import shutil
 import uuid
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Iterator
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
 from sqlglot import exp
 
 from recsql import statistics
-from recsql.errors import ProgrammingError
+from recsql.delta_tables import ManagedTable, Snapshot, parquet_files
+from recsql.errors import OperationalError, ProgrammingError, Warning
 from recsql.statistics import TableStatistics
 from translator import dialect
+
+FORMAT = 2  # 1: a directory of Parquet files per managed table, no log; 2: Delta Lake tables
+VERSION_MARK = "@"  # `t@3`: version 3 of table t, as a relation name (time travel)
+
+Rows = pa.Table | DataFrame  # a statement's rows: Arrow computed in this process, or Spark's
 
 
 @dataclass
 class Entry:
     name: str
     kind: str  # table | external | view
-    schema: dict | None = None  # Spark StructType as JSON
-    path: str | None = None
-    format: str = "parquet"
+    schema: dict | None = None  # external tables: Spark StructType as JSON (declared or inferred)
+    path: str | None = None  # managed tables: relative to the warehouse
+    format: str = "delta"
     options: dict = field(default_factory=dict)
     sql: str | None = None  # the CREATE VIEW statement
-    statistics: dict | None = None  # TableStatistics as JSON, for the data version it names
     inferred_from: str | None = None  # the data version a schema read from the files (not declared) describes
 
     @property
@@ -61,20 +70,43 @@ def view_query_of(create: exp.Create) -> exp.Expression:
     return query
 
 
+def split_version(name: str) -> tuple[str, int | None]:
+    """`t@3` → ('t', 3); `t` → ('t', None)."""
+    base, mark, version = name.lower().partition(VERSION_MARK)
+    return base, int(version) if mark else None
+
+
 class Catalog:
+    ARROW_STATISTICS_BYTES = 64 << 20  # managed tables up to this size are read with Arrow, not Spark
+
     def __init__(self, spark: SparkSession, warehouse: Path):
         self.spark = spark
-        self.warehouse = Path(warehouse).expanduser()
+        self.warehouse = Path(warehouse).expanduser().resolve()
         self.metadata = self.warehouse / "catalog"
-        self.data = self.warehouse / "data"
-        self.metadata.mkdir(parents=True, exist_ok=True)
-        self.data.mkdir(parents=True, exist_ok=True)
+        self.statistics_dir = self.warehouse / "statistics"
+        for directory in (self.metadata, self.warehouse / "tables", self.statistics_dir):
+            directory.mkdir(parents=True, exist_ok=True)
         self.registered: dict[str, DataFrame] = {}
         self.registered_statistics: dict[str, TableStatistics] = {}
         self.registered_arrow: dict[str, pa.Table] = {}
         self.registrations = 0  # numbers each register() call: a version of registered data
         self.registered_version: dict[str, str] = {}
-        self.views: dict[str, tuple[str, str]] = {}  # table → (the version it was read at, its view)
+        self.views: dict[str, tuple[str, str]] = {}  # relation → (the version it was read at, its Spark view)
+        self.tables: dict[str, ManagedTable] = {}  # by directory: each keeps the log state it has read
+        self.pinned: dict[str, Snapshot] | None = None  # the snapshots the running statement reads
+        self.finish_drops()
+        upgrade(self)
+
+    # -------------------------------------------------------------- statements
+
+    @contextlib.contextmanager
+    def statement(self) -> Iterator[None]:
+        """While a statement runs, each table it reads stays at the version it first read."""
+        self.pinned = {}
+        try:
+            yield
+        finally:
+            self.pinned = None
 
     # -------------------------------------------------------------- lookups (the translator's view)
 
@@ -82,10 +114,10 @@ class Catalog:
         name = name.lower()
         if name in self.registered:
             return tuple(self.registered[name].columns)
-        entry = self.entry(name)
+        entry = self.entry(split_version(name)[0])
         if entry is None or entry.kind == "view":
             return None
-        return tuple(self.struct_of(entry).fieldNames())
+        return tuple(self.schema(name).fieldNames())
 
     def view_query(self, name: str) -> exp.Expression | None:
         name = name.lower()
@@ -95,6 +127,23 @@ class Catalog:
         if entry is None or entry.kind != "view":
             return None
         return view_query_of(dialect.parse_one(entry.sql))
+
+    def versioned(self, name: str, kind: str, value: int | str) -> str:
+        """The relation naming a table's version (`VERSION AS OF n`) or the version current at an
+        instant (`TIMESTAMP AS OF '...'`)."""
+        table = self.managed(name, "has no versions: only tables created by recsql do")
+        if kind == "TIMESTAMP":
+            try:
+                instant = datetime.datetime.fromisoformat(str(value))
+            except ValueError:
+                raise ProgrammingError(f"TIMESTAMP AS OF takes a timestamp such as '2026-01-31 12:00:00', "
+                                       f"not {value!r}") from None
+            version = table.version_at(instant.replace(tzinfo=None) if instant.tzinfo is None
+                                       else instant.astimezone().replace(tzinfo=None))
+        else:
+            version = int(value)
+        table.snapshot(version)  # an error now if the table has no such version
+        return f"{name.lower()}{VERSION_MARK}{version}"
 
     def names(self) -> dict[str, str]:
         """Every table and view by name, with its kind: table, external, view, or registered (this
@@ -113,25 +162,56 @@ class Catalog:
         except FileNotFoundError:
             return None
 
+    def managed(self, name: str, otherwise: str = "is not a table created by recsql") -> ManagedTable:
+        """The Delta table behind a managed table's name."""
+        base = split_version(name)[0]
+        entry = self.entry(base)
+        if base in self.registered or entry is None or entry.kind != "table":
+            if entry is None and base not in self.registered:
+                raise ProgrammingError(f"table '{base}' not found")
+            raise ProgrammingError(f"'{base}' {otherwise}")
+        root = self.warehouse / entry.path
+        key = str(root)
+        if key not in self.tables:
+            self.tables[key] = ManagedTable(base, root)
+        return self.tables[key]
+
+    def snapshot(self, name: str) -> Snapshot:
+        """The version of a managed table the running statement reads (`t@3`: version 3)."""
+        name = name.lower()
+        if self.pinned is not None and name in self.pinned:
+            return self.pinned[name]
+        snapshot = self.managed(name).snapshot(split_version(name)[1])
+        if self.pinned is not None:
+            self.pinned[name] = snapshot
+        return snapshot
+
     def dataframe(self, name: str) -> DataFrame:
         name = name.lower()
         if name in self.registered:
             return self.registered[name]
-        entry = self.entry(name)
+        entry = self.entry(split_version(name)[0])
         if entry is None or entry.kind == "view":
             raise ProgrammingError(f"table '{name}' not found")
-        return self.read(entry, self.struct_of(entry))
+        if entry.kind == "table":
+            return self.snapshot_frame(self.snapshot(name))
+        return self.read_external(entry, self.struct_of(entry))
+
+    def snapshot_frame(self, snapshot: Snapshot) -> DataFrame:
+        """A snapshot's files as a DataFrame (Spark reads the Parquet files the version lists)."""
+        if not snapshot.files:
+            return self.spark.createDataFrame([], snapshot.schema)
+        return self.spark.read.schema(snapshot.schema).parquet(*[file.path for file in snapshot.files])
 
     def view(self, name: str) -> str:
-        """The name of a Spark temporary view of a table's current data, for SQL. A view is created once
-        per version of the table (its metadata and its files) and kept for the session: a query does not
-        pay for reading the table's metadata into Spark again."""
+        """The name of a Spark temporary view of a table's data, for SQL. A view is created once per
+        version of the table and kept for the session: a query does not pay for it again."""
         name = name.lower()
-        version = self.registered_version.get(name) if name in self.registered else self.file_version(name)
+        version = self.file_version(name)
         known = self.views.get(name)
         if known is not None and known[0] == version:
             return known[1]
-        view = f"recsql_table_{name}_{uuid.uuid4().hex[:8]}"
+        view = f"recsql_table_{name.replace(VERSION_MARK, '_v')}_{uuid.uuid4().hex[:8]}"
         self.dataframe(name).createOrReplaceTempView(view)
         if known is not None:
             self.spark.catalog.dropTempView(known[1])
@@ -139,62 +219,64 @@ class Catalog:
         return view
 
     def file_version(self, name: str) -> str:
-        """What a stored table is at present: its metadata and the fingerprint of its files."""
-        path = self.metadata / f"{name}.json"
-        try:
-            metadata = path.read_text()
-        except FileNotFoundError:
-            raise ProgrammingError(f"table '{name}' not found") from None
-        entry = Entry(**json.loads(metadata))
-        return metadata + (data_version(entry.path) if entry.path else "")
+        """What a table is at present: a managed table's version, a fingerprint of an external one's files."""
+        name = name.lower()
+        if name in self.registered:
+            return self.registered_version[name]
+        entry = self.entry(split_version(name)[0])
+        if entry is None or entry.kind == "view":
+            raise ProgrammingError(f"table '{name}' not found")
+        if entry.kind == "table":
+            return self.snapshot(name).key
+        return json.dumps(entry.__dict__) + data_version(entry.path)
 
-    def read(self, entry: Entry, struct: StructType | None) -> DataFrame:
-        """A table's files as a DataFrame; with no schema given, Spark infers it from the files (a job)."""
+    def read_external(self, entry: Entry, struct: StructType | None) -> DataFrame:
+        """An external table's files as a DataFrame; with no schema given, Spark infers it (a job)."""
         reader = self.spark.read
         if struct is not None:
             reader = reader.schema(struct)
-        if entry.kind == "table":
-            return reader.parquet(entry.path)
         options = dict(entry.options)
         if entry.format == "csv" and struct is None:
             options.setdefault("inferSchema", "true")
         return reader.options(**options).format(entry.format).load(entry.path)
 
     def struct_of(self, entry: Entry) -> StructType:
-        """A table's schema: declared, or inferred from its files and kept in its entry until they change
-        (inferring costs Spark jobs: a query must not pay them for every table it reads)."""
+        """An external table's schema: declared, or inferred from its files and kept in its entry until
+        they change (inferring costs Spark jobs: a query must not pay them for every table it reads)."""
         if entry.struct is not None and entry.inferred_from is None:
             return entry.struct
         version = data_version(entry.path)
         if entry.struct is not None and entry.inferred_from == version:
             return entry.struct
-        struct = self.read(entry, None).schema
+        struct = self.read_external(entry, None).schema
         entry.schema, entry.inferred_from = json.loads(struct.json()), version
-        self._write_entry(entry)
+        if self.entry(entry.name) is not None:
+            self.publish(entry, replace=True)
         return struct
 
     def arrow_table(self, name: str) -> pa.Table | None:
         """A table's rows as Arrow without a Spark job: registered Arrow data, or a managed table whose
-        Parquet files are small; None otherwise."""
+        files are small; None otherwise."""
         name = name.lower()
         if name in self.registered:
             return self.registered_arrow.get(name)
-        entry = self.entry(name)
-        if entry is None or entry.kind != "table" or data_bytes(entry.path) > self.ARROW_STATISTICS_BYTES:
+        entry = self.entry(split_version(name)[0])
+        if entry is None or entry.kind != "table":
             return None
-        return pq.read_table(entry.path, schema=to_arrow_schema(entry.struct))
+        snapshot = self.snapshot(name)
+        return snapshot.read_arrow() if snapshot.bytes <= self.ARROW_STATISTICS_BYTES else None
 
     def schema(self, name: str) -> StructType:
-        """A table's Spark schema (from its catalog entry when it has one: no Spark analysis)."""
+        """A table's Spark schema (from its log or entry: no Spark analysis)."""
         name = name.lower()
-        entry = self.entry(name) if name not in self.registered else None
-        if entry is not None and entry.kind != "view":
+        entry = self.entry(split_version(name)[0]) if name not in self.registered else None
+        if entry is not None and entry.kind == "table":
+            return self.snapshot(name).schema
+        if entry is not None and entry.kind == "external":
             return self.struct_of(entry)
         return self.dataframe(name).schema
 
     # -------------------------------------------------------------- statistics (the optimizer's view)
-
-    ARROW_STATISTICS_BYTES = 64 << 20  # managed tables up to this size are read with Arrow, not Spark
 
     def table_statistics(self, name: str) -> TableStatistics | None:
         """Statistics of a table's current data, gathered on first use and cached per data version."""
@@ -203,13 +285,21 @@ class Catalog:
             if name not in self.registered_statistics:
                 self.registered_statistics[name] = statistics.from_spark(self.registered[name])
             return self.registered_statistics[name]
-        entry = self.entry(name)
+        entry = self.entry(split_version(name)[0])
         if entry is None or entry.kind == "view":
             return None
-        version = data_version(entry.path)
-        if entry.statistics and entry.statistics.get("version") == version:
-            return TableStatistics.from_json(entry.statistics)
-        return self.analyze(name)
+        cached = self.cached_statistics(name)
+        return cached if cached is not None else self.analyze(name)
+
+    def cached_statistics(self, name: str) -> TableStatistics | None:
+        try:
+            data = json.loads(self.statistics_file(name).read_text())
+        except (FileNotFoundError, json.JSONDecodeError):
+            return None
+        return TableStatistics.from_json(data) if data.get("version") == self.file_version(name) else None
+
+    def statistics_file(self, name: str) -> Path:
+        return self.statistics_dir / f"{name.lower()}.json"
 
     def analyze(self, name: str) -> TableStatistics:
         """Gather a table's statistics now (ANALYZE TABLE) and cache them."""
@@ -217,17 +307,13 @@ class Catalog:
         if name in self.registered:
             self.registered_statistics[name] = statistics.from_spark(self.registered[name])
             return self.registered_statistics[name]
-        entry = self.entry(name)
-        if entry is None or entry.kind == "view":
-            raise ProgrammingError(f"table '{name}' not found")
-        version = data_version(entry.path)
-        if entry.kind == "table" and data_bytes(entry.path) <= self.ARROW_STATISTICS_BYTES:
-            table = pq.read_table(entry.path, schema=to_arrow_schema(entry.struct))
+        version = self.file_version(name)
+        table = self.arrow_table(name)
+        if table is not None:
             gathered = statistics.from_arrow(table, version)
         else:
             gathered = statistics.from_spark(self.dataframe(name), version)
-        entry.statistics = gathered.to_json()
-        self._write_entry(entry)
+        write_atomically(self.statistics_file(name), json.dumps(gathered.to_json()))
         return gathered
 
     # -------------------------------------------------------------- changes
@@ -244,49 +330,102 @@ class Catalog:
             self.registered_statistics[name] = statistics.from_arrow(data)
             self.registered_arrow[name] = data
 
-    def create_table(self, name: str, schema: StructType, replace: bool = False) -> None:
-        self._check_new(name, replace)
-        path = self.data / f"{name.lower()}-{uuid.uuid4().hex[:12]}"
-        path.mkdir(parents=True)
-        self._write_entry(Entry(name.lower(), "table", json.loads(schema.json()), str(path)))
+    def create_table(self, name: str, schema: StructType, rows: Rows | None = None, replace: bool = False,
+                     statement: str = "") -> int:
+        """CREATE [OR REPLACE] TABLE [AS SELECT]: one commit. Replacing a managed table is a new version
+        of it (the old ones stay readable); a new table appears under its name only once complete.
+        Returns the rows written."""
+        name = name.lower()
+        existing = self.entry(name)
+        if existing is not None and not replace:
+            raise ProgrammingError(f"{'view' if existing.kind == 'view' else 'table'} '{name}' already exists")
+        operation = ("CREATE OR REPLACE TABLE" if replace else
+                     "CREATE TABLE AS SELECT" if rows is not None else "CREATE TABLE")
+        if existing is not None and existing.kind == "table":
+            table = self.managed(name)
+            before = table.snapshot()
+            return self.write(table, [rows] if rows is not None else [], schema, lambda files: table.commit(
+                before, files, before.files, schema, operation, statement))
+        relative = Path("tables") / f"{name}-{uuid.uuid4().hex[:12]}"
+        root = self.warehouse / relative
+        table = ManagedTable(name, root)
+        root.mkdir(parents=True)
+        try:
+            written = self.write(table, [rows] if rows is not None else [], schema, lambda files: ManagedTable.create(
+                name, root, schema, files, operation, statement))
+            self.publish(Entry(name, "table", path=relative.as_posix()), replace=existing is not None)
+        except BaseException:
+            shutil.rmtree(root, ignore_errors=True)
+            raise
+        if existing is not None:
+            self.remove_data(existing)
+        return written
 
-    def create_table_as(self, name: str, frame: DataFrame, replace: bool = False) -> None:
-        self._check_new(name, replace)
-        path = self.data / f"{name.lower()}-{uuid.uuid4().hex[:12]}"
-        frame.write.parquet(str(path))
-        self._write_entry(Entry(name.lower(), "table", json.loads(frame.schema.json()), str(path)))
+    def write(self, table: ManagedTable, parts: list[Rows], schema: StructType, commit) -> int:
+        """Write rows as files of `table` and commit them with `commit(files)`; the files of a failed write
+        or commit are removed. Rows computed in this process are written with Arrow; Spark's by Spark, in
+        parallel, into a staging directory of the table. Returns the rows written."""
+        files, staging = [], []
+        try:
+            for rows in parts:
+                if isinstance(rows, pa.Table):
+                    files += table.write_arrow(self.conform(table.name, rows, schema), schema)
+                    continue
+                staging.append(table.staging_directory())
+                renamed = self.conform(table.name, rows, schema).toDF(*schema.fieldNames())
+                columns = [renamed[f"`{f.name}`"].cast(f.dataType) for f in schema.fields]
+                renamed.select(*columns).write.parquet(str(staging[-1]))
+                files += parquet_files(staging[-1])
+            commit(files)
+        except BaseException:
+            table.discard(files, staging)
+            raise
+        return sum(file.rows for file in files)
+
+    @staticmethod
+    def conform(name: str, rows: Rows, schema: StructType) -> Rows:
+        width = rows.num_columns if isinstance(rows, pa.Table) else len(rows.columns)
+        if width != len(schema.fields):
+            raise ProgrammingError(f"'{name}' has {len(schema.fields)} columns but the rows written have {width}")
+        return rows
+
+    def insert(self, name: str, rows: Rows, operation: str, statement: str) -> int:
+        """Append rows (columns in the table's order) in one commit; returns their number."""
+        table = self.insertable(name)
+        schema = table.snapshot().schema
+        return self.write(table, [rows], schema, lambda files: table.append(files, schema, operation, statement))
+
+    def rewrite(self, name: str, snapshot: Snapshot, parts: list[Rows], operation: str, statement: str) -> None:
+        """Replace every row of `snapshot` by `parts` in one commit (DELETE, UPDATE, MERGE)."""
+        table = self.insertable(name)
+        self.write(table, parts, snapshot.schema, lambda files: table.commit(
+            snapshot, files, snapshot.files, snapshot.schema, operation, statement))
+
+    def insertable(self, name: str) -> ManagedTable:
+        if split_version(name)[1] is not None:
+            raise ProgrammingError(f"'{name}' is an old version of a table: it cannot be changed")
+        return self.managed(name, "cannot be changed: only tables created with CREATE TABLE can "
+                                  "(it is a registered, external or view name)")
 
     def create_external(self, name: str, format: str, path: str, options: dict, schema: StructType | None) -> None:
-        self._check_new(name, False)
+        if self.entry(name) is not None:
+            raise ProgrammingError(f"table '{name}' already exists")
         if not Path(path).exists():
             raise ProgrammingError(f"path '{path}' of table '{name}' does not exist")
         entry = Entry(name.lower(), "external", json.loads(schema.json()) if schema else None, path, format, options)
-        self._write_entry(entry)
-        try:
-            self.struct_of(entry)  # fail now, not at the first query, if the file cannot be read
-        except Exception:
-            self._remove_entry(name)
-            raise
+        self.struct_of(entry)  # fail now, not at the first query, if the file cannot be read
+        self.publish(entry, replace=False)
 
     def create_view(self, name: str, sql: str, replace: bool = False) -> None:
-        self._check_new(name, replace)
-        self._write_entry(Entry(name.lower(), "view", sql=sql))
+        existing = self.entry(name)
+        if existing is not None and not replace:
+            raise ProgrammingError(f"{'view' if existing.kind == 'view' else 'table'} '{name}' already exists")
+        self.publish(Entry(name.lower(), "view", sql=sql), replace=replace)
+        if existing is not None:
+            self.remove_data(existing)
 
-    def insert(self, name: str, table: pa.Table) -> None:
-        """Append rows given as an Arrow table whose columns are in the table's order."""
-        entry = self._managed(name)
-        schema = to_arrow_schema(entry.struct)
-        columns = [table.column(i).cast(schema.field(i).type) for i in range(table.num_columns)]
-        batch = pa.Table.from_arrays(columns, schema=schema)
-        pq.write_table(batch, str(Path(entry.path) / f"part-{uuid.uuid4().hex}.parquet"))
-
-    def insert_frame(self, name: str, frame: DataFrame) -> None:
-        entry = self._managed(name)
-        fields = entry.struct.fields
-        if len(frame.columns) != len(fields):
-            raise ProgrammingError(f"'{name}' has {len(fields)} columns but the inserted rows have {len(frame.columns)}")
-        renamed = frame.toDF(*[f.name for f in fields])
-        renamed.select(*[renamed[f"`{f.name}`"].cast(f.dataType) for f in fields]).write.mode("append").parquet(entry.path)
+    def history(self, name: str) -> list:
+        return self.managed(name, "has no history: only tables created by recsql do").history()
 
     def drop(self, name: str, kind: str, if_exists: bool) -> None:
         name = name.lower()
@@ -301,34 +440,50 @@ class Catalog:
             if if_exists:
                 return
             raise ProgrammingError(f"{kind} '{name}' not found")
-        self._remove_entry(name)
-        if entry.kind == "table":
-            shutil.rmtree(entry.path, ignore_errors=True)
+        tombstone = self.metadata / f".dropped-{name}-{uuid.uuid4().hex}"
+        try:
+            os.rename(self.metadata / f"{name}.json", tombstone)  # the name is gone at once, or was already
+        except FileNotFoundError:
+            if if_exists:
+                return
+            raise ProgrammingError(f"{kind} '{name}' not found (dropped by another statement)") from None
+        self.statistics_file(name).unlink(missing_ok=True)
+        self.finish_drops()
 
     # -------------------------------------------------------------- helpers
 
-    def _managed(self, name: str) -> Entry:
-        entry = self.entry(name)
-        if name.lower() in self.registered or entry is None or entry.kind != "table":
-            kind = "a registered table" if name.lower() in self.registered else "not a managed table"
-            raise ProgrammingError(f"cannot insert into '{name}': {kind}")
-        return entry
+    def finish_drops(self) -> None:
+        """Remove the data of dropped tables (also of drops a dead process left half done)."""
+        for tombstone in self.metadata.glob(".dropped-*"):
+            with contextlib.suppress(FileNotFoundError, json.JSONDecodeError):
+                self.remove_data(Entry(**json.loads(tombstone.read_text())))
+            tombstone.unlink(missing_ok=True)
 
-    def _check_new(self, name: str, replace: bool) -> None:
-        existing = self.entry(name)
-        if existing is not None and not replace:
-            raise ProgrammingError(f"{existing.kind if existing.kind == 'view' else 'table'} '{name}' already exists")
-        if existing is not None and existing.kind == "table":
-            shutil.rmtree(existing.path, ignore_errors=True)
+    def remove_data(self, entry: Entry) -> None:
+        if entry.kind == "table" and entry.path:
+            self.tables.pop(str(self.warehouse / entry.path), None)
+            shutil.rmtree(self.warehouse / entry.path, ignore_errors=True)
 
-    def _write_entry(self, entry: Entry) -> None:
+    def publish(self, entry: Entry, replace: bool) -> None:
+        """Make an entry visible under its name: a new name only if no other statement took it first."""
         target = self.metadata / f"{entry.name}.json"
+        if replace:
+            write_atomically(target, json.dumps(entry.__dict__))
+            return
         temporary = self.metadata / f".{entry.name}.{uuid.uuid4().hex}.tmp"
         temporary.write_text(json.dumps(entry.__dict__))
-        os.replace(temporary, target)
+        try:
+            os.link(temporary, target)
+        except FileExistsError:
+            raise ProgrammingError(f"table '{entry.name}' already exists (created by another statement)") from None
+        finally:
+            temporary.unlink(missing_ok=True)
 
-    def _remove_entry(self, name: str) -> None:
-        (self.metadata / f"{name.lower()}.json").unlink(missing_ok=True)
+
+def write_atomically(target: Path, text: str) -> None:
+    temporary = target.with_name(f".{target.name}.{uuid.uuid4().hex}.tmp")
+    temporary.write_text(text)
+    os.replace(temporary, target)
 
 
 def data_files(path: str) -> list[Path]:
@@ -339,7 +494,7 @@ def data_files(path: str) -> list[Path]:
 
 
 def data_version(path: str) -> str:
-    """A fingerprint of a table's data files (names, sizes, modification times)."""
+    """A fingerprint of an external table's files (names, sizes, modification times)."""
     parts = []
     for file in data_files(path):
         status = file.stat()
@@ -347,6 +502,37 @@ def data_version(path: str) -> str:
     return hashlib.sha1("|".join(parts).encode()).hexdigest()[:16]
 
 
-def data_bytes(path: str) -> int:
-    return sum(file.stat().st_size for file in data_files(path))
+# ------------------------------------------------------------------ upgrading older warehouses
 
+
+def upgrade(catalog: Catalog) -> None:
+    """A warehouse of format 1 (a directory of Parquet files per managed table) becomes format 2: each
+    such table gets a Delta log whose version 0 lists its files, where they are. Said in a warning."""
+    mark = catalog.warehouse / "format.json"
+    try:
+        found = json.loads(mark.read_text())["format"]
+    except FileNotFoundError:
+        found = 1
+    except (json.JSONDecodeError, KeyError):
+        raise OperationalError(f"the warehouse {catalog.warehouse} has an unreadable format.json") from None
+    if found > FORMAT:
+        raise OperationalError(f"the warehouse {catalog.warehouse} is of format {found}, written by a newer "
+                               f"recsql (this one reads format {FORMAT} and older): upgrade recsql")
+    if found == FORMAT:
+        return
+    upgraded = []
+    for path in sorted(catalog.metadata.glob("*.json")):
+        data = json.loads(path.read_text())
+        if data.get("kind") != "table" or data.get("format") == "delta":
+            continue
+        root = Path(data["path"])
+        if not (root / "_delta_log").exists():
+            ManagedTable.create(data["name"], root, StructType.fromJson(data["schema"]), parquet_files(root),
+                                "CREATE TABLE", "(upgraded from a recsql warehouse of format 1)")
+        relative = os.path.relpath(root, catalog.warehouse)
+        write_atomically(path, json.dumps(Entry(data["name"], "table", path=relative).__dict__))
+        upgraded.append(data["name"])
+    write_atomically(mark, json.dumps({"format": FORMAT}))
+    if upgraded:
+        warnings.warn(f"recsql: the warehouse {catalog.warehouse} was upgraded to format {FORMAT}: the tables "
+                      f"{', '.join(upgraded)} are now Delta Lake tables", Warning, stacklevel=3)

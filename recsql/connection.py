@@ -22,6 +22,8 @@ from recsql.spark_errors import spark_errors
 DEFAULT_SPARK_CONF = {
     "spark.ui.showConsoleProgress": "false",
     "spark.sql.shuffle.partitions": "4",
+    # tables are Delta Lake tables: timestamps as Delta stores them (not Spark's legacy INT96)
+    "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
 }
 
 

@@ -12,12 +12,13 @@ from typing import Any, Iterator, Sequence
 
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql.types import DataType, StructType
+from pyspark.sql.types import DataType, StructField, StructType
 from sqlglot import exp
 
-from recsql import analysis, planner
+from recsql import analysis, dml, planner
 from recsql.cancellation import Cancellation
-from recsql.catalog import Catalog, view_query_of
+from recsql.catalog import Catalog, Rows, view_query_of
+from recsql.engine.answer import Answer
 from recsql.engine.executor import Executor, Progress, ProgressListener
 from recsql.engine.trace import Trace
 from recsql.errors import DataError, NotSupportedError, ProgrammingError
@@ -61,7 +62,7 @@ class Session:
 
     def execute(self, sql: str, params: Sequence[Any] | None = None) -> Result:
         statement = bind(parse_single(sql), params)
-        with self.cancellation.statement(sql), translation_errors(), spark_errors():
+        with self.cancellation.statement(sql), self.catalog.statement(), translation_errors(), spark_errors():
             return self.dispatch(statement, sql)
 
     def report(self, event: Progress) -> None:
@@ -80,8 +81,8 @@ class Session:
         if isinstance(values, exp.Values) and all(
             isinstance(cell, exp.Placeholder) for row in values.expressions for cell in row.expressions
         ) and len(values.expressions) == 1:
-            with spark_errors():
-                return self.insert_rows(statement, [tuple(row) for row in rows])
+            with self.catalog.statement(), spark_errors():
+                return self.insert_rows(statement, [tuple(row) for row in rows], sql)
         total = 0
         for row in rows:
             total += max(self.execute(sql, row).rowcount, 0)
@@ -99,13 +100,17 @@ class Session:
         if isinstance(statement, exp.Drop):
             return self.drop(statement)
         if isinstance(statement, exp.Insert):
-            return self.insert(statement)
+            return self.insert(statement, sql)
+        if isinstance(statement, (exp.Delete, exp.Update, exp.Merge)):
+            return self.change(statement, sql)
         if isinstance(statement, exp.Set):
             return self.set(statement)
         if isinstance(statement, exp.Analyze):
             return self.analyze(statement)
         if isinstance(statement, exp.Show):
             return self.show_tables()
+        if isinstance(statement, exp.Describe) and (statement.args.get("style") or "").upper() == "HISTORY":
+            return self.history(statement.this.name)
         if isinstance(statement, exp.Describe):
             return self.describe(statement.this.name)
         keyword = statement.sql(dialect="spark").split()[0].upper() if statement.sql() else "?"
@@ -122,9 +127,17 @@ class Session:
         partitions = int(self.spark.conf.get("spark.sql.shuffle.partitions") or 4)
         return CostModel(parallelism=partitions)
 
-    def dataframe(self, query: exp.Expression) -> DataFrame:
-        plan = self.plan(query)
-        return self.executor().run(plan)
+    def rows(self, query: exp.Expression) -> tuple[StructType, Rows]:
+        """A query's rows to write, with their schema: Arrow when the query runs in this process, else a
+        Spark DataFrame (never collected: Spark writes it)."""
+        result = self.executor().result(self.plan(query))
+        if isinstance(result, Answer):
+            fields = [StructField(name, data_type) for name, data_type in zip(result.names, result.types)]
+            return StructType(fields), result.table
+        return result.schema, result
+
+    def count(self, query: exp.Query) -> int:
+        return self.executor().fetch(self.plan(query)).table.column(0)[0].as_py()
 
     def query(self, query: exp.Expression) -> Result:
         answer = self.executor().fetch(self.plan(query))
@@ -171,8 +184,8 @@ class Session:
         if create.expression is not None:
             if file_format:
                 raise NotSupportedError("CREATE TABLE ... USING ... AS SELECT is not supported")
-            self.catalog.create_table_as(name, self.dataframe(create.expression), replace)
-            return Result()
+            schema, rows = self.rows(create.expression)
+            return Result(rowcount=self.catalog.create_table(name, schema, rows, replace, sql))
         if file_format:
             if file_format not in ("csv", "parquet", "json", "orc"):
                 raise NotSupportedError(f"USING {file_format} is not supported (csv, parquet, json, orc are)")
@@ -186,7 +199,7 @@ class Session:
             return Result()
         if schema is None:
             raise ProgrammingError(f"CREATE TABLE {name} needs a column list, AS SELECT, or USING")
-        self.catalog.create_table(name, schema, replace)
+        self.catalog.create_table(name, schema, None, replace, sql)
         return Result()
 
     def drop(self, drop: exp.Drop) -> Result:
@@ -197,7 +210,7 @@ class Session:
             self.catalog.drop(table.name, kind, bool(drop.args.get("exists")))
         return Result()
 
-    def insert(self, insert: exp.Insert) -> Result:
+    def insert(self, insert: exp.Insert, sql: str) -> Result:
         target = insert.this
         if isinstance(target, exp.Schema):
             raise NotSupportedError("INSERT with a column list is not supported; give values for every column")
@@ -205,19 +218,16 @@ class Session:
         if isinstance(source, exp.Values):
             rows = [literal_row(row) for row in source.expressions]
             if all(row is not None for row in rows):
-                return self.insert_rows(insert, rows)
-        frame = self.dataframe(source).localCheckpoint(eager=True)  # computed once: counted, then written
-        count = frame.count()
-        self.catalog.insert_frame(target.name, frame)
-        return Result(rowcount=count)
+                return self.insert_rows(insert, rows, sql)
+        self.catalog.insertable(target.name)
+        _, rows = self.rows(source)
+        return Result(rowcount=self.catalog.insert(target.name, rows, "INSERT", sql))
 
-    def insert_rows(self, insert: exp.Insert, rows: list[tuple]) -> Result:
+    def insert_rows(self, insert: exp.Insert, rows: list[tuple], sql: str) -> Result:
         """Rows of Python values straight into a Parquet file: no Spark job for INSERT ... VALUES."""
         name = insert.this.name
-        entry = self.catalog.entry(name)
-        if entry is None or entry.kind != "table":
-            raise ProgrammingError(f"cannot insert into '{name}': not a table created with CREATE TABLE")
-        fields = entry.struct.fields
+        self.catalog.insertable(name)
+        fields = self.catalog.schema(name).fields
         for number, row in enumerate(rows, start=1):
             if len(row) != len(fields):
                 raise ProgrammingError(f"row {number} has {len(row)} values but table '{name}' has {len(fields)} columns")
@@ -229,10 +239,53 @@ class Session:
             except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError) as error:
                 raise DataError(f"column '{spark_field.name}' of '{name}': {error}") from None
         try:
-            self.catalog.insert(name, pa.Table.from_arrays(columns, names=[f.name for f in fields]))
+            self.catalog.insert(name, pa.Table.from_arrays(columns, names=[f.name for f in fields]), "INSERT", sql)
         except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as error:
             raise DataError(f"cannot store the values in '{name}': {error}") from None
         return Result(rowcount=len(rows))
+
+    def change(self, statement: exp.Delete | exp.Update | exp.Merge, sql: str) -> Result:
+        """DELETE, UPDATE, MERGE: the table's new rows computed from one snapshot, committed at once."""
+        name, _ = dml.target_table(statement.this, statement.key.upper())
+        self.catalog.insertable(name)
+        snapshot = self.catalog.snapshot(name)
+        columns = tuple(field.name.lower() for field in snapshot.schema.fields)
+        if isinstance(statement, exp.Delete):
+            rewrite = dml.delete(statement, columns)
+        elif isinstance(statement, exp.Update):
+            rewrite = dml.update(statement, columns)
+        else:
+            rewrite = dml.merge(statement, columns, self.merge_source_columns(statement.args["using"]))
+        if rewrite.duplicates is not None and self.count(rewrite.duplicates) > snapshot.rows:
+            raise DataError(f"MERGE INTO {name}: a row of '{name}' matches more than one source row")
+        affected = sum(self.count(query) for query in rewrite.counts)
+        operation = statement.key.upper()
+        added = [self.rows(rewrite.added)[1]] if rewrite.added is not None else []
+        if rewrite.kept is None and added:  # MERGE that only inserts: an append
+            self.catalog.insert(name, added[0], operation, sql)
+        elif rewrite.kept is not None:
+            self.catalog.rewrite(name, snapshot, [self.rows(rewrite.kept)[1], *added], operation, sql)
+        return Result(rowcount=affected)
+
+    def merge_source_columns(self, using: exp.Expression) -> tuple[str, ...]:
+        if isinstance(using, exp.Subquery):
+            return tuple(c.lower() for c in translate(using.this, self.catalog).output_columns)
+        columns = self.columns(using.name)
+        if not columns:
+            raise ProgrammingError(f"table or view '{using.name}' not found")
+        return tuple(c.lower() for c in columns)
+
+    def history(self, name: str) -> Result:
+        """DESCRIBE HISTORY t: the table's versions, newest first."""
+        commits = self.catalog.history(name)
+        data = pa.table({
+            "version": pa.array([c.version for c in commits], pa.int64()),
+            "timestamp": pa.array([c.timestamp for c in commits], pa.timestamp("us")),
+            "operation": [c.operation for c in commits],
+            "statement": [c.statement for c in commits],
+        })
+        return Result(["version", "timestamp", "operation", "statement"],
+                      ["bigint", "timestamp", "string", "string"], data, data.num_rows)
 
     def analyze(self, statement: exp.Analyze) -> Result:
         """ANALYZE TABLE t [COMPUTE STATISTICS]: gather the optimizer's statistics now; returns them."""

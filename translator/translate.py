@@ -43,6 +43,9 @@ class SchemaProvider(Protocol):
 
     def view_query(self, name: str) -> exp.Expression | None: ...
 
+    def versioned(self, name: str, kind: str, value: int | str) -> str:
+        """The name of a table's version (kind VERSION: a number; TIMESTAMP: the version of that time)."""
+
 
 def translate(query: exp.Expression, catalog: SchemaProvider) -> Program:
     """Translate a query (SELECT, set operation, WITH ...) into a Program whose output is its answer."""
@@ -470,7 +473,11 @@ class Translator:
             name = node.name.lower()
             if node.args.get("db"):
                 raise UnsupportedError.at_node(f"qualified table names ('{node.sql()}') are not supported", node)
-            relation, columns = self.resolve_table(name, env, node)
+            version = node.args.get("version")
+            if version is not None:
+                relation, columns = self.resolve_table(self.table_version(name, version, env), {}, node)
+            else:
+                relation, columns = self.resolve_table(name, env, node)
             alias = alias or name
         elif isinstance(node, (exp.Subquery, exp.Values)):
             inner = node.this if isinstance(node, exp.Subquery) else node
@@ -501,6 +508,18 @@ class Translator:
             relation = self.translate_view(name, view, node)
             return relation, self.program.relations[relation].columns
         raise TranslationError.at_node(f"table or view '{name}' not found", node)
+
+    def table_version(self, name: str, version: exp.Version, env: dict[str, str]) -> str:
+        """`t VERSION AS OF 3` / `t TIMESTAMP AS OF '...'`: the relation the catalog names that version by."""
+        kind = str(version.this).upper()
+        value = version.expression
+        if isinstance(value, exp.Cast) and isinstance(value.this, exp.Literal):  # TIMESTAMP '...'
+            value = value.this
+        if name in env or not isinstance(value, exp.Literal) or kind not in ("VERSION", "TIMESTAMP"):
+            raise UnsupportedError.at_node(f"{kind} AS OF takes a table and a literal version or timestamp", version)
+        if kind == "VERSION" and not (value.is_int and int(value.name) >= 0):
+            raise TranslationError.at_node(f"VERSION AS OF takes a version number, not {value.sql()}", version)
+        return self.catalog.versioned(name, kind, int(value.name) if kind == "VERSION" else value.name)
 
     def translate_view(self, name: str, query: exp.Expression, node: exp.Expression) -> str:
         if name in self.views:

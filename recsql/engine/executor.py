@@ -70,8 +70,13 @@ class Executor:
         self.rule_sql = SparkRuleSQL()
 
     def fetch(self, plan: Plan) -> Answer:
-        """The answer of the plan's program as Arrow: computed in this process when the whole plan can
-        be (no Spark job at all), else on Spark and collected."""
+        """The answer of the plan's program as Arrow (collected from Spark when it ran there)."""
+        result = self.result(plan)
+        return result if isinstance(result, Answer) else Answer.of(result)
+
+    def result(self, plan: Plan) -> Answer | DataFrame:
+        """The answer computed in this process when the whole plan can be (no Spark job at all), else
+        on Spark, as a DataFrame not yet collected."""
         local = self.local_program(plan)
         tables = self.arrow_inputs(plan) if local is not None else None
         if local is not None and tables is not None:
@@ -79,7 +84,7 @@ class Executor:
                 return local.run(tables)
             except CapacityExceeded as exceeded:
                 self.outgrow(exceeded)
-        return Answer.of(self.run(plan))
+        return self.run(plan)
 
     def outgrow(self, exceeded: CapacityExceeded) -> None:
         """A stratum planned LOCAL derived more facts than its capacity: it runs on Spark from scratch."""

@@ -1,0 +1,318 @@
+"""Managed tables as Delta Lake tables: a directory of Parquet files and a transaction log.
+
+Every change is one commit to the log (`_delta_log/NNN.json`), made visible by creating that file only if
+no other writer created it first. A statement that fails, or whose process dies, before its commit leaves
+files that no version lists: readers never see them. Readers take a snapshot (one version's schema and
+files) and read exactly those files, so a query is never disturbed by a writer, and any earlier version
+can be read again (time travel).
+
+delta-rs (the `deltalake` package) reads the log, checkpoints it, and makes the commits that remove files.
+A blind append (INSERT) is committed here directly: it only adds files, so by the Delta protocol it
+conflicts with no concurrent commit but a change of the table's schema, and a commit file of our own costs
+a fraction of a millisecond where delta-rs takes several. Spark with the Delta connector reads the same
+directory as a Delta table; without the connector, Spark is handed a snapshot's Parquet files.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import json
+import os
+import shutil
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable, Iterator
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from deltalake import DeltaTable, Schema
+from deltalake.exceptions import CommitFailedError, DeltaError
+from deltalake.transaction import AddAction, CommitProperties, RemoveAction, create_table_with_add_actions
+from pyspark.sql.pandas.types import to_arrow_schema
+from pyspark.sql.types import StructType
+
+from recsql.errors import NotSupportedError, OperationalError, ProgrammingError
+
+CHECKPOINT_INTERVAL = 100  # Delta's default: a checkpoint of the log every 100 versions
+OPERATION = "recsql.operation"  # commit metadata: the SQL operation (Delta's own key is delta-rs's to set)
+STATEMENT = "recsql.statement"  # commit metadata: the statement's text
+
+
+@dataclass(frozen=True)
+class DataFile:
+    path: str  # absolute
+    size: int
+    rows: int
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """One version of a table: what every reader of that version sees."""
+
+    root: str
+    version: int
+    schema: StructType
+    files: tuple[DataFile, ...]
+
+    @property
+    def key(self) -> str:
+        """Names this version of this table among all tables and versions (for caches)."""
+        return f"{self.root}@{self.version}"
+
+    @property
+    def bytes(self) -> int:
+        return sum(file.size for file in self.files)
+
+    @property
+    def rows(self) -> int:
+        return sum(file.rows for file in self.files)
+
+    @property
+    def arrow_schema(self) -> pa.Schema:
+        return to_arrow_schema(self.schema)
+
+    def read_arrow(self) -> pa.Table:
+        """The rows as Arrow, read from the Parquet files in this process."""
+        if not self.files:
+            return self.arrow_schema.empty_table()
+        return pq.ParquetDataset([file.path for file in self.files], schema=self.arrow_schema).read()
+
+
+@dataclass(frozen=True)
+class Commit:
+    version: int
+    timestamp: datetime.datetime
+    operation: str
+    statement: str
+
+
+class ManagedTable:
+    """One Delta table directory. Keeps the latest log state it has read, and reads only what was
+    committed since."""
+
+    def __init__(self, name: str, root: Path):
+        self.name = name
+        self.root = Path(root)
+        self.log = self.root / "_delta_log"
+        self._latest: DeltaTable | None = None
+        self._snapshots: dict[int, Snapshot] = {}
+
+    # -------------------------------------------------------------- creating
+
+    @classmethod
+    def create(cls, name: str, root: Path, schema: StructType, files: Iterable[DataFile] = (),
+               operation: str = "CREATE TABLE", statement: str = "") -> "ManagedTable":
+        """A new table whose version 0 holds `files` (written under `root` already)."""
+        root.mkdir(parents=True, exist_ok=True)
+        with delta_errors(name, root):
+            create_table_with_add_actions(
+                str(root), delta_schema(schema), [add_action(root, file) for file in files], mode="error",
+                commit_properties=commit_properties(operation, statement),
+            )
+        return cls(name, root)
+
+    # -------------------------------------------------------------- reading
+
+    def snapshot(self, version: int | None = None) -> Snapshot:
+        """The latest version, or the one given (ProgrammingError when the table has no such version)."""
+        if version is None:
+            version = self.latest().version()
+        known = self._snapshots.get(version)
+        if known is not None:
+            return known
+        table = self.latest() if version == self.latest().version() else self.at_version(version)
+        snapshot = self.snapshot_of(table)
+        self._snapshots[version] = snapshot
+        return snapshot
+
+    def latest(self) -> DeltaTable:
+        """The log's state at its newest commit; the log is read again only when it has a newer one."""
+        with delta_errors(self.name, self.root):
+            if self._latest is None:
+                self._latest = DeltaTable(str(self.root))
+            elif (self.log / commit_name(self._latest.version() + 1)).exists():
+                self._latest.update_incremental()
+        check_readable(self.name, self._latest)
+        return self._latest
+
+    def at_version(self, version: int) -> DeltaTable:
+        latest = self.latest().version()
+        if not 0 <= version <= latest:
+            raise ProgrammingError(f"table '{self.name}' has no version {version} (its versions are 0 to {latest})")
+        with delta_errors(self.name, self.root):
+            table = DeltaTable(str(self.root), version=version)
+        check_readable(self.name, table)
+        return table
+
+    def snapshot_of(self, table: DeltaTable) -> Snapshot:
+        actions = pa.table(table.get_add_actions(flatten=True))
+        paths = actions.column("path").to_pylist()
+        sizes = actions.column("size_bytes").to_pylist()
+        counts = actions.column("num_records").to_pylist()
+        files = tuple(DataFile(str(self.root / path), size, rows if rows is not None else -1)
+                      for path, size, rows in zip(paths, sizes, counts))
+        schema = StructType.fromJson(json.loads(table.schema().to_json()))
+        return Snapshot(str(self.root), table.version(), schema, files)
+
+    def version_at(self, instant: datetime.datetime) -> int:
+        """The version current at `instant`: the newest committed at or before it."""
+        commits = [commit for commit in self.history() if commit.timestamp <= instant]
+        if not commits:
+            first = min(commit.timestamp for commit in self.history())
+            raise ProgrammingError(f"table '{self.name}' did not exist at {instant} (its first version is of {first})")
+        return max(commit.version for commit in commits)
+
+    def history(self) -> list[Commit]:
+        """Every version, newest first."""
+        with delta_errors(self.name, self.root):
+            entries = self.latest().history()
+        return [
+            Commit(entry["version"], datetime.datetime.fromtimestamp(entry["timestamp"] / 1000),
+                   entry.get(OPERATION) or entry.get("operation", ""), entry.get(STATEMENT, ""))
+            for entry in entries
+        ]
+
+    # -------------------------------------------------------------- writing
+
+    def new_file_path(self) -> Path:
+        return self.root / f"part-{uuid.uuid4().hex}.parquet"
+
+    def staging_directory(self) -> Path:
+        """A directory for a writer's files (Spark's); nothing in it is part of the table until committed."""
+        return self.root / f"write-{uuid.uuid4().hex}"
+
+    def write_arrow(self, data: pa.Table, schema: StructType) -> list[DataFile]:
+        """Write rows (in the table's column order) as a Parquet file of the table; not yet committed."""
+        if data.num_rows == 0:
+            return []
+        arrow_schema = to_arrow_schema(schema)
+        columns = [data.column(i).cast(arrow_schema.field(i).type) for i in range(data.num_columns)]
+        path = self.new_file_path()
+        pq.write_table(pa.Table.from_arrays(columns, schema=arrow_schema), str(path))
+        return [DataFile(str(path), path.stat().st_size, data.num_rows)]
+
+    def append(self, files: list[DataFile], schema: StructType, operation: str, statement: str) -> None:
+        """Commit files that only add rows (a blind append). Committed directly: the next version's
+        commit file is created unless another writer created it first; then the commit goes after it,
+        unless that writer changed the table's schema."""
+        if not files:
+            return
+        actions = [
+            {"commitInfo": {"timestamp": now_ms(), "operation": "WRITE", "operationParameters": {"mode": "Append"},
+                            "isBlindAppend": True, OPERATION: operation, STATEMENT: statement}},
+            *({"add": add_entry(self.root, file)} for file in files),
+        ]
+        text = "\n".join(json.dumps(action) for action in actions) + "\n"
+        temporary = self.log / f".{uuid.uuid4().hex}.json.tmp"
+        temporary.write_text(text)
+        try:
+            version = self.latest().version() + 1
+            while True:
+                try:
+                    os.link(temporary, self.log / commit_name(version))
+                    break
+                except FileExistsError:  # another writer committed this version: go after it
+                    if self.latest().schema().to_json() != delta_schema(schema).to_json():
+                        raise OperationalError(f"table '{self.name}' was changed by another statement while "
+                                               "rows were being inserted; run the INSERT again") from None
+                    version = self.latest().version() + 1
+        finally:
+            temporary.unlink(missing_ok=True)
+        if version % CHECKPOINT_INTERVAL == 0:
+            with delta_errors(self.name, self.root):
+                self.latest().create_checkpoint()
+
+    def commit(self, snapshot: Snapshot, add: list[DataFile], remove: Iterable[DataFile], schema: StructType,
+               operation: str, statement: str) -> None:
+        """Commit a change computed from `snapshot` (files removed and added) through delta-rs, which
+        refuses it if a commit since the snapshot touched the same files. A changed schema replaces the
+        table's schema (CREATE OR REPLACE)."""
+        with delta_errors(self.name, self.root):
+            table = DeltaTable(str(self.root), version=snapshot.version)
+            properties = commit_properties(operation, statement)
+            if schema != snapshot.schema:  # an overwrite whose metadata carries the new schema
+                table.create_write_transaction([add_action(self.root, file) for file in add], mode="overwrite",
+                                               schema=delta_schema(schema), commit_properties=properties)
+                return
+            removed = [RemoveAction(relative(self.root, file.path), True, now_ms(), file.size, {}) for file in remove]
+            table.create_write_transaction(removed + [add_action(self.root, file) for file in add], mode="append",
+                                           schema=delta_schema(schema), commit_properties=properties)
+
+    def discard(self, files: Iterable[DataFile], directories: Iterable[Path]) -> None:
+        """Remove files written for a commit that did not happen."""
+        for file in files:
+            Path(file.path).unlink(missing_ok=True)
+        for directory in directories:
+            shutil.rmtree(directory, ignore_errors=True)
+
+
+# ------------------------------------------------------------------ helpers
+
+
+def parquet_files(directory: Path) -> list[DataFile]:
+    """The Parquet files a writer (Spark) left in a directory, with their row counts (from the footers)."""
+    return [DataFile(str(path), path.stat().st_size, pq.read_metadata(str(path)).num_rows)
+            for path in sorted(Path(directory).rglob("*.parquet")) if not path.name.startswith((".", "_"))]
+
+
+def delta_schema(schema: StructType) -> Schema:
+    """Delta's schema is Spark's StructType JSON: the same types, the same names."""
+    nullable = StructType([field.__class__(field.name, field.dataType, True) for field in schema.fields])
+    return Schema.from_json(nullable.json())
+
+
+def commit_name(version: int) -> str:
+    return f"{version:020}.json"
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def relative(root: Path, path: str) -> str:
+    return Path(path).relative_to(root).as_posix()
+
+
+def add_entry(root: Path, file: DataFile) -> dict:
+    return {"path": relative(root, file.path), "partitionValues": {}, "size": file.size,
+            "modificationTime": now_ms(), "dataChange": True, "stats": json.dumps({"numRecords": file.rows})}
+
+
+def add_action(root: Path, file: DataFile) -> AddAction:
+    entry = add_entry(root, file)
+    return AddAction(entry["path"], entry["size"], {}, entry["modificationTime"], True, entry["stats"])
+
+
+def commit_properties(operation: str, statement: str) -> CommitProperties:
+    return CommitProperties(custom_metadata={OPERATION: operation, STATEMENT: statement})
+
+
+def check_readable(name: str, table: DeltaTable) -> None:
+    """Files are read as the log lists them: a table that needs more of a reader (deletion vectors, column
+    mapping) is refused, not read wrong."""
+    protocol = table.protocol()
+    if protocol.min_reader_version > 1:
+        features = ", ".join(protocol.reader_features or [f"reader version {protocol.min_reader_version}"])
+        raise NotSupportedError(f"table '{name}' uses Delta features recsql cannot read yet: {features}")
+
+
+@contextlib.contextmanager
+def delta_errors(name: str, root: Path | None = None) -> Iterator[None]:
+    """delta-rs and file-system failures as recsql errors naming the table, not a path of the warehouse."""
+    try:
+        yield
+    except CommitFailedError:
+        raise OperationalError(f"table '{name}' was changed by another statement at the same time; "
+                               "run the statement again") from None
+    except (DeltaError, OSError) as error:
+        if isinstance(error, FileExistsError):
+            raise
+        text = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        if isinstance(error, OSError) and error.strerror:
+            text = error.strerror
+        if root is not None:
+            text = text.replace(str(root), f"<{name}>")
+        raise OperationalError(f"table '{name}' cannot be read or written: {text}") from None

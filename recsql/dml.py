@@ -1,0 +1,202 @@
+"""DELETE, UPDATE and MERGE as queries: each statement becomes the query of the table's new rows (and
+queries counting the rows it affects), run by the ordinary pipeline over the table's snapshot, and the
+result replaces the snapshot's rows in one commit. Conditions may use anything a WHERE clause may."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlglot import exp
+
+from recsql.errors import NotSupportedError, ProgrammingError
+
+MATCHED = "__recsql_matched"  # a source column that is TRUE on every source row: NULL after a LEFT JOIN
+
+
+@dataclass
+class Rewrite:
+    """What a statement does to its table: the query of the rows it keeps or changes, the query of the
+    rows it adds (appended after them), and the queries whose counts add up to its row count."""
+
+    table: str
+    kept: exp.Query | None  # None: the table's rows stay as they are
+    added: exp.Query | None
+    counts: list[exp.Query]
+    duplicates: exp.Query | None = None  # MERGE: more rows than the table has means a row matched twice
+
+
+def is_true(condition: exp.Expression | None) -> exp.Expression:
+    """TRUE where the condition holds; FALSE where it is false or NULL (as a WHERE clause treats it)."""
+    if condition is None:
+        return exp.true()
+    return exp.func("coalesce", exp.paren(condition.copy()), exp.false())
+
+
+def count_where(source: exp.Expression, condition: exp.Expression, joins: list[exp.Expression] = ()) -> exp.Query:
+    query = exp.select(exp.func("count", exp.Star())).from_(source.copy())
+    for join in joins:
+        query = query.join(join.copy())
+    return query.where(condition)
+
+
+def target_table(node: exp.Expression, statement: str) -> tuple[str, str]:
+    """The table a statement changes and the name its conditions call it by."""
+    if not isinstance(node, exp.Table) or node.args.get("db"):
+        raise NotSupportedError(f"{statement} needs a table name")
+    return node.name.lower(), (node.alias or node.name)
+
+
+def delete(statement: exp.Delete, columns: tuple[str, ...]) -> Rewrite:
+    name, alias = target_table(statement.this, "DELETE")
+    where = statement.args.get("where")
+    source = table_source(name, alias)
+    if where is None:
+        return Rewrite(name, None, None, [count_where(source, exp.true())])
+    condition = where.this
+    kept = select_columns(columns, alias).from_(source).where(exp.not_(is_true(condition)))
+    return Rewrite(name, kept, None, [count_where(source, is_true(condition))])
+
+
+def update(statement: exp.Update, columns: tuple[str, ...]) -> Rewrite:
+    name, alias = target_table(statement.this, "UPDATE")
+    if statement.args.get("from_") or statement.args.get("joins"):
+        raise NotSupportedError("UPDATE ... FROM is not supported; use MERGE INTO")
+    where = statement.args.get("where")
+    condition = is_true(where.this if where is not None else None)
+    assignments = assignments_of(statement.expressions, columns, name)
+    items = [
+        exp.alias_(exp.Case(ifs=[exp.If(this=condition.copy(), true=assignments[column].copy())],
+                            default=exp.column(column, table=alias, quoted=True)), column, quoted=True)
+        if column in assignments else exp.column(column, table=alias, quoted=True)
+        for column in columns
+    ]
+    source = table_source(name, alias)
+    kept = exp.select(*items).from_(source)
+    return Rewrite(name, kept, None, [count_where(source, condition)])
+
+
+def merge(statement: exp.Merge, columns: tuple[str, ...], source_columns: tuple[str, ...]) -> Rewrite:
+    """MERGE INTO t USING s ON cond WHEN ...: clauses of each kind are tried in order and the first whose
+    condition holds acts; a target row no clause applies to stays as it is."""
+    name, alias = target_table(statement.this, "MERGE")
+    source, source_alias = merge_source(statement.args["using"])
+    on = statement.args["on"]
+    whens = statement.args["whens"].expressions
+    matched = [when for when in whens if when.args.get("matched")]
+    by_source = [when for when in whens if not when.args.get("matched") and when.args.get("source")]
+    by_target = [when for when in whens if not when.args.get("matched") and not when.args.get("source")]
+    target = table_source(name, alias)
+    is_matched = exp.column(MATCHED, table=source_alias, quoted=True).is_(exp.null()).not_()
+    clauses = [(exp.and_(is_matched, is_true(when.args.get("condition"))), when) for when in matched] + [
+        (exp.and_(exp.not_(is_matched.copy()), is_true(when.args.get("condition"))), when) for when in by_source]
+    counts, kept, duplicates = [], None, None
+    if clauses:
+        flagged = exp.Subquery(
+            this=exp.select(exp.Star(), exp.alias_(exp.true(), MATCHED, quoted=True)).from_(source.copy()),
+            alias=exp.TableAlias(this=exp.to_identifier(source_alias)))
+        join = exp.Join(this=flagged, side="LEFT", on=on.copy())
+        items = []
+        for column in columns:
+            original = exp.column(column, table=alias, quoted=True)
+            ifs = [exp.If(this=condition.copy(), true=new_value(when, column, columns, alias, source_alias,
+                                                                source_columns)) for condition, when in clauses]
+            items.append(exp.alias_(exp.Case(ifs=ifs, default=original.copy()), column, quoted=True))
+        deleted = exp.Case(ifs=[exp.If(this=condition.copy(), true=exp.true() if is_delete(when) else exp.false())
+                                for condition, when in clauses], default=exp.false())
+        kept = exp.select(*items).from_(target.copy()).join(join).where(exp.not_(deleted))
+        acted = exp.or_(*[condition.copy() for condition, _ in clauses])
+        counts.append(count_where(target, acted, [join]))
+        if matched:
+            duplicates = count_where(target, exp.true(), [join])
+    added = None
+    if by_target:
+        absent = exp.Exists(this=exp.select("1").from_(target.copy()).where(on.copy())).not_()
+        ifs = [(is_true(when.args.get("condition")), when) for when in by_target]
+        items = [exp.alias_(exp.Case(ifs=[exp.If(this=condition.copy(), true=inserted_value(when, column, columns,
+                                                                                          source_alias, source_columns))
+                                          for condition, when in ifs]), column, quoted=True)
+                 for column in columns]
+        chosen = exp.or_(*[condition.copy() for condition, _ in ifs])
+        added = exp.select(*items).from_(source.copy()).where(exp.and_(absent, chosen))
+        counts.append(count_where(source, exp.and_(absent.copy(), chosen.copy())))
+    return Rewrite(name, kept, added, counts, duplicates)
+
+
+# ------------------------------------------------------------------ parts
+
+
+def table_source(name: str, alias: str) -> exp.Table:
+    return exp.Table(this=exp.to_identifier(name), alias=exp.TableAlias(this=exp.to_identifier(alias)))
+
+
+def select_columns(columns: tuple[str, ...], alias: str) -> exp.Select:
+    return exp.select(*[exp.column(column, table=alias, quoted=True) for column in columns])
+
+
+def merge_source(using: exp.Expression) -> tuple[exp.Expression, str]:
+    """The source of a MERGE and the name its conditions call it by."""
+    if isinstance(using, exp.Table):
+        return using.copy(), using.alias or using.name
+    if isinstance(using, exp.Subquery) and using.alias:
+        return using.copy(), using.alias
+    raise ProgrammingError("MERGE INTO ... USING takes a table or a subquery with an alias")
+
+
+def assignments_of(items: list[exp.Expression], columns: tuple[str, ...], table: str) -> dict[str, exp.Expression]:
+    """SET col = value, ...: the value per column name."""
+    assignments = {}
+    for item in items:
+        if not isinstance(item, exp.EQ) or not isinstance(item.this, exp.Column):
+            raise ProgrammingError("SET takes column = value, ...")
+        column = item.this.name.lower()
+        if column not in columns:
+            raise ProgrammingError(f"table '{table}' has no column '{item.this.name}'")
+        if column in assignments:
+            raise ProgrammingError(f"column '{column}' of '{table}' is set twice")
+        assignments[column] = item.expression
+    return assignments
+
+
+def is_delete(when: exp.When) -> bool:
+    then = when.args["then"]
+    return isinstance(then, exp.Var) and then.name.upper() == "DELETE"
+
+
+def new_value(when: exp.When, column: str, columns: tuple[str, ...], alias: str, source_alias: str,
+              source_columns: tuple[str, ...]) -> exp.Expression:
+    """A target column's value after a MATCHED or NOT MATCHED BY SOURCE clause."""
+    then = when.args["then"]
+    original = exp.column(column, table=alias, quoted=True)
+    if is_delete(when):
+        return original.copy()
+    if not isinstance(then, exp.Update):
+        raise ProgrammingError("WHEN MATCHED takes THEN UPDATE SET ... or THEN DELETE")
+    if len(then.expressions) == 1 and isinstance(then.expressions[0], exp.Star):
+        if not when.args.get("matched"):
+            raise ProgrammingError("UPDATE SET * needs a matching source row: use it in WHEN MATCHED")
+        return source_column(column, source_alias, source_columns)
+    return assignments_of(then.expressions, columns, alias).get(column, original).copy()
+
+
+def inserted_value(when: exp.When, column: str, columns: tuple[str, ...], source_alias: str,
+                   source_columns: tuple[str, ...]) -> exp.Expression:
+    """A target column's value in a row a NOT MATCHED clause inserts (NULL for a column it does not list)."""
+    then = when.args["then"]
+    if not isinstance(then, exp.Insert):
+        raise ProgrammingError("WHEN NOT MATCHED takes THEN INSERT")
+    if isinstance(then.this, exp.Star):
+        return source_column(column, source_alias, source_columns)
+    names = [c.name.lower() for c in then.this.expressions]
+    unknown = [name for name in names if name not in columns]
+    if unknown:
+        raise ProgrammingError(f"INSERT names columns the table does not have: {', '.join(unknown)}")
+    values = then.expression.expressions if isinstance(then.expression, exp.Tuple) else [then.expression]
+    if len(names) != len(values):
+        raise ProgrammingError(f"INSERT lists {len(names)} columns but {len(values)} values")
+    return values[names.index(column)].copy() if column in names else exp.null()
+
+
+def source_column(column: str, source_alias: str, source_columns: tuple[str, ...]) -> exp.Expression:
+    if column not in source_columns:
+        raise ProgrammingError(f"the MERGE source has no column '{column}' for UPDATE SET * / INSERT *")
+    return exp.column(column, table=source_alias, quoted=True)
