@@ -14,6 +14,7 @@ from recsql.errors import (
     OperationalError,
     ProgrammingError,
     QueryCancelled,
+    WarehouseUpgraded,
     Warning,
 )
 
@@ -24,5 +25,5 @@ paramstyle = "qmark"
 __all__ = [
     "connect", "Connection", "Cursor", "Progress", "Error", "Warning", "InterfaceError", "DatabaseError",
     "DataError", "OperationalError", "IntegrityError", "InternalError", "ProgrammingError", "NotSupportedError",
-    "QueryCancelled", "apilevel", "threadsafety", "paramstyle",
+    "QueryCancelled", "WarehouseUpgraded", "apilevel", "threadsafety", "paramstyle",
 ]

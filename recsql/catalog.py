@@ -34,7 +34,7 @@ from sqlglot import exp
 
 from recsql import statistics
 from recsql.delta_tables import ManagedTable, Snapshot, parquet_files
-from recsql.errors import OperationalError, ProgrammingError, Warning
+from recsql.errors import OperationalError, ProgrammingError, WarehouseUpgraded
 from recsql.statistics import TableStatistics
 from translator import dialect
 
@@ -392,7 +392,7 @@ class Catalog:
     def insert(self, name: str, rows: Rows, operation: str, statement: str) -> int:
         """Append rows (columns in the table's order) in one commit; returns their number."""
         table = self.insertable(name)
-        schema = table.snapshot().schema
+        schema = table.head()[1]
         return self.write(table, [rows], schema, lambda files: table.append(files, schema, operation, statement))
 
     def rewrite(self, name: str, snapshot: Snapshot, parts: list[Rows], operation: str, statement: str) -> None:
@@ -400,6 +400,10 @@ class Catalog:
         table = self.insertable(name)
         self.write(table, parts, snapshot.schema, lambda files: table.commit(
             snapshot, files, snapshot.files, snapshot.schema, operation, statement))
+
+    def insert_schema(self, name: str) -> StructType:
+        """The schema rows are inserted with: the newest version's, read without a snapshot."""
+        return self.insertable(name).head()[1]
 
     def insertable(self, name: str) -> ManagedTable:
         if split_version(name)[1] is not None:
@@ -535,4 +539,4 @@ def upgrade(catalog: Catalog) -> None:
     write_atomically(mark, json.dumps({"format": FORMAT}))
     if upgraded:
         warnings.warn(f"recsql: the warehouse {catalog.warehouse} was upgraded to format {FORMAT}: the tables "
-                      f"{', '.join(upgraded)} are now Delta Lake tables", Warning, stacklevel=3)
+                      f"{', '.join(upgraded)} are now Delta Lake tables", WarehouseUpgraded, stacklevel=3)

@@ -22,6 +22,7 @@ import os
 import shutil
 import time
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Iterator
@@ -99,6 +100,7 @@ class ManagedTable:
         self.log = self.root / "_delta_log"
         self._latest: DeltaTable | None = None
         self._snapshots: dict[int, Snapshot] = {}
+        self._head: tuple[int, StructType] | None = None  # the newest version known and its schema
 
     # -------------------------------------------------------------- creating
 
@@ -137,6 +139,29 @@ class ManagedTable:
                 self._latest.update_incremental()
         check_readable(self.name, self._latest)
         return self._latest
+
+    def head(self) -> tuple[int, StructType]:
+        """The newest version and its schema, for a writer: read from the commits made since the last
+        look (a few small JSON files), not from a whole snapshot."""
+        if self._head is None:
+            latest = self.latest()
+            self._head = latest.version(), StructType.fromJson(json.loads(latest.schema().to_json()))
+        version, schema = self._head
+        while True:
+            try:
+                lines = (self.log / commit_name(version + 1)).read_text().splitlines()
+            except FileNotFoundError:
+                break
+            version += 1
+            for line in lines:
+                action = json.loads(line) if line.strip() else {}
+                if "metaData" in action:
+                    schema = StructType.fromJson(json.loads(action["metaData"]["schemaString"]))
+                if "protocol" in action and action["protocol"].get("minReaderVersion", 1) > 1:
+                    raise NotSupportedError(f"table '{self.name}' uses Delta features recsql cannot read yet: "
+                                            f"{', '.join(action['protocol'].get('readerFeatures') or [])}")
+        self._head = version, schema
+        return self._head
 
     def at_version(self, version: int) -> DeltaTable:
         latest = self.latest().version()
@@ -209,21 +234,22 @@ class ManagedTable:
         temporary = self.log / f".{uuid.uuid4().hex}.json.tmp"
         temporary.write_text(text)
         try:
-            version = self.latest().version() + 1
             while True:
+                version, current = self.head()
+                if current != schema:
+                    raise OperationalError(f"table '{self.name}' was changed by another statement while rows "
+                                           "were being inserted; run the INSERT again")
                 try:
-                    os.link(temporary, self.log / commit_name(version))
+                    os.link(temporary, self.log / commit_name(version + 1))
                     break
-                except FileExistsError:  # another writer committed this version: go after it
-                    if self.latest().schema().to_json() != delta_schema(schema).to_json():
-                        raise OperationalError(f"table '{self.name}' was changed by another statement while "
-                                               "rows were being inserted; run the INSERT again") from None
-                    version = self.latest().version() + 1
+                except FileExistsError:  # another writer committed that version first: go after it
+                    continue
         finally:
             temporary.unlink(missing_ok=True)
+        version += 1
+        self._head = version, schema
         if version % CHECKPOINT_INTERVAL == 0:
-            with delta_errors(self.name, self.root):
-                self.latest().create_checkpoint()
+            CHECKPOINTS.submit(checkpoint, self.root, version)
 
     def commit(self, snapshot: Snapshot, add: list[DataFile], remove: Iterable[DataFile], schema: StructType,
                operation: str, statement: str) -> None:
@@ -250,6 +276,16 @@ class ManagedTable:
 
 
 # ------------------------------------------------------------------ helpers
+
+
+CHECKPOINTS = ThreadPoolExecutor(max_workers=1, thread_name_prefix="recsql-checkpoint")
+
+
+def checkpoint(root: Path, version: int) -> None:
+    """Write the log's checkpoint at `version` (off the statement's path: a checkpoint only saves readers
+    the replay of the commits before it, so a failed one costs nothing but time)."""
+    with contextlib.suppress(DeltaError, OSError):
+        DeltaTable(str(root), version=version).create_checkpoint()
 
 
 def parquet_files(directory: Path) -> list[DataFile]:

@@ -12,6 +12,10 @@ class Warning(Exception):  # noqa: A001 - the name is fixed by PEP 249
     """Important warnings (PEP 249)."""
 
 
+class WarehouseUpgraded(UserWarning):
+    """A warehouse of an earlier layout was upgraded when opened (a Python warning, not an exception)."""
+
+
 class Error(Exception):
     """Base class of every recsql error."""
 

@@ -226,8 +226,7 @@ class Session:
     def insert_rows(self, insert: exp.Insert, rows: list[tuple], sql: str) -> Result:
         """Rows of Python values straight into a Parquet file: no Spark job for INSERT ... VALUES."""
         name = insert.this.name
-        self.catalog.insertable(name)
-        fields = self.catalog.schema(name).fields
+        fields = self.catalog.insert_schema(name).fields
         for number, row in enumerate(rows, start=1):
             if len(row) != len(fields):
                 raise ProgrammingError(f"row {number} has {len(row)} values but table '{name}' has {len(fields)} columns")

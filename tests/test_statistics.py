@@ -3,10 +3,10 @@ equal to what DuckDB counts on the same data."""
 
 from __future__ import annotations
 
+import json
+
 import duckdb
 import pyarrow as pa
-
-from recsql.catalog import data_version
 
 
 def exact(rows: list[tuple]) -> tuple[int, list[int], list[float]]:
@@ -39,8 +39,8 @@ def test_analyze_table_matches_duckdb_and_is_cached(conn, cur):
     assert [round(c.null_fraction, 6) for c in gathered.columns] == [round(x, 6) for x in nulls]
     assert gathered.columns[0].minimum == 0 and gathered.columns[0].maximum == 36
     assert gathered.columns[1].minimum is None  # strings have no numeric range
-    entry = catalog.entry("st_t")
-    assert entry.statistics["version"] == data_version(entry.path)  # cached beside the metadata
+    assert catalog.cached_statistics("st_t") == gathered  # kept in the warehouse for this version of the table
+    assert json.loads(catalog.statistics_file("st_t").read_text())["version"] == catalog.file_version("st_t")
 
 
 def test_statistics_are_refreshed_when_the_data_changes(conn, cur):
