@@ -20,26 +20,31 @@ import datetime
 import hashlib
 import json
 import os
+import re
 import shutil
 import uuid
-import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
+from urllib.parse import unquote, urlparse
 
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql.types import StructType
+from pyspark.sql import functions as F
+from pyspark.sql.types import StringType, StructField, StructType
 from sqlglot import exp
 
 from recsql import statistics
-from recsql.delta_tables import ManagedTable, Snapshot, parquet_files
-from recsql.errors import OperationalError, ProgrammingError, WarehouseUpgraded
-from recsql.statistics import TableStatistics
+from recsql.delta_tables import DataFile, ManagedTable, Snapshot, parquet_files
+from recsql.errors import ProgrammingError
+from recsql.warehouse_format import upgrade, write_atomically
+from recsql.statistics import ColumnStatistics, TableStatistics
 from translator import dialect
 
-FORMAT = 2  # 1: a directory of Parquet files per managed table, no log; 2: Delta Lake tables
 VERSION_MARK = "@"  # `t@3`: version 3 of table t, as a relation name (time travel)
+FILES_MARK = "#files"  # `t#files`: table t with a last column naming the file of each row (DELETE, UPDATE)
+FILE_COLUMN = "__recsql_file"
+NOT_A_NAME = re.compile(r"\W")  # characters of relation names that Spark view names cannot hold
 
 Rows = pa.Table | DataFrame  # a statement's rows: Arrow computed in this process, or Spark's
 
@@ -70,10 +75,12 @@ def view_query_of(create: exp.Create) -> exp.Expression:
     return query
 
 
-def split_version(name: str) -> tuple[str, int | None]:
-    """`t@3` → ('t', 3); `t` → ('t', None)."""
-    base, mark, version = name.lower().partition(VERSION_MARK)
-    return base, int(version) if mark else None
+def split_version(name: str) -> tuple[str, int | None, bool]:
+    """`t@3` → ('t', 3, False); `t` → ('t', None, False); `t#files` → ('t', None, True)."""
+    name = name.lower()
+    files = name.endswith(FILES_MARK)
+    base, mark, version = name.removesuffix(FILES_MARK).partition(VERSION_MARK)
+    return base, int(version) if mark else None, files
 
 
 class Catalog:
@@ -95,7 +102,7 @@ class Catalog:
         self.tables: dict[str, ManagedTable] = {}  # by directory: each keeps the log state it has read
         self.pinned: dict[str, Snapshot] | None = None  # the snapshots the running statement reads
         self.finish_drops()
-        upgrade(self)
+        upgrade(self.warehouse, self.metadata)
 
     # -------------------------------------------------------------- statements
 
@@ -178,13 +185,24 @@ class Catalog:
 
     def snapshot(self, name: str) -> Snapshot:
         """The version of a managed table the running statement reads (`t@3`: version 3)."""
-        name = name.lower()
-        if self.pinned is not None and name in self.pinned:
-            return self.pinned[name]
-        snapshot = self.managed(name).snapshot(split_version(name)[1])
+        base, version, _ = split_version(name)
+        key = base if version is None else f"{base}{VERSION_MARK}{version}"
+        if self.pinned is not None and key in self.pinned:
+            return self.pinned[key]
+        snapshot = self.managed(name).snapshot(version)
         if self.pinned is not None:
-            self.pinned[name] = snapshot
+            self.pinned[key] = snapshot
         return snapshot
+
+    def restrict(self, name: str, files: tuple[DataFile, ...]) -> None:
+        """For the rest of the statement, table `name` reads only these files of its snapshot (the files a
+        DELETE, UPDATE or MERGE rewrites)."""
+        self.pinned[name.lower()] = self.snapshot(name).restricted(files)
+
+    def files_of(self, name: str, paths: list[str]) -> tuple[DataFile, ...]:
+        """The files of the statement's snapshot that `paths` (values of the file column) name."""
+        wanted = {local_path(path) for path in paths}
+        return tuple(file for file in self.snapshot(name).files if file.path in wanted)
 
     def dataframe(self, name: str) -> DataFrame:
         name = name.lower()
@@ -194,14 +212,15 @@ class Catalog:
         if entry is None or entry.kind == "view":
             raise ProgrammingError(f"table '{name}' not found")
         if entry.kind == "table":
-            return self.snapshot_frame(self.snapshot(name))
+            return self.snapshot_frame(self.snapshot(name), split_version(name)[2])
         return self.read_external(entry, self.struct_of(entry))
 
-    def snapshot_frame(self, snapshot: Snapshot) -> DataFrame:
+    def snapshot_frame(self, snapshot: Snapshot, with_files: bool) -> DataFrame:
         """A snapshot's files as a DataFrame (Spark reads the Parquet files the version lists)."""
         if not snapshot.files:
-            return self.spark.createDataFrame([], snapshot.schema)
-        return self.spark.read.schema(snapshot.schema).parquet(*[file.path for file in snapshot.files])
+            return self.spark.createDataFrame([], with_file_column(snapshot.schema) if with_files else snapshot.schema)
+        frame = self.spark.read.schema(snapshot.schema).parquet(*[file.path for file in snapshot.files])
+        return frame.select("*", F.col("_metadata.file_path").alias(FILE_COLUMN)) if with_files else frame
 
     def view(self, name: str) -> str:
         """The name of a Spark temporary view of a table's data, for SQL. A view is created once per
@@ -211,7 +230,7 @@ class Catalog:
         known = self.views.get(name)
         if known is not None and known[0] == version:
             return known[1]
-        view = f"recsql_table_{name.replace(VERSION_MARK, '_v')}_{uuid.uuid4().hex[:8]}"
+        view = f"recsql_table_{NOT_A_NAME.sub('_', name)}_{uuid.uuid4().hex[:8]}"
         self.dataframe(name).createOrReplaceTempView(view)
         if known is not None:
             self.spark.catalog.dropTempView(known[1])
@@ -227,7 +246,7 @@ class Catalog:
         if entry is None or entry.kind == "view":
             raise ProgrammingError(f"table '{name}' not found")
         if entry.kind == "table":
-            return self.snapshot(name).key
+            return self.snapshot(name).key + (FILES_MARK if split_version(name)[2] else "")
         return json.dumps(entry.__dict__) + data_version(entry.path)
 
     def read_external(self, entry: Entry, struct: StructType | None) -> DataFrame:
@@ -264,14 +283,17 @@ class Catalog:
         if entry is None or entry.kind != "table":
             return None
         snapshot = self.snapshot(name)
-        return snapshot.read_arrow() if snapshot.bytes <= self.ARROW_STATISTICS_BYTES else None
+        if snapshot.bytes > self.ARROW_STATISTICS_BYTES:
+            return None
+        return snapshot.read_arrow(FILE_COLUMN if split_version(name)[2] else None)
 
     def schema(self, name: str) -> StructType:
         """A table's Spark schema (from its log or entry: no Spark analysis)."""
         name = name.lower()
         entry = self.entry(split_version(name)[0]) if name not in self.registered else None
         if entry is not None and entry.kind == "table":
-            return self.snapshot(name).schema
+            schema = self.snapshot(name).schema
+            return with_file_column(schema) if split_version(name)[2] else schema
         if entry is not None and entry.kind == "external":
             return self.struct_of(entry)
         return self.dataframe(name).schema
@@ -285,9 +307,14 @@ class Catalog:
             if name not in self.registered_statistics:
                 self.registered_statistics[name] = statistics.from_spark(self.registered[name])
             return self.registered_statistics[name]
-        entry = self.entry(split_version(name)[0])
+        base, version, with_files = split_version(name)
+        entry = self.entry(base)
         if entry is None or entry.kind == "view":
             return None
+        if with_files:  # the table's, and a column with as many values as the table has files
+            table = self.table_statistics(base if version is None else f"{base}{VERSION_MARK}{version}")
+            files = ColumnStatistics(distinct=len(self.snapshot(name).files))
+            return TableStatistics(table.rows, (*table.columns, files), self.file_version(name))
         cached = self.cached_statistics(name)
         return cached if cached is not None else self.analyze(name)
 
@@ -369,7 +396,7 @@ class Catalog:
         try:
             for rows in parts:
                 if isinstance(rows, pa.Table):
-                    files += table.write_arrow(self.conform(table.name, rows, schema), schema)
+                    files += table.write_arrow(self.conform(table.name, rows, schema), schema, self.timezone())
                     continue
                 staging.append(table.staging_directory())
                 renamed = self.conform(table.name, rows, schema).toDF(*schema.fieldNames())
@@ -382,6 +409,9 @@ class Catalog:
             raise
         return sum(file.rows for file in files)
 
+    def timezone(self) -> str:
+        return self.spark.conf.get("spark.sql.session.timeZone") or "UTC"
+
     @staticmethod
     def conform(name: str, rows: Rows, schema: StructType) -> Rows:
         width = rows.num_columns if isinstance(rows, pa.Table) else len(rows.columns)
@@ -392,21 +422,23 @@ class Catalog:
     def insert(self, name: str, rows: Rows, operation: str, statement: str) -> int:
         """Append rows (columns in the table's order) in one commit; returns their number."""
         table = self.insertable(name)
-        schema = table.head()[1]
+        schema = table.current().schema
         return self.write(table, [rows], schema, lambda files: table.append(files, schema, operation, statement))
 
-    def rewrite(self, name: str, snapshot: Snapshot, parts: list[Rows], operation: str, statement: str) -> None:
-        """Replace every row of `snapshot` by `parts` in one commit (DELETE, UPDATE, MERGE)."""
+    def rewrite(self, name: str, snapshot: Snapshot, removed: tuple[DataFile, ...], parts: list[Rows],
+                operation: str, statement: str) -> None:
+        """Replace the files `removed` of `snapshot` by files of the rows `parts`, in one commit (DELETE,
+        UPDATE, MERGE)."""
         table = self.insertable(name)
         self.write(table, parts, snapshot.schema, lambda files: table.commit(
-            snapshot, files, snapshot.files, snapshot.schema, operation, statement))
+            snapshot, files, removed, snapshot.schema, operation, statement))
 
     def insert_schema(self, name: str) -> StructType:
         """The schema rows are inserted with: the newest version's, read without a snapshot."""
-        return self.insertable(name).head()[1]
+        return self.insertable(name).current().schema
 
     def insertable(self, name: str) -> ManagedTable:
-        if split_version(name)[1] is not None:
+        if split_version(name)[1] is not None or split_version(name)[2]:
             raise ProgrammingError(f"'{name}' is an old version of a table: it cannot be changed")
         return self.managed(name, "cannot be changed: only tables created with CREATE TABLE can "
                                   "(it is a registered, external or view name)")
@@ -427,6 +459,9 @@ class Catalog:
         self.publish(Entry(name.lower(), "view", sql=sql), replace=replace)
         if existing is not None:
             self.remove_data(existing)
+
+    def vacuum(self, name: str, retain_hours: int) -> int:
+        return self.managed(name, "has no files to vacuum: only tables created by recsql do").vacuum(retain_hours)
 
     def history(self, name: str) -> list:
         return self.managed(name, "has no history: only tables created by recsql do").history()
@@ -484,10 +519,13 @@ class Catalog:
             temporary.unlink(missing_ok=True)
 
 
-def write_atomically(target: Path, text: str) -> None:
-    temporary = target.with_name(f".{target.name}.{uuid.uuid4().hex}.tmp")
-    temporary.write_text(text)
-    os.replace(temporary, target)
+def with_file_column(schema: StructType) -> StructType:
+    return StructType([*schema.fields, StructField(FILE_COLUMN, StringType())])
+
+
+def local_path(path: str) -> str:
+    """A file column's value as a path: Spark gives a URI (file:/tmp/a%20b/part.parquet)."""
+    return unquote(urlparse(path).path) if path.startswith("file:") else path
 
 
 def data_files(path: str) -> list[Path]:
@@ -504,39 +542,3 @@ def data_version(path: str) -> str:
         status = file.stat()
         parts.append(f"{file.name}:{status.st_size}:{status.st_mtime_ns}")
     return hashlib.sha1("|".join(parts).encode()).hexdigest()[:16]
-
-
-# ------------------------------------------------------------------ upgrading older warehouses
-
-
-def upgrade(catalog: Catalog) -> None:
-    """A warehouse of format 1 (a directory of Parquet files per managed table) becomes format 2: each
-    such table gets a Delta log whose version 0 lists its files, where they are. Said in a warning."""
-    mark = catalog.warehouse / "format.json"
-    try:
-        found = json.loads(mark.read_text())["format"]
-    except FileNotFoundError:
-        found = 1
-    except (json.JSONDecodeError, KeyError):
-        raise OperationalError(f"the warehouse {catalog.warehouse} has an unreadable format.json") from None
-    if found > FORMAT:
-        raise OperationalError(f"the warehouse {catalog.warehouse} is of format {found}, written by a newer "
-                               f"recsql (this one reads format {FORMAT} and older): upgrade recsql")
-    if found == FORMAT:
-        return
-    upgraded = []
-    for path in sorted(catalog.metadata.glob("*.json")):
-        data = json.loads(path.read_text())
-        if data.get("kind") != "table" or data.get("format") == "delta":
-            continue
-        root = Path(data["path"])
-        if not (root / "_delta_log").exists():
-            ManagedTable.create(data["name"], root, StructType.fromJson(data["schema"]), parquet_files(root),
-                                "CREATE TABLE", "(upgraded from a recsql warehouse of format 1)")
-        relative = os.path.relpath(root, catalog.warehouse)
-        write_atomically(path, json.dumps(Entry(data["name"], "table", path=relative).__dict__))
-        upgraded.append(data["name"])
-    write_atomically(mark, json.dumps({"format": FORMAT}))
-    if upgraded:
-        warnings.warn(f"recsql: the warehouse {catalog.warehouse} was upgraded to format {FORMAT}: the tables "
-                      f"{', '.join(upgraded)} are now Delta Lake tables", WarehouseUpgraded, stacklevel=3)

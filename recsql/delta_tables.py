@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime
+import hashlib
 import json
 import os
 import shutil
@@ -26,8 +27,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Iterator
+from urllib.parse import unquote
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from deltalake import DeltaTable, Schema
 from deltalake.exceptions import CommitFailedError, DeltaError
@@ -37,6 +40,7 @@ from pyspark.sql.types import StructType
 
 from recsql.errors import NotSupportedError, OperationalError, ProgrammingError
 
+KEPT_SNAPSHOTS = 8  # versions of a table kept in memory
 CHECKPOINT_INTERVAL = 100  # Delta's default: a checkpoint of the log every 100 versions
 OPERATION = "recsql.operation"  # commit metadata: the SQL operation (Delta's own key is delta-rs's to set)
 STATEMENT = "recsql.statement"  # commit metadata: the statement's text
@@ -57,11 +61,17 @@ class Snapshot:
     version: int
     schema: StructType
     files: tuple[DataFile, ...]
+    part: str = ""  # names a subset of the version's files (see restricted)
 
     @property
     def key(self) -> str:
         """Names this version of this table among all tables and versions (for caches)."""
-        return f"{self.root}@{self.version}"
+        return f"{self.root}@{self.version}{self.part}"
+
+    def restricted(self, files: tuple[DataFile, ...]) -> "Snapshot":
+        """The same version reduced to some of its files."""
+        names = hashlib.sha1("|".join(file.path for file in files).encode()).hexdigest()[:16]
+        return Snapshot(self.root, self.version, self.schema, files, f"#{names}")
 
     @property
     def bytes(self) -> int:
@@ -69,17 +79,36 @@ class Snapshot:
 
     @property
     def rows(self) -> int:
-        return sum(file.rows for file in self.files)
+        """From the log's statistics (or, for a file written without them, its Parquet footer)."""
+        return sum(file.rows if file.rows >= 0 else pq.read_metadata(file.path).num_rows for file in self.files)
 
     @property
     def arrow_schema(self) -> pa.Schema:
-        return to_arrow_schema(self.schema)
+        return storage_schema(self.schema)
 
-    def read_arrow(self) -> pa.Table:
-        """The rows as Arrow, read from the Parquet files in this process."""
-        if not self.files:
-            return self.arrow_schema.empty_table()
-        return pq.ParquetDataset([file.path for file in self.files], schema=self.arrow_schema).read()
+    def read_arrow(self, file_column: str | None = None) -> pa.Table:
+        """The rows as Arrow, read from the Parquet files in this process; with `file_column`, a last
+        column holding each row's file."""
+        schema = self.arrow_schema
+        if file_column is None:
+            if not self.files:
+                return schema.empty_table()
+            return pq.ParquetDataset([file.path for file in self.files], schema=schema).read()
+        schema = schema.append(pa.field(file_column, pa.string()))
+        parts = []
+        for file in self.files:
+            rows = pq.read_table(file.path, schema=self.arrow_schema)
+            parts.append(rows.append_column(file_column, pa.repeat(pa.scalar(file.path), rows.num_rows)))
+        return pa.concat_tables(parts) if parts else schema.empty_table()
+
+
+@dataclass
+class LogState:
+    """A table at its newest version read: kept up to date by applying the commits after it."""
+
+    version: int
+    schema: StructType
+    files: dict[str, DataFile]  # by path relative to the table's directory
 
 
 @dataclass(frozen=True)
@@ -98,9 +127,8 @@ class ManagedTable:
         self.name = name
         self.root = Path(root)
         self.log = self.root / "_delta_log"
-        self._latest: DeltaTable | None = None
-        self._snapshots: dict[int, Snapshot] = {}
-        self._head: tuple[int, StructType] | None = None  # the newest version known and its schema
+        self._state: LogState | None = None  # the newest version read
+        self._snapshots: dict[int, Snapshot] = {}  # a few recent versions, by number
 
     # -------------------------------------------------------------- creating
 
@@ -119,60 +147,66 @@ class ManagedTable:
     # -------------------------------------------------------------- reading
 
     def snapshot(self, version: int | None = None) -> Snapshot:
-        """The latest version, or the one given (ProgrammingError when the table has no such version)."""
-        if version is None:
-            version = self.latest().version()
+        """The newest version, or the one given (ProgrammingError when the table has no such version)."""
+        state = self.current()
+        version = state.version if version is None else version
         known = self._snapshots.get(version)
         if known is not None:
             return known
-        table = self.latest() if version == self.latest().version() else self.at_version(version)
-        snapshot = self.snapshot_of(table)
+        if version == state.version:
+            snapshot = Snapshot(str(self.root), version, state.schema, tuple(state.files.values()))
+        elif 0 <= version < state.version:
+            with delta_errors(self.name, self.root):
+                snapshot = self.snapshot_of(DeltaTable(str(self.root), version=version))
+            if not all(Path(file.path).exists() for file in snapshot.files):
+                raise ProgrammingError(f"version {version} of table '{self.name}' can no longer be read: "
+                                       "VACUUM removed its files")
+        else:
+            raise ProgrammingError(f"table '{self.name}' has no version {version} "
+                                   f"(its versions are 0 to {state.version})")
+        while len(self._snapshots) >= KEPT_SNAPSHOTS:
+            self._snapshots.pop(next(iter(self._snapshots)))
         self._snapshots[version] = snapshot
         return snapshot
 
-    def latest(self) -> DeltaTable:
-        """The log's state at its newest commit; the log is read again only when it has a newer one."""
-        with delta_errors(self.name, self.root):
-            if self._latest is None:
-                self._latest = DeltaTable(str(self.root))
-            elif (self.log / commit_name(self._latest.version() + 1)).exists():
-                self._latest.update_incremental()
-        check_readable(self.name, self._latest)
-        return self._latest
-
-    def head(self) -> tuple[int, StructType]:
-        """The newest version and its schema, for a writer: read from the commits made since the last
-        look (a few small JSON files), not from a whole snapshot."""
-        if self._head is None:
-            latest = self.latest()
-            self._head = latest.version(), StructType.fromJson(json.loads(latest.schema().to_json()))
-        version, schema = self._head
+    def current(self) -> LogState:
+        """The newest version: the state read before, brought up to date from the commits made since
+        (a few small JSON files; the whole log is read through delta-rs only the first time)."""
+        if self._state is None:
+            with delta_errors(self.name, self.root):
+                snapshot = self.snapshot_of(DeltaTable(str(self.root)))
+            files = {relative(self.root, file.path): file for file in snapshot.files}
+            self._state = LogState(snapshot.version, snapshot.schema, files)
+        state = self._state
         while True:
             try:
-                lines = (self.log / commit_name(version + 1)).read_text().splitlines()
+                lines = (self.log / commit_name(state.version + 1)).read_text().splitlines()
             except FileNotFoundError:
-                break
-            version += 1
+                return state
             for line in lines:
-                action = json.loads(line) if line.strip() else {}
-                if "metaData" in action:
-                    schema = StructType.fromJson(json.loads(action["metaData"]["schemaString"]))
-                if "protocol" in action and action["protocol"].get("minReaderVersion", 1) > 1:
-                    raise NotSupportedError(f"table '{self.name}' uses Delta features recsql cannot read yet: "
-                                            f"{', '.join(action['protocol'].get('readerFeatures') or [])}")
-        self._head = version, schema
-        return self._head
+                if line.strip():
+                    self.apply(state, json.loads(line))
+            state.version += 1
 
-    def at_version(self, version: int) -> DeltaTable:
-        latest = self.latest().version()
-        if not 0 <= version <= latest:
-            raise ProgrammingError(f"table '{self.name}' has no version {version} (its versions are 0 to {latest})")
-        with delta_errors(self.name, self.root):
-            table = DeltaTable(str(self.root), version=version)
-        check_readable(self.name, table)
-        return table
+    def apply(self, state: LogState, action: dict) -> None:
+        """One action of a commit (Delta protocol: add, remove, metaData, protocol; the rest change no row)."""
+        if "add" in action:
+            add = action["add"]
+            if add.get("deletionVector"):
+                raise NotSupportedError(f"table '{self.name}' uses Delta deletion vectors, which recsql cannot read yet")
+            path = unquote(add["path"])
+            rows = json.loads(add["stats"]).get("numRecords", -1) if add.get("stats") else -1
+            state.files[path] = DataFile(str(self.root / path), add["size"], rows)
+        elif "remove" in action:
+            state.files.pop(unquote(action["remove"]["path"]), None)
+        elif "metaData" in action:
+            state.schema = StructType.fromJson(json.loads(action["metaData"]["schemaString"]))
+        elif "protocol" in action and action["protocol"].get("minReaderVersion", 1) > 1:
+            features = ", ".join(action["protocol"].get("readerFeatures") or ["reader version 2"])
+            raise NotSupportedError(f"table '{self.name}' uses Delta features recsql cannot read yet: {features}")
 
     def snapshot_of(self, table: DeltaTable) -> Snapshot:
+        check_readable(self.name, table)
         actions = pa.table(table.get_add_actions(flatten=True))
         paths = actions.column("path").to_pylist()
         sizes = actions.column("size_bytes").to_pylist()
@@ -193,12 +227,21 @@ class ManagedTable:
     def history(self) -> list[Commit]:
         """Every version, newest first."""
         with delta_errors(self.name, self.root):
-            entries = self.latest().history()
+            entries = DeltaTable(str(self.root)).history()
         return [
             Commit(entry["version"], datetime.datetime.fromtimestamp(entry["timestamp"] / 1000),
                    entry.get(OPERATION) or entry.get("operation", ""), entry.get(STATEMENT, ""))
             for entry in entries
         ]
+
+    def vacuum(self, retain_hours: int) -> int:
+        """Remove the files that no version committed in the last `retain_hours` reads (older versions
+        can no longer be read), and files left by writers that never committed; returns their number."""
+        with delta_errors(self.name, self.root):
+            removed = DeltaTable(str(self.root)).vacuum(retention_hours=retain_hours, dry_run=False,
+                                                        enforce_retention_duration=False, full=True)
+        self._snapshots.clear()
+        return len(removed)
 
     # -------------------------------------------------------------- writing
 
@@ -209,12 +252,13 @@ class ManagedTable:
         """A directory for a writer's files (Spark's); nothing in it is part of the table until committed."""
         return self.root / f"write-{uuid.uuid4().hex}"
 
-    def write_arrow(self, data: pa.Table, schema: StructType) -> list[DataFile]:
-        """Write rows (in the table's column order) as a Parquet file of the table; not yet committed."""
+    def write_arrow(self, data: pa.Table, schema: StructType, timezone: str) -> list[DataFile]:
+        """Write rows (in the table's column order) as a Parquet file of the table; not yet committed.
+        Timestamps without a time zone are taken in `timezone` (Spark's session time zone)."""
         if data.num_rows == 0:
             return []
-        arrow_schema = to_arrow_schema(schema)
-        columns = [data.column(i).cast(arrow_schema.field(i).type) for i in range(data.num_columns)]
+        arrow_schema = storage_schema(schema)
+        columns = [conform(data.column(i), arrow_schema.field(i).type, timezone) for i in range(data.num_columns)]
         path = self.new_file_path()
         pq.write_table(pa.Table.from_arrays(columns, schema=arrow_schema), str(path))
         return [DataFile(str(path), path.stat().st_size, data.num_rows)]
@@ -235,7 +279,8 @@ class ManagedTable:
         temporary.write_text(text)
         try:
             while True:
-                version, current = self.head()
+                state = self.current()
+                version, current = state.version, state.schema
                 if current != schema:
                     raise OperationalError(f"table '{self.name}' was changed by another statement while rows "
                                            "were being inserted; run the INSERT again")
@@ -247,7 +292,6 @@ class ManagedTable:
         finally:
             temporary.unlink(missing_ok=True)
         version += 1
-        self._head = version, schema
         if version % CHECKPOINT_INTERVAL == 0:
             CHECKPOINTS.submit(checkpoint, self.root, version)
 
@@ -286,6 +330,17 @@ def checkpoint(root: Path, version: int) -> None:
     the replay of the commits before it, so a failed one costs nothing but time)."""
     with contextlib.suppress(DeltaError, OSError):
         DeltaTable(str(root), version=version).create_checkpoint()
+
+
+def storage_schema(schema: StructType) -> pa.Schema:
+    """The Arrow schema of a table's files: Delta stores a TIMESTAMP as an instant (UTC)."""
+    return to_arrow_schema(schema, timezone="UTC")
+
+
+def conform(column: pa.ChunkedArray, target: pa.DataType, timezone: str) -> pa.ChunkedArray:
+    if pa.types.is_timestamp(target) and target.tz and pa.types.is_timestamp(column.type) and not column.type.tz:
+        column = pc.assume_timezone(column, timezone)
+    return column.cast(target)
 
 
 def parquet_files(directory: Path) -> list[DataFile]:

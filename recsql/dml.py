@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from sqlglot import exp
 
+from recsql.catalog import FILE_COLUMN, FILES_MARK
 from recsql.errors import NotSupportedError, ProgrammingError
 
 MATCHED = "__recsql_matched"  # a source column that is TRUE on every source row: NULL after a LEFT JOIN
@@ -23,6 +24,7 @@ class Rewrite:
     added: exp.Query | None
     counts: list[exp.Query]
     duplicates: exp.Query | None = None  # MERGE: more rows than the table has means a row matched twice
+    touched: exp.Query | None = None  # the files holding the rows it changes (None: every file)
 
 
 def is_true(condition: exp.Expression | None) -> exp.Expression:
@@ -50,11 +52,13 @@ def delete(statement: exp.Delete, columns: tuple[str, ...]) -> Rewrite:
     name, alias = target_table(statement.this, "DELETE")
     where = statement.args.get("where")
     source = table_source(name, alias)
-    if where is None:
-        return Rewrite(name, None, None, [count_where(source, exp.true())])
-    condition = where.this
-    kept = select_columns(columns, alias).from_(source).where(exp.not_(is_true(condition)))
-    return Rewrite(name, kept, None, [count_where(source, is_true(condition))])
+    condition = where.this if where is not None else exp.true()
+    if has_subquery_predicate(condition):
+        kept = select_columns(columns, alias).from_(source).where(not_among(columns, alias, name, condition))
+    else:
+        kept = select_columns(columns, alias).from_(source).where(exp.not_(is_true(condition)))
+    return Rewrite(name, kept, None, [count_where(source, condition)], touched=touched_files(statement, name, alias,
+                                                                                             condition))
 
 
 def update(statement: exp.Update, columns: tuple[str, ...]) -> Rewrite:
@@ -62,17 +66,56 @@ def update(statement: exp.Update, columns: tuple[str, ...]) -> Rewrite:
     if statement.args.get("from_") or statement.args.get("joins"):
         raise NotSupportedError("UPDATE ... FROM is not supported; use MERGE INTO")
     where = statement.args.get("where")
-    condition = is_true(where.this if where is not None else None)
+    condition = where.this if where is not None else exp.true()
     assignments = assignments_of(statement.expressions, columns, name)
+    source = table_source(name, alias)
+    counts = [count_where(source, condition)]
+    if has_subquery_predicate(condition):  # the changed rows, then the others
+        items = [exp.alias_(assignments.get(column, exp.column(column, table=alias, quoted=True)).copy(), column,
+                            quoted=True) for column in columns]
+        changed = exp.select(*items).from_(source.copy()).where(condition.copy())
+        kept = select_columns(columns, alias).from_(source).where(not_among(columns, alias, name, condition))
+        return Rewrite(name, kept, changed, counts, touched=touched_files(statement, name, alias, condition))
+    holds = is_true(condition)
     items = [
-        exp.alias_(exp.Case(ifs=[exp.If(this=condition.copy(), true=assignments[column].copy())],
+        exp.alias_(exp.Case(ifs=[exp.If(this=holds.copy(), true=assignments[column].copy())],
                             default=exp.column(column, table=alias, quoted=True)), column, quoted=True)
         if column in assignments else exp.column(column, table=alias, quoted=True)
         for column in columns
     ]
-    source = table_source(name, alias)
-    kept = exp.select(*items).from_(source)
-    return Rewrite(name, kept, None, [count_where(source, condition)])
+    return Rewrite(name, exp.select(*items).from_(source), None, counts,
+                   touched=touched_files(statement, name, alias, condition))
+
+
+def touched_files(statement: exp.Expression, name: str, alias: str, condition: exp.Expression,
+                  joins: list[exp.Expression] = ()) -> exp.Query | None:
+    """The files of the target rows a statement changes: only those are rewritten. None (every file)
+    when the statement reads its target elsewhere too, which must see all of its rows."""
+    if sum(1 for table in statement.find_all(exp.Table) if table.name.lower() == name) > 1:
+        return None
+    query = (exp.select(exp.column(FILE_COLUMN, table=alias, quoted=True)).distinct()
+             .from_(table_source(name + FILES_MARK, alias)))
+    for join in joins:
+        query = query.join(join.copy())
+    return query.where(condition.copy())
+
+
+def has_subquery_predicate(condition: exp.Expression) -> bool:
+    """EXISTS / IN (SELECT ...): the translator takes these only as conditions of a WHERE clause, not
+    inside an expression such as coalesce(...)."""
+    return condition.find(exp.Exists) is not None or any(
+        node.args.get("query") is not None for node in condition.find_all(exp.In))
+
+
+def not_among(columns: tuple[str, ...], alias: str, name: str, condition: exp.Expression) -> exp.Expression:
+    """The rows for which `condition` is not true, as the rows equal to none for which it is: identical
+    rows agree on any condition, so this keeps duplicates as they are (tables are bags)."""
+    hits = "__recsql_hits"
+    matching = (select_columns(columns, alias).distinct().from_(table_source(name, alias))
+                .where(condition.copy()).subquery(hits))
+    equal = [exp.NullSafeEQ(this=exp.column(column, table=hits, quoted=True),
+                            expression=exp.column(column, table=alias, quoted=True)) for column in columns]
+    return exp.Exists(this=exp.select("1").from_(matching).where(exp.and_(*equal))).not_()
 
 
 def merge(statement: exp.Merge, columns: tuple[str, ...], source_columns: tuple[str, ...]) -> Rewrite:
@@ -89,7 +132,7 @@ def merge(statement: exp.Merge, columns: tuple[str, ...], source_columns: tuple[
     is_matched = exp.column(MATCHED, table=source_alias, quoted=True).is_(exp.null()).not_()
     clauses = [(exp.and_(is_matched, is_true(when.args.get("condition"))), when) for when in matched] + [
         (exp.and_(exp.not_(is_matched.copy()), is_true(when.args.get("condition"))), when) for when in by_source]
-    counts, kept, duplicates = [], None, None
+    counts, kept, duplicates, touched = [], None, None, None
     if clauses:
         flagged = exp.Subquery(
             this=exp.select(exp.Star(), exp.alias_(exp.true(), MATCHED, quoted=True)).from_(source.copy()),
@@ -106,6 +149,7 @@ def merge(statement: exp.Merge, columns: tuple[str, ...], source_columns: tuple[
         kept = exp.select(*items).from_(target.copy()).join(join).where(exp.not_(deleted))
         acted = exp.or_(*[condition.copy() for condition, _ in clauses])
         counts.append(count_where(target, acted, [join]))
+        touched = touched_files(statement, name, alias, acted, [join])
         if matched:
             duplicates = count_where(target, exp.true(), [join])
     added = None
@@ -119,7 +163,7 @@ def merge(statement: exp.Merge, columns: tuple[str, ...], source_columns: tuple[
         chosen = exp.or_(*[condition.copy() for condition, _ in ifs])
         added = exp.select(*items).from_(source.copy()).where(exp.and_(absent, chosen))
         counts.append(count_where(source, exp.and_(absent.copy(), chosen.copy())))
-    return Rewrite(name, kept, added, counts, duplicates)
+    return Rewrite(name, kept, added, counts, duplicates, touched)
 
 
 # ------------------------------------------------------------------ parts

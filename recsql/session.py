@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, Iterator, Sequence
 
 import pyarrow as pa
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import SparkSession
 from pyspark.sql.types import DataType, StructField, StructType
 from sqlglot import exp
 
@@ -28,11 +28,12 @@ from recsql.parameters import bind
 from recsql.settings import PREFIX, Settings
 from recsql.spark_errors import spark_errors
 from translator import dialect
-from translator.dialect import Explain
+from translator.dialect import Explain, Vacuum
 from translator.errors import TranslationError, UnsupportedError
 from translator.translate import translate
 
 QUERY_TYPES = (exp.Query, exp.Values)
+VACUUM_RETAIN_HOURS = 168  # Delta's default: a week of versions stays readable
 EVALUATION = {
     True: "whole query in this process (DuckDB over Arrow), no Spark job",
     False: "on Spark (each recursive stratum as its strategy above says)",
@@ -109,6 +110,8 @@ class Session:
             return self.analyze(statement)
         if isinstance(statement, exp.Show):
             return self.show_tables()
+        if isinstance(statement, Vacuum):
+            return self.vacuum(statement)
         if isinstance(statement, exp.Describe) and (statement.args.get("style") or "").upper() == "HISTORY":
             return self.history(statement.this.name)
         if isinstance(statement, exp.Describe):
@@ -137,7 +140,11 @@ class Session:
         return result.schema, result
 
     def count(self, query: exp.Query) -> int:
-        return self.executor().fetch(self.plan(query)).table.column(0)[0].as_py()
+        return self.values(query)[0]
+
+    def values(self, query: exp.Query) -> list:
+        """The first column of a query's answer."""
+        return self.executor().fetch(self.plan(query)).table.column(0).to_pylist()
 
     def query(self, query: exp.Expression) -> Result:
         answer = self.executor().fetch(self.plan(query))
@@ -263,7 +270,11 @@ class Session:
         if rewrite.kept is None and added:  # MERGE that only inserts: an append
             self.catalog.insert(name, added[0], operation, sql)
         elif rewrite.kept is not None:
-            self.catalog.rewrite(name, snapshot, [self.rows(rewrite.kept)[1], *added], operation, sql)
+            removed = snapshot.files
+            if rewrite.touched is not None:
+                removed = self.catalog.files_of(name, self.values(rewrite.touched))
+                self.catalog.restrict(name, removed)  # the kept rows are read from those files alone
+            self.catalog.rewrite(name, snapshot, removed, [self.rows(rewrite.kept)[1], *added], operation, sql)
         return Result(rowcount=affected)
 
     def merge_source_columns(self, using: exp.Expression) -> tuple[str, ...]:
@@ -285,6 +296,13 @@ class Session:
         })
         return Result(["version", "timestamp", "operation", "statement"],
                       ["bigint", "timestamp", "string", "string"], data, data.num_rows)
+
+    def vacuum(self, statement: Vacuum) -> Result:
+        """VACUUM t [RETAIN n HOURS]: remove the files no version of the last n hours (default 168) reads,
+        and files that writers left without committing them; the rowcount is the files removed."""
+        hours = statement.args.get("hours")
+        retain = int(hours.name) if hours is not None else VACUUM_RETAIN_HOURS
+        return Result(rowcount=self.catalog.vacuum(statement.this.name, retain))
 
     def analyze(self, statement: exp.Analyze) -> Result:
         """ANALYZE TABLE t [COMPUTE STATISTICS]: gather the optimizer's statistics now; returns them."""

@@ -36,9 +36,15 @@ class Explain(exp.Expression):
     arg_types = {"this": True, "analyze": False}
 
 
+class Vacuum(exp.Expression):
+    """VACUUM table [RETAIN n HOURS]."""
+
+    arg_types = {"this": True, "hours": False}
+
+
 class RecSQL(Spark):
     class Tokenizer(Spark.Tokenizer):
-        KEYWORDS = {**Spark.Tokenizer.KEYWORDS, "EXPLAIN": tokens.TokenType.VAR}
+        KEYWORDS = {**Spark.Tokenizer.KEYWORDS, "EXPLAIN": tokens.TokenType.VAR, "VACUUM": tokens.TokenType.VAR}
 
     class Parser(SparkParser):
         PLACEHOLDER_PARSERS = {
@@ -60,6 +66,15 @@ class RecSQL(Spark):
             if self._curr and self._curr.text.upper() == "SHOW" and self._next and self._next.text.upper() == "TABLES":
                 self._advance(2)  # SHOW is a command keyword: the tokenizer gives the rest as one string
                 return self.expression(exp.Show(this="TABLES"))
+            if self._curr and self._curr.text.upper() == "VACUUM":
+                self._advance()
+                table = self._parse_table_parts()
+                hours = None
+                if self._match_text_seq("RETAIN"):
+                    hours = self._parse_number()
+                    if not self._match_texts(("HOURS", "HOUR")):
+                        self.raise_error("VACUUM ... RETAIN takes a number of HOURS")
+                return self.expression(Vacuum(this=table, hours=hours))
             return super()._parse_statement()
 
         def _parse_cte(self) -> exp.CTE | None:
