@@ -55,7 +55,7 @@ def test_spark_joins_in_the_order_the_optimizer_chose(conn, three_tables):
     rule = next(rule for rule in plan.program.rules if len(rule.atoms) == 3)
     chosen = [atom.relation for atom in rule.atoms]
     assert set(chosen[:2]) != {"oj_a", "oj_b"}  # not the written a ⋈ b first: the filtered c joins early
-    frame = session.dataframe(dialect.parse_one(QUERY))
+    frame = session.executor().run(session.plan(dialect.parse_one(QUERY)))  # on Spark, not collected
     optimized = frame._jdf.queryExecution().optimizedPlan().toString()
     assert scan_order(optimized) == chosen
     cur = conn.cursor()
