@@ -123,47 +123,97 @@ def merge(statement: exp.Merge, columns: tuple[str, ...], source_columns: tuple[
     condition holds acts; a target row no clause applies to stays as it is."""
     name, alias = target_table(statement.this, "MERGE")
     source, source_alias = merge_source(statement.args["using"])
-    on = statement.args["on"]
     whens = statement.args["whens"].expressions
     matched = [when for when in whens if when.args.get("matched")]
     by_source = [when for when in whens if not when.args.get("matched") and when.args.get("source")]
     by_target = [when for when in whens if not when.args.get("matched") and not when.args.get("source")]
-    target = table_source(name, alias)
-    is_matched = exp.column(MATCHED, table=source_alias, quoted=True).is_(exp.null()).not_()
-    clauses = [(exp.and_(is_matched, is_true(when.args.get("condition"))), when) for when in matched] + [
-        (exp.and_(exp.not_(is_matched.copy()), is_true(when.args.get("condition"))), when) for when in by_source]
-    counts, kept, duplicates, touched = [], None, None, None
-    if clauses:
+    merging = Merging(statement, name, alias, source, source_alias, columns, source_columns)
+    if matched:
+        rewrite = merging.joined(matched, by_source)
+    elif by_source:
+        rewrite = merging.unmatched(by_source)
+    else:
+        rewrite = Rewrite(name, None, None, [])
+    if by_target:
+        rewrite.added, count = merging.inserted(by_target)
+        rewrite.counts.append(count)
+    return rewrite
+
+
+@dataclass
+class Merging:
+    """The queries of one MERGE statement."""
+
+    statement: exp.Merge
+    name: str
+    alias: str
+    source: exp.Expression
+    source_alias: str
+    columns: tuple[str, ...]
+    source_columns: tuple[str, ...]
+
+    @property
+    def target(self) -> exp.Table:
+        return table_source(self.name, self.alias)
+
+    @property
+    def on(self) -> exp.Expression:
+        return self.statement.args["on"].copy()
+
+    def joined(self, matched: list[exp.When], by_source: list[exp.When]) -> Rewrite:
+        """With WHEN MATCHED clauses: each target row beside its matching source row (a LEFT JOIN; a
+        target row matching two source rows is an error, found by counting the join's rows)."""
+        is_matched = exp.column(MATCHED, table=self.source_alias, quoted=True).is_(exp.null()).not_()
+        clauses = [(exp.and_(is_matched.copy(), is_true(when.args.get("condition"))), when) for when in matched]
+        clauses += [(exp.and_(exp.not_(is_matched.copy()), is_true(when.args.get("condition"))), when)
+                    for when in by_source]
         flagged = exp.Subquery(
-            this=exp.select(exp.Star(), exp.alias_(exp.true(), MATCHED, quoted=True)).from_(source.copy()),
-            alias=exp.TableAlias(this=exp.to_identifier(source_alias)))
-        join = exp.Join(this=flagged, side="LEFT", on=on.copy())
+            this=exp.select(exp.Star(), exp.alias_(exp.true(), MATCHED, quoted=True)).from_(self.source.copy()),
+            alias=exp.TableAlias(this=exp.to_identifier(self.source_alias)))
+        join = exp.Join(this=flagged, side="LEFT", on=self.on)
+        items, deleted, acted = self.acting(clauses)
+        kept = exp.select(*items).from_(self.target).join(join).where(exp.not_(deleted))
+        return Rewrite(self.name, kept, None, [count_where(self.target, acted, [join])],
+                       duplicates=count_where(self.target, exp.true(), [join]),
+                       touched=touched_files(self.statement, self.name, self.alias, acted, [join]))
+
+    def unmatched(self, by_source: list[exp.When]) -> Rewrite:
+        """Only WHEN NOT MATCHED BY SOURCE clauses: the target rows without a match change, the others
+        stay (however many source rows they match)."""
+        match = exp.Exists(this=exp.select("1").from_(self.source.copy()).where(self.on))
+        clauses = [(is_true(when.args.get("condition")), when) for when in by_source]
+        items, deleted, acted = self.acting(clauses)
+        changed = exp.select(*items).from_(self.target).where(exp.and_(match.copy().not_(), exp.not_(deleted)))
+        unchanged = select_columns(self.columns, self.alias).from_(self.target).where(match.copy())
+        condition = exp.and_(match.copy().not_(), acted)
+        return Rewrite(self.name, exp.union(changed, unchanged, distinct=False), None,
+                       [count_where(self.target, condition)],
+                       touched=touched_files(self.statement, self.name, self.alias, condition))
+
+    def acting(self, clauses: list[tuple[exp.Expression, exp.When]]) -> tuple[list, exp.Expression, exp.Expression]:
+        """Per target column its value after the first clause that acts; whether that clause deletes the
+        row; whether any clause acts."""
         items = []
-        for column in columns:
-            original = exp.column(column, table=alias, quoted=True)
-            ifs = [exp.If(this=condition.copy(), true=new_value(when, column, columns, alias, source_alias,
-                                                                source_columns)) for condition, when in clauses]
-            items.append(exp.alias_(exp.Case(ifs=ifs, default=original.copy()), column, quoted=True))
+        for column in self.columns:
+            original = exp.column(column, table=self.alias, quoted=True)
+            ifs = [exp.If(this=condition.copy(), true=new_value(when, column, self.columns, self.alias,
+                                                                self.source_alias, self.source_columns))
+                   for condition, when in clauses]
+            items.append(exp.alias_(exp.Case(ifs=ifs, default=original), column, quoted=True))
         deleted = exp.Case(ifs=[exp.If(this=condition.copy(), true=exp.true() if is_delete(when) else exp.false())
                                 for condition, when in clauses], default=exp.false())
-        kept = exp.select(*items).from_(target.copy()).join(join).where(exp.not_(deleted))
-        acted = exp.or_(*[condition.copy() for condition, _ in clauses])
-        counts.append(count_where(target, acted, [join]))
-        touched = touched_files(statement, name, alias, acted, [join])
-        if matched:
-            duplicates = count_where(target, exp.true(), [join])
-    added = None
-    if by_target:
-        absent = exp.Exists(this=exp.select("1").from_(target.copy()).where(on.copy())).not_()
-        ifs = [(is_true(when.args.get("condition")), when) for when in by_target]
-        items = [exp.alias_(exp.Case(ifs=[exp.If(this=condition.copy(), true=inserted_value(when, column, columns,
-                                                                                          source_alias, source_columns))
-                                          for condition, when in ifs]), column, quoted=True)
-                 for column in columns]
-        chosen = exp.or_(*[condition.copy() for condition, _ in ifs])
-        added = exp.select(*items).from_(source.copy()).where(exp.and_(absent, chosen))
-        counts.append(count_where(source, exp.and_(absent.copy(), chosen.copy())))
-    return Rewrite(name, kept, added, counts, duplicates, touched)
+        return items, deleted, exp.or_(*[condition.copy() for condition, _ in clauses])
+
+    def inserted(self, by_target: list[exp.When]) -> tuple[exp.Query, exp.Query]:
+        """The rows WHEN NOT MATCHED clauses insert: source rows matching no target row; and their count."""
+        absent = exp.Exists(this=exp.select("1").from_(self.target).where(self.on)).not_()
+        clauses = [(is_true(when.args.get("condition")), when) for when in by_target]
+        items = [exp.alias_(exp.Case(ifs=[
+            exp.If(this=condition.copy(),
+                   true=inserted_value(when, column, self.columns, self.source_alias, self.source_columns))
+            for condition, when in clauses]), column, quoted=True) for column in self.columns]
+        chosen = exp.and_(absent, exp.or_(*[condition.copy() for condition, _ in clauses]))
+        return exp.select(*items).from_(self.source.copy()).where(chosen), count_where(self.source, chosen)
 
 
 # ------------------------------------------------------------------ parts
