@@ -44,6 +44,7 @@ from translator import dialect
 VERSION_MARK = "@"  # `t@3`: version 3 of table t, as a relation name (time travel)
 FILES_MARK = "#files"  # `t#files`: table t with a last column naming the file of each row (DELETE, UPDATE)
 FILE_COLUMN = "__recsql_file"
+KINDS = {"view": "a view", "external": "a table over external files", "registered": "a registered DataFrame"}
 NOT_A_NAME = re.compile(r"\W")  # characters of relation names that Spark view names cannot hold
 
 Rows = pa.Table | DataFrame  # a statement's rows: Arrow computed in this process, or Spark's
@@ -138,7 +139,7 @@ class Catalog:
     def versioned(self, name: str, kind: str, value: int | str) -> str:
         """The relation naming a table's version (`VERSION AS OF n`) or the version current at an
         instant (`TIMESTAMP AS OF '...'`)."""
-        table = self.managed(name, "has no versions: only tables created by recsql do")
+        table = self.managed(name, f"{kind} AS OF")
         if kind == "TIMESTAMP":
             try:
                 instant = datetime.datetime.fromisoformat(str(value))
@@ -169,14 +170,23 @@ class Catalog:
         except FileNotFoundError:
             return None
 
-    def managed(self, name: str, otherwise: str = "is not a table created by recsql") -> ManagedTable:
-        """The Delta table behind a managed table's name."""
+    def stored(self, name: str) -> Entry:
+        """The entry of the stored table (not a view) a relation name (`t`, `t@3`, `t#files`) reads."""
+        entry = self.entry(split_version(name)[0])
+        if entry is None or entry.kind == "view":
+            raise ProgrammingError(f"table '{name}' not found")
+        return entry
+
+    def managed(self, name: str, needed_for: str = "this") -> ManagedTable:
+        """The Delta table behind a managed table's name; `needed_for` says what for, in the error that
+        another kind of name gets."""
         base = split_version(name)[0]
         entry = self.entry(base)
-        if base in self.registered or entry is None or entry.kind != "table":
-            if entry is None and base not in self.registered:
-                raise ProgrammingError(f"table '{base}' not found")
-            raise ProgrammingError(f"'{base}' {otherwise}")
+        kind = "registered" if base in self.registered else entry.kind if entry is not None else None
+        if kind is None:
+            raise ProgrammingError(f"table '{base}' not found")
+        if kind != "table":
+            raise ProgrammingError(f"'{base}' is {KINDS[kind]}: {needed_for} needs a table created by recsql")
         root = self.warehouse / entry.path
         key = str(root)
         if key not in self.tables:
@@ -208,9 +218,7 @@ class Catalog:
         name = name.lower()
         if name in self.registered:
             return self.registered[name]
-        entry = self.entry(split_version(name)[0])
-        if entry is None or entry.kind == "view":
-            raise ProgrammingError(f"table '{name}' not found")
+        entry = self.stored(name)
         if entry.kind == "table":
             return self.snapshot_frame(self.snapshot(name), split_version(name)[2])
         return self.read_external(entry, self.struct_of(entry))
@@ -242,9 +250,7 @@ class Catalog:
         name = name.lower()
         if name in self.registered:
             return self.registered_version[name]
-        entry = self.entry(split_version(name)[0])
-        if entry is None or entry.kind == "view":
-            raise ProgrammingError(f"table '{name}' not found")
+        entry = self.stored(name)
         if entry.kind == "table":
             return self.snapshot(name).key + (FILES_MARK if split_version(name)[2] else "")
         return json.dumps(entry.__dict__) + data_version(entry.path)
@@ -440,8 +446,7 @@ class Catalog:
     def insertable(self, name: str) -> ManagedTable:
         if split_version(name)[1] is not None or split_version(name)[2]:
             raise ProgrammingError(f"'{name}' is an old version of a table: it cannot be changed")
-        return self.managed(name, "cannot be changed: only tables created with CREATE TABLE can "
-                                  "(it is a registered, external or view name)")
+        return self.managed(name, "changing rows")
 
     def create_external(self, name: str, format: str, path: str, options: dict, schema: StructType | None) -> None:
         if self.entry(name) is not None:
@@ -461,10 +466,10 @@ class Catalog:
             self.remove_data(existing)
 
     def vacuum(self, name: str, retain_hours: int) -> int:
-        return self.managed(name, "has no files to vacuum: only tables created by recsql do").vacuum(retain_hours)
+        return self.managed(name, "VACUUM").vacuum(retain_hours)
 
     def history(self, name: str) -> list:
-        return self.managed(name, "has no history: only tables created by recsql do").history()
+        return self.managed(name, "DESCRIBE HISTORY").history()
 
     def drop(self, name: str, kind: str, if_exists: bool) -> None:
         name = name.lower()

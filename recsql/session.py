@@ -63,7 +63,8 @@ class Session:
 
     def execute(self, sql: str, params: Sequence[Any] | None = None) -> Result:
         statement = bind(parse_single(sql), params)
-        with self.cancellation.statement(sql), self.catalog.statement(), translation_errors(), spark_errors():
+        with (self.cancellation.statement(sql), self.catalog.statement(), translation_errors(),
+              spark_errors(changed_table(statement))):
             return self.dispatch(statement, sql)
 
     def report(self, event: Progress) -> None:
@@ -239,10 +240,9 @@ class Session:
                 raise ProgrammingError(f"row {number} has {len(row)} values but table '{name}' has {len(fields)} columns")
         columns = []
         for i, spark_field in enumerate(fields):
-            values = [coerce(row[i], spark_field.dataType) for row in rows]
             try:
-                columns.append(pa.array(values))
-            except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError) as error:
+                columns.append(pa.array([coerce(row[i], spark_field.dataType) for row in rows]))
+            except (DataError, pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError) as error:
                 raise DataError(f"column '{spark_field.name}' of '{name}': {error}") from None
         try:
             self.catalog.insert(name, pa.Table.from_arrays(columns, names=[f.name for f in fields]), "INSERT", sql)
@@ -372,6 +372,19 @@ class Session:
 
 
 # ------------------------------------------------------------------ helpers
+
+
+CHANGES = {exp.Insert: "INSERT INTO", exp.Delete: "DELETE FROM", exp.Update: "UPDATE", exp.Merge: "MERGE INTO",
+           exp.Create: "CREATE TABLE"}
+
+
+def changed_table(statement: exp.Expression) -> str:
+    """`INSERT INTO t`, for a statement that changes table t (errors say where they happened); else ''."""
+    verb = CHANGES.get(type(statement))
+    target = statement.this.this if isinstance(statement.this, exp.Schema) else statement.this
+    if verb is None or not isinstance(target, exp.Table):
+        return ""
+    return f"{verb} {target.name.lower()}"
 
 
 def parse_single(sql: str) -> exp.Expression:
