@@ -402,7 +402,7 @@ class Catalog:
         try:
             for rows in parts:
                 if isinstance(rows, pa.Table):
-                    files += table.write_arrow(self.conform(table.name, rows, schema), schema, self.timezone())
+                    files += table.write_arrow(self.conform(table.name, rows, schema), schema, self.timezone)
                     continue
                 staging.append(table.staging_directory())
                 renamed = self.conform(table.name, rows, schema).toDF(*schema.fieldNames())
@@ -416,6 +416,7 @@ class Catalog:
         return sum(file.rows for file in files)
 
     def timezone(self) -> str:
+        """Spark's session time zone: what a timestamp without one means."""
         return self.spark.conf.get("spark.sql.session.timeZone") or "UTC"
 
     @staticmethod

@@ -21,12 +21,13 @@ import hashlib
 import json
 import os
 import shutil
+import subprocess
+import sys
 import time
 import uuid
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import Callable, Iterable, Iterator
 from urllib.parse import unquote
 
 import pyarrow as pa
@@ -252,9 +253,9 @@ class ManagedTable:
         """A directory for a writer's files (Spark's); nothing in it is part of the table until committed."""
         return self.root / f"write-{uuid.uuid4().hex}"
 
-    def write_arrow(self, data: pa.Table, schema: StructType, timezone: str) -> list[DataFile]:
+    def write_arrow(self, data: pa.Table, schema: StructType, timezone: Callable[[], str]) -> list[DataFile]:
         """Write rows (in the table's column order) as a Parquet file of the table; not yet committed.
-        Timestamps without a time zone are taken in `timezone` (Spark's session time zone)."""
+        Timestamps without a time zone are taken in `timezone()` (Spark's session time zone)."""
         if data.num_rows == 0:
             return []
         arrow_schema = storage_schema(schema)
@@ -293,7 +294,7 @@ class ManagedTable:
             temporary.unlink(missing_ok=True)
         version += 1
         if version % CHECKPOINT_INTERVAL == 0:
-            CHECKPOINTS.submit(checkpoint, self.root, version)
+            CHECKPOINTS.submit(self.root, version)
 
     def commit(self, snapshot: Snapshot, add: list[DataFile], remove: Iterable[DataFile], schema: StructType,
                operation: str, statement: str) -> None:
@@ -322,14 +323,28 @@ class ManagedTable:
 # ------------------------------------------------------------------ helpers
 
 
-CHECKPOINTS = ThreadPoolExecutor(max_workers=1, thread_name_prefix="recsql-checkpoint")
+class Checkpoints:
+    """Writes log checkpoints in a process of their own: reading a hundred commits and writing their
+    checkpoint costs more than the hundred inserts that made them, and need not hold up the next
+    statement. A checkpoint only saves readers the replay of the commits before it: one that fails, or
+    is skipped while the previous one still runs, costs nothing but time."""
+
+    PROGRAM = ("import sys; from deltalake import DeltaTable; "
+               "DeltaTable(sys.argv[1], version=int(sys.argv[2])).create_checkpoint()")
+
+    def __init__(self) -> None:
+        self.running: subprocess.Popen | None = None
+
+    def submit(self, root: Path, version: int) -> None:
+        if self.running is not None and self.running.poll() is None:
+            return
+        with contextlib.suppress(OSError):
+            self.running = subprocess.Popen([sys.executable, "-c", self.PROGRAM, str(root), str(version)],
+                                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                            stderr=subprocess.DEVNULL)
 
 
-def checkpoint(root: Path, version: int) -> None:
-    """Write the log's checkpoint at `version` (off the statement's path: a checkpoint only saves readers
-    the replay of the commits before it, so a failed one costs nothing but time)."""
-    with contextlib.suppress(DeltaError, OSError):
-        DeltaTable(str(root), version=version).create_checkpoint()
+CHECKPOINTS = Checkpoints()
 
 
 def storage_schema(schema: StructType) -> pa.Schema:
@@ -337,9 +352,9 @@ def storage_schema(schema: StructType) -> pa.Schema:
     return to_arrow_schema(schema, timezone="UTC")
 
 
-def conform(column: pa.ChunkedArray, target: pa.DataType, timezone: str) -> pa.ChunkedArray:
+def conform(column: pa.ChunkedArray, target: pa.DataType, timezone: Callable[[], str]) -> pa.ChunkedArray:
     if pa.types.is_timestamp(target) and target.tz and pa.types.is_timestamp(column.type) and not column.type.tz:
-        column = pc.assume_timezone(column, timezone)
+        column = pc.assume_timezone(column, timezone())
     return column.cast(target)
 
 
