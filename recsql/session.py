@@ -12,6 +12,7 @@ from typing import Any, Iterator, Sequence
 
 import pyarrow as pa
 from pyspark.sql import SparkSession
+from pyspark.sql.pandas.types import to_arrow_type
 from pyspark.sql.types import DataType, StructField, StructType
 from sqlglot import exp
 
@@ -235,13 +236,13 @@ class Session:
         """Rows of Python values straight into a Parquet file: no Spark job for INSERT ... VALUES."""
         name = insert.this.name
         fields = self.catalog.insert_schema(name).fields
-        for number, row in enumerate(rows, start=1):
-            if len(row) != len(fields):
-                raise ProgrammingError(f"row {number} has {len(row)} values but table '{name}' has {len(fields)} columns")
+        if set(map(len, rows)) - {len(fields)}:
+            number, row = next((n, row) for n, row in enumerate(rows, start=1) if len(row) != len(fields))
+            raise ProgrammingError(f"row {number} has {len(row)} values but table '{name}' has {len(fields)} columns")
         columns = []
-        for i, spark_field in enumerate(fields):
+        for values, spark_field in zip(zip(*rows) if rows else [()] * len(fields), fields):
             try:
-                columns.append(pa.array([coerce(row[i], spark_field.dataType) for row in rows]))
+                columns.append(column_of(values, spark_field.dataType))
             except (DataError, pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError) as error:
                 raise DataError(f"column '{spark_field.name}' of '{name}': {error}") from None
         try:
@@ -440,6 +441,19 @@ def literal_row(row: exp.Expression) -> tuple | None:
         else:
             return None
     return tuple(values)
+
+
+def column_of(values: Sequence[Any], data_type: DataType) -> pa.Array:
+    """Python values as an Arrow column for a column of `data_type`: converted by Arrow when they are
+    already of the column's kind (a timestamp without a time zone, to be read in the session's), one by
+    one through `coerce` otherwise (a date given as text, a number for a string column)."""
+    arrow_type = to_arrow_type(data_type, timezone="UTC")
+    if pa.types.is_timestamp(arrow_type):
+        arrow_type = pa.timestamp(arrow_type.unit)
+    try:
+        return pa.array(values, type=arrow_type)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError):
+        return pa.array([coerce(value, data_type) for value in values])
 
 
 def coerce(value: Any, data_type: DataType) -> Any:
