@@ -492,7 +492,8 @@ class Catalog:
             if if_exists:
                 return
             raise ProgrammingError(f"{kind} '{name}' not found (dropped by another statement)") from None
-        self.statistics_file(name).unlink(missing_ok=True)
+        for cached in [self.statistics_file(name), *self.statistics_dir.glob(f"{name}{VERSION_MARK}*.json")]:
+            cached.unlink(missing_ok=True)
         self.finish_drops()
 
     # -------------------------------------------------------------- helpers
