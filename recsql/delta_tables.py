@@ -326,8 +326,8 @@ class ManagedTable:
 class Checkpoints:
     """Writes log checkpoints in a process of their own, at the lowest priority: reading a hundred
     commits and writing their checkpoint costs more than the hundred inserts that made them, and need
-    not hold up the next statement. A checkpoint only saves readers the replay of the commits before it: one that fails, or
-    is skipped while the previous one still runs, costs nothing but time."""
+    not hold up the next statement. A checkpoint only saves readers the replay of the commits before
+    it: one that fails, or is skipped while the previous one still runs, costs nothing but time."""
 
     PROGRAM = ("import os, sys; hasattr(os, 'nice') and os.nice(19); from deltalake import DeltaTable; "
                "DeltaTable(sys.argv[1], version=int(sys.argv[2])).create_checkpoint()")
