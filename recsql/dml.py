@@ -1,6 +1,7 @@
-"""DELETE, UPDATE and MERGE as queries: each statement becomes the query of the table's new rows (and
-queries counting the rows it affects), run by the ordinary pipeline over the table's snapshot, and the
-result replaces the snapshot's rows in one commit. Conditions may use anything a WHERE clause may."""
+"""DELETE, UPDATE and MERGE as queries: each statement becomes the query of the table's new rows, the
+queries counting the rows it affects and the query of the files holding them, run by the ordinary
+pipeline over the table's snapshot; the new rows replace those files in one commit. Conditions may use
+anything a WHERE clause may."""
 
 from __future__ import annotations
 
@@ -19,7 +20,6 @@ class Rewrite:
     """What a statement does to its table: the query of the rows it keeps or changes, the query of the
     rows it adds (appended after them), and the queries whose counts add up to its row count."""
 
-    table: str
     kept: exp.Query | None  # None: the table's rows stay as they are
     added: exp.Query | None
     counts: list[exp.Query]
@@ -57,8 +57,8 @@ def delete(statement: exp.Delete, columns: tuple[str, ...]) -> Rewrite:
         kept = select_columns(columns, alias).from_(source).where(not_among(columns, alias, name, condition))
     else:
         kept = select_columns(columns, alias).from_(source).where(exp.not_(is_true(condition)))
-    return Rewrite(name, kept, None, [count_where(source, condition)], touched=touched_files(statement, name, alias,
-                                                                                             condition))
+    return Rewrite(kept, None, [count_where(source, condition)],
+                   touched=touched_files(statement, name, alias, condition))
 
 
 def update(statement: exp.Update, columns: tuple[str, ...]) -> Rewrite:
@@ -75,7 +75,7 @@ def update(statement: exp.Update, columns: tuple[str, ...]) -> Rewrite:
                             quoted=True) for column in columns]
         changed = exp.select(*items).from_(source.copy()).where(condition.copy())
         kept = select_columns(columns, alias).from_(source).where(not_among(columns, alias, name, condition))
-        return Rewrite(name, kept, changed, counts, touched=touched_files(statement, name, alias, condition))
+        return Rewrite(kept, changed, counts, touched=touched_files(statement, name, alias, condition))
     holds = is_true(condition)
     items = [
         exp.alias_(exp.Case(ifs=[exp.If(this=holds.copy(), true=assignments[column].copy())],
@@ -83,7 +83,7 @@ def update(statement: exp.Update, columns: tuple[str, ...]) -> Rewrite:
         if column in assignments else exp.column(column, table=alias, quoted=True)
         for column in columns
     ]
-    return Rewrite(name, exp.select(*items).from_(source), None, counts,
+    return Rewrite(exp.select(*items).from_(source), None, counts,
                    touched=touched_files(statement, name, alias, condition))
 
 
@@ -133,7 +133,7 @@ def merge(statement: exp.Merge, columns: tuple[str, ...], source_columns: tuple[
     elif by_source:
         rewrite = merging.unmatched(by_source)
     else:
-        rewrite = Rewrite(name, None, None, [])
+        rewrite = Rewrite(None, None, [])
     if by_target:
         rewrite.added, count = merging.inserted(by_target)
         rewrite.counts.append(count)
@@ -173,7 +173,7 @@ class Merging:
         join = exp.Join(this=flagged, side="LEFT", on=self.on)
         items, deleted, acted = self.acting(clauses)
         kept = exp.select(*items).from_(self.target).join(join).where(exp.not_(deleted))
-        return Rewrite(self.name, kept, None, [count_where(self.target, acted, [join])],
+        return Rewrite(kept, None, [count_where(self.target, acted, [join])],
                        duplicates=count_where(self.target, exp.true(), [join]),
                        touched=touched_files(self.statement, self.name, self.alias, acted, [join]))
 
@@ -186,7 +186,7 @@ class Merging:
         changed = exp.select(*items).from_(self.target).where(exp.and_(match.copy().not_(), exp.not_(deleted)))
         unchanged = select_columns(self.columns, self.alias).from_(self.target).where(match.copy())
         condition = exp.and_(match.copy().not_(), acted)
-        return Rewrite(self.name, exp.union(changed, unchanged, distinct=False), None,
+        return Rewrite(exp.union(changed, unchanged, distinct=False), None,
                        [count_where(self.target, condition)],
                        touched=touched_files(self.statement, self.name, self.alias, condition))
 
