@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Self
 
 import durability_writer as writer
+import pyarrow as pa
 import pytest
 from conftest import TEST_CONF
 
@@ -431,3 +432,28 @@ def test_self_referencing_create_or_replace(cur):
     assert table_rows(cur, "dur_self") == rows[:500]
     cur.execute("CREATE OR REPLACE TABLE dur_self AS SELECT a * 2 AS a, b FROM dur_self WHERE a < 10")
     assert table_rows(cur, "dur_self") == [(2 * a, b) for a, b in rows[:10]]
+
+
+def test_a_change_computed_from_an_outdated_version_is_refused(conn, warehouse):
+    """Two statements that rewrite the same file: the one whose snapshot is older fails and changes
+    nothing; an insert made meanwhile does not conflict with a rewrite (its rows are kept)."""
+    other = recsql.connect(master="local[2]", conf=TEST_CONF, warehouse=str(warehouse)).cursor()
+    cur = conn.cursor()
+    cur.execute("DROP TABLE IF EXISTS dur_conflict")
+    cur.execute("CREATE TABLE dur_conflict (x INT)")
+    cur.execute("INSERT INTO dur_conflict VALUES (1), (2), (3)")
+    catalog = conn.session.catalog
+    kept = pa.table({"x": pa.array([2, 3], pa.int32())})
+    with catalog.statement():
+        snapshot = catalog.snapshot("dur_conflict")
+        other.execute("DELETE FROM dur_conflict WHERE x = 3")  # rewrites the file the snapshot holds
+        with pytest.raises(recsql.OperationalError, match="'dur_conflict' was changed by another statement"):
+            catalog.rewrite("dur_conflict", snapshot, snapshot.files, [kept], "DELETE", "DELETE ... x = 1")
+    cur.execute("SELECT x FROM dur_conflict ORDER BY x")
+    assert cur.fetchall() == [(1,), (2,)]
+    with catalog.statement():
+        snapshot = catalog.snapshot("dur_conflict")
+        other.execute("INSERT INTO dur_conflict VALUES (9)")
+        catalog.rewrite("dur_conflict", snapshot, snapshot.files, [kept.slice(0, 1)], "DELETE", "DELETE ... x = 1")
+    cur.execute("SELECT x FROM dur_conflict ORDER BY x")
+    assert cur.fetchall() == [(2,), (9,)]
