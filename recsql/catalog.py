@@ -76,6 +76,11 @@ def view_query_of(create: exp.Create) -> exp.Expression:
     return query
 
 
+def version_name(base: str, version: int | None) -> str:
+    """The relation name of a table's version (`t@3`), or of its current one (`t`)."""
+    return base if version is None else f"{base}{VERSION_MARK}{version}"
+
+
 def split_version(name: str) -> tuple[str, int | None, bool]:
     """`t@3` → ('t', 3, False); `t` → ('t', None, False); `t#files` → ('t', None, True)."""
     name = name.lower()
@@ -151,7 +156,7 @@ class Catalog:
         else:
             version = int(value)
         table.snapshot(version)  # an error now if the table has no such version
-        return f"{name.lower()}{VERSION_MARK}{version}"
+        return version_name(name.lower(), version)
 
     def names(self) -> dict[str, str]:
         """Every table and view by name, with its kind: table, external, view, or registered (this
@@ -196,7 +201,7 @@ class Catalog:
     def snapshot(self, name: str) -> Snapshot:
         """The version of a managed table the running statement reads (`t@3`: version 3)."""
         base, version, _ = split_version(name)
-        key = base if version is None else f"{base}{VERSION_MARK}{version}"
+        key = version_name(base, version)
         if self.pinned is not None and key in self.pinned:
             return self.pinned[key]
         snapshot = self.managed(name).snapshot(version)
@@ -252,7 +257,7 @@ class Catalog:
             return self.registered_version[name]
         entry = self.stored(name)
         if entry.kind == "table":
-            return self.snapshot(name).key + (FILES_MARK if split_version(name)[2] else "")
+            return self.snapshot(name).identity + (FILES_MARK if split_version(name)[2] else "")
         return json.dumps(entry.__dict__) + data_version(entry.path)
 
     def read_external(self, entry: Entry, struct: StructType | None) -> DataFrame:
@@ -318,7 +323,7 @@ class Catalog:
         if entry is None or entry.kind == "view":
             return None
         if with_files:  # the table's, and a column with as many values as the table has files
-            table = self.table_statistics(base if version is None else f"{base}{VERSION_MARK}{version}")
+            table = self.table_statistics(version_name(base, version))
             files = ColumnStatistics(distinct=len(self.snapshot(name).files))
             return TableStatistics(table.rows, (*table.columns, files), self.file_version(name))
         cached = self.cached_statistics(name)
@@ -329,7 +334,14 @@ class Catalog:
             data = json.loads(self.statistics_file(name).read_text())
         except (FileNotFoundError, json.JSONDecodeError):
             return None
-        return TableStatistics.from_json(data) if data.get("version") == self.file_version(name) else None
+        return TableStatistics.from_json(data) if data.get("version") == self.statistics_version(name) else None
+
+    def statistics_version(self, name: str) -> str:
+        """The data statistics describe: a table's version, however few of its files a statement reads
+        (the statistics of the whole version serve for the files a DELETE or UPDATE rewrites)."""
+        if name.lower() not in self.registered and self.stored(name).kind == "table":
+            return self.snapshot(name).key
+        return self.file_version(name)
 
     def statistics_file(self, name: str) -> Path:
         return self.statistics_dir / f"{name.lower()}.json"
@@ -340,13 +352,14 @@ class Catalog:
         if name in self.registered:
             self.registered_statistics[name] = statistics.from_spark(self.registered[name])
             return self.registered_statistics[name]
-        version = self.file_version(name)
+        version = self.statistics_version(name)
         table = self.arrow_table(name)
         if table is not None:
             gathered = statistics.from_arrow(table, version)
         else:
             gathered = statistics.from_spark(self.dataframe(name), version)
-        write_atomically(self.statistics_file(name), json.dumps(gathered.to_json()))
+        if version == self.file_version(name):  # not of a part of a version: nothing to keep for others
+            write_atomically(self.statistics_file(name), json.dumps(gathered.to_json()))
         return gathered
 
     # -------------------------------------------------------------- changes
@@ -369,9 +382,7 @@ class Catalog:
         of it (the old ones stay readable); a new table appears under its name only once complete.
         Returns the rows written."""
         name = name.lower()
-        existing = self.entry(name)
-        if existing is not None and not replace:
-            raise ProgrammingError(f"{'view' if existing.kind == 'view' else 'table'} '{name}' already exists")
+        existing = self.absent_unless(name, replace)
         operation = ("CREATE OR REPLACE TABLE" if replace else
                      "CREATE TABLE AS SELECT" if rows is not None else "CREATE TABLE")
         if existing is not None and existing.kind == "table":
@@ -445,13 +456,12 @@ class Catalog:
         return self.insertable(name).current().schema
 
     def insertable(self, name: str) -> ManagedTable:
-        if split_version(name)[1] is not None or split_version(name)[2]:
+        if name.lower() != split_version(name)[0]:
             raise ProgrammingError(f"'{name}' is an old version of a table: it cannot be changed")
         return self.managed(name, "changing rows")
 
     def create_external(self, name: str, format: str, path: str, options: dict, schema: StructType | None) -> None:
-        if self.entry(name) is not None:
-            raise ProgrammingError(f"table '{name}' already exists")
+        self.absent_unless(name, replace=False)
         if not Path(path).exists():
             raise ProgrammingError(f"path '{path}' of table '{name}' does not exist")
         entry = Entry(name.lower(), "external", json.loads(schema.json()) if schema else None, path, format, options)
@@ -459,9 +469,7 @@ class Catalog:
         self.publish(entry, replace=False)
 
     def create_view(self, name: str, sql: str, replace: bool = False) -> None:
-        existing = self.entry(name)
-        if existing is not None and not replace:
-            raise ProgrammingError(f"{'view' if existing.kind == 'view' else 'table'} '{name}' already exists")
+        existing = self.absent_unless(name, replace)
         self.publish(Entry(name.lower(), "view", sql=sql), replace=replace)
         if existing is not None:
             self.remove_data(existing)
@@ -497,6 +505,13 @@ class Catalog:
         self.finish_drops()
 
     # -------------------------------------------------------------- helpers
+
+    def absent_unless(self, name: str, replace: bool) -> Entry | None:
+        """The entry a CREATE [OR REPLACE] replaces: an error when there is one and it may not."""
+        existing = self.entry(name)
+        if existing is not None and not replace:
+            raise ProgrammingError(f"{'view' if existing.kind == 'view' else 'table'} '{name.lower()}' already exists")
+        return existing
 
     def finish_drops(self) -> None:
         """Remove the data of dropped tables (also of drops a dead process left half done)."""

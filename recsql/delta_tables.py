@@ -67,7 +67,12 @@ class Snapshot:
     @property
     def key(self) -> str:
         """Names this version of this table among all tables and versions (for caches)."""
-        return f"{self.root}@{self.version}{self.part}"
+        return f"{self.root}@{self.version}"
+
+    @property
+    def identity(self) -> str:
+        """Names what is read: this version, or the part of it `restricted` made."""
+        return self.key + self.part
 
     def restricted(self, files: tuple[DataFile, ...]) -> "Snapshot":
         """The same version reduced to some of its files."""
@@ -192,9 +197,7 @@ class ManagedTable:
     def apply(self, state: LogState, action: dict) -> None:
         """One action of a commit (Delta protocol: add, remove, metaData, protocol; the rest change no row)."""
         if "add" in action:
-            add = action["add"]
-            if add.get("deletionVector"):
-                raise NotSupportedError(f"table '{self.name}' uses Delta deletion vectors, which recsql cannot read yet")
+            add = action["add"]  # a deletion vector needs reader version 3: the protocol is refused first
             path = unquote(add["path"])
             rows = json.loads(add["stats"]).get("numRecords", -1) if add.get("stats") else -1
             state.files[path] = DataFile(str(self.root / path), add["size"], rows)
@@ -202,12 +205,13 @@ class ManagedTable:
             state.files.pop(unquote(action["remove"]["path"]), None)
         elif "metaData" in action:
             state.schema = StructType.fromJson(json.loads(action["metaData"]["schemaString"]))
-        elif "protocol" in action and action["protocol"].get("minReaderVersion", 1) > 1:
-            features = ", ".join(action["protocol"].get("readerFeatures") or ["reader version 2"])
-            raise NotSupportedError(f"table '{self.name}' uses Delta features recsql cannot read yet: {features}")
+        elif "protocol" in action:
+            protocol = action["protocol"]
+            check_reader(self.name, protocol.get("minReaderVersion", 1), protocol.get("readerFeatures"))
 
     def snapshot_of(self, table: DeltaTable) -> Snapshot:
-        check_readable(self.name, table)
+        protocol = table.protocol()
+        check_reader(self.name, protocol.min_reader_version, protocol.reader_features)
         actions = pa.table(table.get_add_actions(flatten=True))
         paths = actions.column("path").to_pylist()
         sizes = actions.column("size_bytes").to_pylist()
@@ -396,17 +400,16 @@ def commit_properties(operation: str, statement: str) -> CommitProperties:
     return CommitProperties(custom_metadata={OPERATION: operation, STATEMENT: statement})
 
 
-def check_readable(name: str, table: DeltaTable) -> None:
+def check_reader(name: str, reader_version: int, features: list[str] | None) -> None:
     """Files are read as the log lists them: a table that needs more of a reader (deletion vectors, column
     mapping) is refused, not read wrong."""
-    protocol = table.protocol()
-    if protocol.min_reader_version > 1:
-        features = ", ".join(protocol.reader_features or [f"reader version {protocol.min_reader_version}"])
-        raise NotSupportedError(f"table '{name}' uses Delta features recsql cannot read yet: {features}")
+    if reader_version > 1:
+        needed = ", ".join(features or [f"reader version {reader_version}"])
+        raise NotSupportedError(f"table '{name}' uses Delta features recsql cannot read yet: {needed}")
 
 
 @contextlib.contextmanager
-def delta_errors(name: str, root: Path | None = None) -> Iterator[None]:
+def delta_errors(name: str, root: Path) -> Iterator[None]:
     """delta-rs and file-system failures as recsql errors naming the table, not a path of the warehouse."""
     try:
         yield
@@ -419,6 +422,5 @@ def delta_errors(name: str, root: Path | None = None) -> Iterator[None]:
         text = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         if isinstance(error, OSError) and error.strerror:
             text = error.strerror
-        if root is not None:
-            text = text.replace(str(root), f"<{name}>")
+        text = text.replace(str(root), f"<{name}>")
         raise OperationalError(f"table '{name}' cannot be read or written: {text}") from None

@@ -17,14 +17,16 @@ MATCHED = "__recsql_matched"  # a source column that is TRUE on every source row
 
 @dataclass
 class Rewrite:
-    """What a statement does to its table: the query of the rows it keeps or changes, the query of the
-    rows it adds (appended after them), and the queries whose counts add up to its row count."""
+    """What a statement does to its table: the query of the rows it keeps or changes (read from the files
+    holding changed rows), the query of the rows it adds, and the queries whose counts make its row
+    count."""
 
     kept: exp.Query | None  # None: the table's rows stay as they are
     added: exp.Query | None
-    counts: list[exp.Query]
+    changes: exp.Query | None = None  # per file of the table, the rows of it the statement changes
+    whole: bool = False  # rewrite every file: the statement reads its table elsewhere too
+    inserts: exp.Query | None = None  # the count of the rows it adds
     duplicates: exp.Query | None = None  # MERGE: more rows than the table has means a row matched twice
-    touched: exp.Query | None = None  # the files holding the rows it changes (None: every file)
 
 
 def is_true(condition: exp.Expression | None) -> exp.Expression:
@@ -57,8 +59,7 @@ def delete(statement: exp.Delete, columns: tuple[str, ...]) -> Rewrite:
         kept = select_columns(columns, alias).from_(source).where(not_among(columns, alias, name, condition))
     else:
         kept = select_columns(columns, alias).from_(source).where(exp.not_(is_true(condition)))
-    return Rewrite(kept, None, [count_where(source, condition)],
-                   touched=touched_files(statement, name, alias, condition))
+    return Rewrite(kept, None, *changes(statement, name, alias, condition))
 
 
 def update(statement: exp.Update, columns: tuple[str, ...]) -> Rewrite:
@@ -69,13 +70,12 @@ def update(statement: exp.Update, columns: tuple[str, ...]) -> Rewrite:
     condition = where.this if where is not None else exp.true()
     assignments = assignments_of(statement.expressions, columns, name)
     source = table_source(name, alias)
-    counts = [count_where(source, condition)]
     if has_subquery_predicate(condition):  # the changed rows, then the others
         items = [exp.alias_(assignments.get(column, exp.column(column, table=alias, quoted=True)).copy(), column,
                             quoted=True) for column in columns]
         changed = exp.select(*items).from_(source.copy()).where(condition.copy())
         kept = select_columns(columns, alias).from_(source).where(not_among(columns, alias, name, condition))
-        return Rewrite(kept, changed, counts, touched=touched_files(statement, name, alias, condition))
+        return Rewrite(kept, changed, *changes(statement, name, alias, condition))
     holds = is_true(condition)
     items = [
         exp.alias_(exp.Case(ifs=[exp.If(this=holds.copy(), true=assignments[column].copy())],
@@ -83,21 +83,20 @@ def update(statement: exp.Update, columns: tuple[str, ...]) -> Rewrite:
         if column in assignments else exp.column(column, table=alias, quoted=True)
         for column in columns
     ]
-    return Rewrite(exp.select(*items).from_(source), None, counts,
-                   touched=touched_files(statement, name, alias, condition))
+    return Rewrite(exp.select(*items).from_(source), None, *changes(statement, name, alias, condition))
 
 
-def touched_files(statement: exp.Expression, name: str, alias: str, condition: exp.Expression,
-                  joins: list[exp.Expression] = ()) -> exp.Query | None:
-    """The files of the target rows a statement changes: only those are rewritten. None (every file)
-    when the statement reads its target elsewhere too, which must see all of its rows."""
-    if sum(1 for table in statement.find_all(exp.Table) if table.name.lower() == name) > 1:
-        return None
-    query = (exp.select(exp.column(FILE_COLUMN, table=alias, quoted=True)).distinct()
-             .from_(table_source(name + FILES_MARK, alias)))
+def changes(statement: exp.Expression, name: str, alias: str, condition: exp.Expression,
+            joins: list[exp.Expression] = ()) -> tuple[exp.Query, bool]:
+    """The files holding the target rows a statement changes, with how many it changes in each (its
+    row count, and the files it rewrites); and whether it must rewrite every file instead, as it does
+    when it reads its target elsewhere too (that read must see all of the rows)."""
+    file = exp.column(FILE_COLUMN, table=alias, quoted=True)
+    query = (exp.select(file, exp.func("count", exp.Star())).from_(table_source(name + FILES_MARK, alias)))
     for join in joins:
         query = query.join(join.copy())
-    return query.where(condition.copy())
+    whole = sum(1 for table in statement.find_all(exp.Table) if table.name.lower() == name) > 1
+    return query.where(condition.copy()).group_by(file.copy()), whole
 
 
 def has_subquery_predicate(condition: exp.Expression) -> bool:
@@ -133,10 +132,9 @@ def merge(statement: exp.Merge, columns: tuple[str, ...], source_columns: tuple[
     elif by_source:
         rewrite = merging.unmatched(by_source)
     else:
-        rewrite = Rewrite(None, None, [])
+        rewrite = Rewrite(None, None)
     if by_target:
-        rewrite.added, count = merging.inserted(by_target)
-        rewrite.counts.append(count)
+        rewrite.added, rewrite.inserts = merging.inserted(by_target)
     return rewrite
 
 
@@ -173,9 +171,8 @@ class Merging:
         join = exp.Join(this=flagged, side="LEFT", on=self.on)
         items, deleted, acted = self.acting(clauses)
         kept = exp.select(*items).from_(self.target).join(join).where(exp.not_(deleted))
-        return Rewrite(kept, None, [count_where(self.target, acted, [join])],
-                       duplicates=count_where(self.target, exp.true(), [join]),
-                       touched=touched_files(self.statement, self.name, self.alias, acted, [join]))
+        return Rewrite(kept, None, *changes(self.statement, self.name, self.alias, acted, [join]),
+                       duplicates=count_where(self.target, exp.true(), [join]))
 
     def unmatched(self, by_source: list[exp.When]) -> Rewrite:
         """Only WHEN NOT MATCHED BY SOURCE clauses: the target rows without a match change, the others
@@ -187,8 +184,7 @@ class Merging:
         unchanged = select_columns(self.columns, self.alias).from_(self.target).where(match.copy())
         condition = exp.and_(match.copy().not_(), acted)
         return Rewrite(exp.union(changed, unchanged, distinct=False), None,
-                       [count_where(self.target, condition)],
-                       touched=touched_files(self.statement, self.name, self.alias, condition))
+                       *changes(self.statement, self.name, self.alias, condition))
 
     def acting(self, clauses: list[tuple[exp.Expression, exp.When]]) -> tuple[list, exp.Expression, exp.Expression]:
         """Per target column its value after the first clause that acts; whether that clause deletes the

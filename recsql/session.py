@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, Iterator, Sequence
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import SparkSession
 from pyspark.sql.pandas.types import to_arrow_type
 from pyspark.sql.types import DataType, StructField, StructType
@@ -141,15 +142,14 @@ class Session:
             return StructType(fields), result.table
         return result.schema, result
 
-    def count(self, query: exp.Query) -> int:
-        return self.values(query)[0]
+    def answer(self, query: exp.Expression) -> Answer:
+        return self.executor().fetch(self.plan(query))
 
-    def values(self, query: exp.Query) -> list:
-        """The first column of a query's answer."""
-        return self.executor().fetch(self.plan(query)).table.column(0).to_pylist()
+    def count(self, query: exp.Query) -> int:
+        return self.answer(query).table.column(0)[0].as_py()
 
     def query(self, query: exp.Expression) -> Result:
-        answer = self.executor().fetch(self.plan(query))
+        answer = self.answer(query)
         types = [data_type.simpleString() for data_type in answer.types]
         return Result(answer.names, types, answer.table, answer.table.num_rows)
 
@@ -265,15 +265,18 @@ class Session:
             rewrite = dml.merge(statement, columns, self.merge_source_columns(statement.args["using"]))
         if rewrite.duplicates is not None and self.count(rewrite.duplicates) > snapshot.rows:
             raise DataError(f"MERGE INTO {name}: a row of '{name}' matches more than one source row")
-        affected = sum(self.count(query) for query in rewrite.counts)
+        affected = self.count(rewrite.inserts) if rewrite.inserts is not None else 0
+        if rewrite.changes is not None:  # (file, rows changed in it)
+            changed = self.answer(rewrite.changes).table
+            affected += pc.sum(changed.column(1)).as_py() or 0
         operation = statement.key.upper()
         added = [self.rows(rewrite.added)[1]] if rewrite.added is not None else []
         if rewrite.kept is None and added:  # MERGE that only inserts: an append
             self.catalog.insert(name, added[0], operation, sql)
         elif rewrite.kept is not None:
             removed = snapshot.files
-            if rewrite.touched is not None:
-                removed = self.catalog.files_of(name, self.values(rewrite.touched))
+            if not rewrite.whole:
+                removed = self.catalog.files_of(name, changed.column(0).to_pylist())
                 self.catalog.restrict(name, removed)  # the kept rows are read from those files alone
             self.catalog.rewrite(name, snapshot, removed, [self.rows(rewrite.kept)[1], *added], operation, sql)
         return Result(rowcount=affected)
