@@ -1,6 +1,9 @@
 """recsql beside the alternatives on the benchmark workloads, in one process, on the same data.
 
     python -m benchmarks.run [--quick] [--repeat 3] [--only NAME ...] [--chart benchmarks.png]
+                             [--strategy auto|local|decomposed|distributed] [--systems recsql ...]
+                             [--json FILE]
+    python -m benchmarks.run --compare OLD.json NEW.json
 
 For each workload (benchmarks/workloads.py) it runs recsql, Spark's native recursive CTE (where it
 terminates: UNION ALL on DAGs and trees), a hand-written PySpark semi-naive loop (benchmarks/loops.py)
@@ -8,6 +11,11 @@ and DuckDB's recursive CTE, checks that they give the same answer, and prints th
 `--repeat` runs (after one run that warms up and samples memory), each alternative's time as a multiple of recsql's, the answer, where recsql ran the
 recursion, and the peak memory growth of the process tree (this process and Spark's JVM). `--chart`
 writes the times as a PNG bar chart (needs matplotlib: pip install -e '.[bench]').
+
+`--strategy` forces where recsql runs its recursion (SET recsql.strategy; `auto` by default), so the Spark
+strategies are measured and not only the one `auto` picks. `--systems` runs only some of the systems
+(`--systems recsql` to time recsql alone). `--json` writes recsql's medians and the run conditions;
+`--compare` prints two such files side by side (two versions of recsql, run in the same conditions).
 """
 
 from __future__ import annotations
@@ -24,9 +32,12 @@ import duckdb
 
 import recsql
 from benchmarks.memory import peak_growth
+from benchmarks.timing import compare_medians, save_medians
 from benchmarks.workloads import Workload, workloads
 
 SYSTEMS = ("recsql", "spark native", "pyspark loop", "duckdb")
+STRATEGIES = ("auto", "local", "decomposed", "distributed")
+COMPARED = ("quick", "repeat", "strategy", "driver memory")
 
 
 @dataclass
@@ -69,7 +80,7 @@ def where_recsql_runs(cursor, sql: str) -> str:
     return "distributed"
 
 
-def run_workload(workload: Workload, conn, duck, repeat: int) -> Outcome:
+def run_workload(workload: Workload, conn, duck, repeat: int, systems: tuple[str, ...]) -> Outcome:
     spark = conn.spark_session
     edges = workload.edges()
     conn.register("edge", edges)
@@ -87,11 +98,15 @@ def run_workload(workload: Workload, conn, duck, repeat: int) -> Outcome:
         gc.collect()
         spark.sparkContext._jvm.System.gc()
 
-    outcome.results["recsql"] = measure(lambda: first_row((cursor.execute(workload.recsql), cursor.fetchall())[1]), repeat, settle)
-    if workload.spark is not None:
-        outcome.results["spark native"] = measure(lambda: first_row(spark.sql(workload.spark).collect()), repeat, settle)
-    outcome.results["pyspark loop"] = measure(lambda: workload.loop(spark), repeat, settle)
-    outcome.results["duckdb"] = measure(lambda: duck.execute(workload.duckdb).fetchall()[0], repeat, settle)
+    runs = {
+        "recsql": lambda: first_row((cursor.execute(workload.recsql), cursor.fetchall())[1]),
+        "spark native": (lambda: first_row(spark.sql(workload.spark).collect())) if workload.spark else None,
+        "pyspark loop": lambda: workload.loop(spark),
+        "duckdb": lambda: duck.execute(workload.duckdb).fetchall()[0],
+    }
+    for system, run in runs.items():
+        if system in systems and run is not None:
+            outcome.results[system] = measure(run, repeat, settle)
     answers = {system: result.answer for system, result in outcome.results.items()}
     if len(set(answers.values())) != 1:
         raise AssertionError(f"{workload.name}: the answers differ: {answers}")
@@ -104,11 +119,11 @@ def table(outcomes: list[Outcome], repeat: int) -> str:
     rows = [header]
     for outcome in outcomes:
         results = outcome.results
-        base = results["recsql"].seconds
+        base = results["recsql"].seconds if "recsql" in results else float("nan")
         times = [f"{results[s].seconds:.3f}" if s in results else "n/a" for s in SYSTEMS]
         ratios = " / ".join(f"{results[s].seconds / base:.1f}" if s in results else "-" for s in SYSTEMS[1:])
         memory = " / ".join(f"{results[s].memory / 2**20:.0f}" if s in results else "-" for s in SYSTEMS)
-        answer = ", ".join(f"{value:,}" for value in results["recsql"].answer)
+        answer = ", ".join(f"{value:,}" for value in next(iter(results.values())).answer)
         rows.append([outcome.workload.name, outcome.workload.graph, answer, outcome.where] + times + [ratios, memory])
     widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
     lines = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths)) for row in rows]
@@ -153,19 +168,33 @@ def main() -> None:
     parser.add_argument("--only", nargs="*", help="workload names to run (default: all)")
     parser.add_argument("--chart", help="write a PNG chart of the times to this path")
     parser.add_argument("--driver-memory", default="8g", help="Spark driver memory (local mode: all of Spark)")
+    parser.add_argument("--strategy", choices=STRATEGIES, default="auto", help="SET recsql.strategy (default auto)")
+    parser.add_argument("--systems", nargs="+", choices=SYSTEMS, default=list(SYSTEMS), help="the systems to run")
+    parser.add_argument("--json", help="write recsql's medians (seconds) and the run conditions to this file")
+    parser.add_argument("--compare", nargs=2, metavar=("OLD.json", "NEW.json"),
+                        help="print a markdown table of two --json outputs instead of running")
     args = parser.parse_args()
+    if args.compare:
+        print(compare_medians(*args.compare, COMPARED))
+        return
 
     chosen = [w for w in workloads(args.quick) if not args.only or w.name in args.only]
     outcomes = []
     conf = {"spark.driver.memory": args.driver_memory}
     with tempfile.TemporaryDirectory() as warehouse, recsql.connect(warehouse=warehouse, conf=conf) as conn:
         duck = duckdb.connect()
+        conn.cursor().execute(f"SET recsql.strategy = {args.strategy}")
         for workload in chosen:
             print(f"running {workload.name} ({workload.graph}) ...", flush=True)
-            outcomes.append(run_workload(workload, conn, duck, args.repeat))
+            outcomes.append(run_workload(workload, conn, duck, args.repeat, tuple(args.systems)))
             seconds = ", ".join(f"{system} {m.seconds:.3f} s" for system, m in outcomes[-1].results.items())
             print(f"  {seconds}", flush=True)
     print(table(outcomes, args.repeat))
+    if args.json:
+        medians = {o.workload.name: o.results["recsql"].seconds for o in outcomes if "recsql" in o.results}
+        conditions = {"quick": args.quick, "repeat": args.repeat, "strategy": args.strategy,
+                      "driver memory": args.driver_memory}
+        save_medians(args.json, medians, conditions)
     if args.chart:
         chart(outcomes, args.chart)
 

@@ -24,17 +24,13 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import datetime
 import gc
-import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any, TypeVar
 
 import pyarrow as pa
@@ -43,7 +39,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 import recsql
-from benchmarks.timing import report
+from benchmarks.timing import compare_medians, recsql_commit, report, save_medians
 
 EXECUTEMANY_ROWS = 100_000
 SINGLE_INSERTS = 1_000
@@ -204,21 +200,6 @@ def jvm_stderr_silenced() -> Iterator[None]:
         os.close(saved)
 
 
-def recsql_commit() -> str | None:
-    """The git commit of the recsql that runs, marked when tracked files differ from it."""
-    root = str(Path(recsql.__file__).resolve().parent.parent)
-    try:
-        commit = git(root, "rev-parse", "HEAD")
-        changed = git(root, "status", "--porcelain", "--untracked-files=no")
-    except (OSError, subprocess.CalledProcessError):
-        return None
-    return commit + (" (with uncommitted changes)" if changed else "")
-
-
-def git(root: str, *args: str) -> str:
-    return subprocess.run(["git", "-C", root, *args], capture_output=True, text=True, check=True).stdout.strip()
-
-
 def benchmark(args: argparse.Namespace) -> int:
     commit = recsql_commit()
     print(f"recsql from {recsql.__file__} (commit {commit or 'unknown'})", flush=True)
@@ -250,38 +231,13 @@ def benchmark(args: argparse.Namespace) -> int:
             "scan rows": args.scan_rows,
             "repeat": args.repeat,
             "master": MASTER,
-            "recsql": recsql.__file__,
-            "commit": commit,
-            "date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
             "not run": not_run,
         }
-        Path(args.json).write_text(json.dumps({**medians, "conditions": conditions}, indent=2) + "\n")
-        print(f"medians written to {args.json}")
+        save_medians(args.json, medians, conditions)
     return 1 if not_run else 0
 
 
-def load(path: str) -> tuple[dict[str, float], dict[str, Any]]:
-    """The medians and the run conditions of a `--json` output."""
-    data = json.loads(Path(path).read_text())
-    conditions = data.pop("conditions", {})
-    return data, conditions
-
-
-def compare(old_path: str, new_path: str) -> str:
-    (old, old_conditions), (new, new_conditions) = load(old_path), load(new_path)
-    lines = ["| workload | old (s) | new (s) | new/old ratio |", "|---|---:|---:|---:|"]
-    for name in list(old) + [name for name in new if name not in old]:
-        before, after = old.get(name), new.get(name)
-        ratio = f"{after / before:.2f}" if before and after is not None else "n/a"
-        cells = [f"{value:.3f}" if value is not None else "n/a" for value in (before, after)]
-        lines.append(f"| {name} | {cells[0]} | {cells[1]} | {ratio} |")
-    lines.append("")
-    for label, conditions in (("old", old_conditions), ("new", new_conditions)):
-        lines.append(f"{label}: commit {conditions.get('commit')}, {conditions.get('date')}")
-    for key in ("executemany rows", "single inserts", "scan rows", "repeat", "master"):
-        if old_conditions.get(key) != new_conditions.get(key):
-            lines.append(f"the runs differ in {key}: {old_conditions.get(key)} (old), {new_conditions.get(key)} (new)")
-    return "\n".join(lines)
+COMPARED = ("executemany rows", "single inserts", "scan rows", "repeat", "master")
 
 
 def main() -> int:
@@ -294,7 +250,7 @@ def main() -> int:
                         help="print a markdown table of two --json outputs instead of running")
     args = parser.parse_args()
     if args.compare:
-        print(compare(*args.compare))
+        print(compare_medians(*args.compare, COMPARED))
         return 0
     return benchmark(args)
 
