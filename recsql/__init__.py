@@ -1,8 +1,11 @@
-"""recsql: recursive SQL on Apache Spark, through a DB-API 2.0 interface."""
+"""recsql: recursive SQL on Apache Spark, through a DB-API 2.0 interface.
 
-from recsql.connection import Connection, connect
-from recsql.cursor import Cursor
-from recsql.engine.semi_naive import Progress
+The connection and cursor classes are imported on first use: importing recsql (or one of its modules, such
+as the local evaluator) does not import Spark."""
+
+from typing import Any
+
+from recsql.engine.progress import Progress
 from recsql.errors import (
     DatabaseError,
     DataError,
@@ -27,3 +30,13 @@ __all__ = [
     "DataError", "OperationalError", "IntegrityError", "InternalError", "ProgrammingError", "NotSupportedError",
     "QueryCancelled", "WarehouseUpgraded", "apilevel", "threadsafety", "paramstyle",
 ]
+
+LAZY = {"connect": "recsql.connection", "Connection": "recsql.connection", "Cursor": "recsql.cursor"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(LAZY[name]), name)
+    raise AttributeError(f"module 'recsql' has no attribute {name!r}")

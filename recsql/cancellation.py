@@ -12,11 +12,12 @@ import contextlib
 import threading
 import uuid
 from contextvars import ContextVar
-from typing import Callable, Iterator
-
-from pyspark.sql import SparkSession
+from typing import TYPE_CHECKING, Callable, Iterator
 
 from recsql.errors import QueryCancelled
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 INTERRUPT_ON_CANCEL = "spark.job.interruptOnCancel"  # the Spark local property setInterruptOnCancel sets
 

@@ -13,7 +13,7 @@ from pyspark.sql import DataFrame, SparkSession
 from recsql import preflight
 from recsql.catalog import Catalog
 from recsql.cursor import Cursor
-from recsql.engine.semi_naive import ProgressListener
+from recsql.engine.progress import ProgressListener
 from recsql.errors import InterfaceError, NotSupportedError, OperationalError
 from recsql.session import Session
 from recsql.settings import PREFIX, Settings

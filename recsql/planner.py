@@ -12,6 +12,7 @@ the previous round's rows.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import Enum
 
 from recsql.analysis import Component
 from recsql.optimizer import Optimized
@@ -22,8 +23,25 @@ from recsql.optimizer.ordering import order_body
 from recsql.settings import Settings
 from translator.ir import Atom, Iteration, Program, Rule
 
-FULL, DELTA, OLD = "full", "delta", "old"
-AUTO, LOCAL, DISTRIBUTED, DECOMPOSED = "auto", "local", "distributed", "decomposed"
+
+
+class Version(str, Enum):
+    """Which facts of a relation of the component an atom of a delta variant reads."""
+
+    FULL = "full"  # everything known
+    DELTA = "delta"  # what the last iteration added
+    OLD = "old"  # what was known before the last iteration
+
+
+class Strategy(str, Enum):
+    """Where a stratum runs (`recsql.strategy` forces one; AUTO lets the planner choose)."""
+
+    AUTO = "auto"
+    LOCAL = "local"  # in this process, DuckDB over Arrow, no Spark job
+    DECOMPOSED = "decomposed"  # one Spark job, a task per part of the pivot's values
+    DISTRIBUTED = "distributed"  # a Spark job per iteration
+
+
 
 
 @dataclass(frozen=True)
@@ -31,15 +49,15 @@ class Variant:
     """A rule with a version (full / delta / old) chosen for each body atom of the component."""
 
     rule: Rule
-    versions: tuple[str | None, ...]  # per body literal; None for literals outside the component
+    versions: tuple[Version | None, ...]  # per body literal; None for literals outside the component
 
     @property
     def driver(self) -> int | None:
         """The body position of the Δ atom (semi-naive variants)."""
-        return self.versions.index(DELTA) if self.versions.count(DELTA) == 1 else None
+        return self.versions.index(Version.DELTA) if self.versions.count(Version.DELTA) == 1 else None
 
     def __str__(self) -> str:
-        marks = {DELTA: "Δ", OLD: "old ", FULL: ""}
+        marks = {Version.DELTA: "Δ", Version.OLD: "old ", Version.FULL: ""}
         parts = []
         for literal, version in zip(self.rule.body, self.versions):
             text = str(literal)
@@ -56,7 +74,7 @@ class Stratum:
     iteration: Iteration
     # LOCAL (in this process, over Arrow), DECOMPOSED (one Spark job, a task per part) or DISTRIBUTED
     # (a Spark job per iteration)
-    strategy: str = DISTRIBUTED
+    strategy: Strategy = Strategy.DISTRIBUTED
     capacity: int | None = None  # LOCAL chosen from estimates: past this many facts it moves to Spark
     decomposition: Decomposition | None = None  # its pivots, when DECOMPOSED or when LOCAL may move there
     reason: str = ""  # why the strategy, for EXPLAIN
@@ -86,7 +104,7 @@ class Plan:
     @property
     def local(self) -> bool:
         """Every stratum is planned to run in this process: the whole query can, without Spark."""
-        return all(stratum.strategy == LOCAL for stratum in self.strata)
+        return all(stratum.strategy == Strategy.LOCAL for stratum in self.strata)
 
     def order_variant(self, variant: Variant, delta_rows: dict[str, float]) -> Variant:
         """`variant` with its joins ordered for a Δ of the given size (rows seen in the last iteration)."""
@@ -116,9 +134,9 @@ class Plan:
                 for name, column in stratum.decomposition.pivots.items()
             )
             decomposed = f"decomposed on Spark (one job, parts by {parts})"
-        if stratum.strategy == DECOMPOSED:
+        if stratum.strategy == Strategy.DECOMPOSED:
             return decomposed
-        if stratum.strategy == DISTRIBUTED:
+        if stratum.strategy == Strategy.DISTRIBUTED:
             return "distributed on Spark (a job per iteration)"
         where = "local, in one process"
         if stratum.capacity is not None:
@@ -137,8 +155,9 @@ def plan(optimized: Optimized, components: list[Component], settings: Settings) 
         iteration = program.relations[component.relations[0]].iteration
         if not component.recursive:
             small = external_rows(optimized, rules, local) <= local_rows
-            chosen = LOCAL if strategy == LOCAL or (strategy == AUTO and small) else DISTRIBUTED
-            if chosen == LOCAL:
+            local_enough = strategy == Strategy.LOCAL or (strategy == Strategy.AUTO and small)
+            chosen = Strategy.LOCAL if local_enough else Strategy.DISTRIBUTED
+            if chosen == Strategy.LOCAL:
                 local.update(component.relations)
             strata.append(Stratum(component, tuple(rules), (), iteration, chosen))
             continue
@@ -146,7 +165,7 @@ def plan(optimized: Optimized, components: list[Component], settings: Settings) 
         recursive_rules = [rule for rule in rules if reads_component(rule, component)]
         decomposition = decompose(program, component, recursive_rules)
         choice = choose(optimized, component, rules, decomposition, settings, local)
-        if choice.strategy == LOCAL:
+        if choice.strategy == Strategy.LOCAL:
             local.update(component.relations)
         seeds = {name: optimized.estimator.seed(name).rows for name in component.relations}
         variants = tuple(
@@ -162,7 +181,7 @@ def plan(optimized: Optimized, components: list[Component], settings: Settings) 
 class Choice:
     """A recursive stratum's strategy and what goes with it (the Stratum fields of the same names)."""
 
-    strategy: str
+    strategy: Strategy
     reason: str
     capacity: int | None = None
     decomposition: Decomposition | None = None
@@ -186,22 +205,23 @@ def choose(
     strategy, local_rows, broadcast_limit = settings.strategy, settings.local_rows, settings.broadcast_rows
     pivoted = decomposition if isinstance(decomposition, Decomposition) else None
     why_not = decomposition.reason if isinstance(decomposition, NotDecomposable) else ""
-    if strategy == DECOMPOSED:
+    if strategy == Strategy.DECOMPOSED:
         if pivoted is None:
-            return Choice(DISTRIBUTED, f"recsql.strategy = decomposed, but not decomposable: {why_not}")
-        return Choice(DECOMPOSED, "recsql.strategy = decomposed", decomposition=pivoted)
-    if strategy != AUTO:
-        return Choice(strategy, f"recsql.strategy = {strategy}")
+            return Choice(Strategy.DISTRIBUTED, f"recsql.strategy = decomposed, but not decomposable: {why_not}")
+        return Choice(Strategy.DECOMPOSED, "recsql.strategy = decomposed", decomposition=pivoted)
+    if strategy != Strategy.AUTO:
+        return Choice(Strategy(strategy), f"recsql.strategy = {strategy}")
     inputs = external_rows(optimized, rules, local)
     if inputs <= local_rows:
         fits = pivoted if pivoted is not None and broadcast_rows(optimized, pivoted) <= broadcast_limit else None
-        return Choice(LOCAL, f"inputs ~{inputs:,.0f} rows within recsql.local_rows", int(local_rows), fits)
+        return Choice(Strategy.LOCAL, f"inputs ~{inputs:,.0f} rows within recsql.local_rows", int(local_rows), fits)
     if pivoted is None:
-        return Choice(DISTRIBUTED, f"inputs ~{inputs:,.0f} rows; not decomposable: {why_not}")
+        return Choice(Strategy.DISTRIBUTED, f"inputs ~{inputs:,.0f} rows; not decomposable: {why_not}")
     sent = broadcast_rows(optimized, pivoted)
     if sent > broadcast_limit:
-        return Choice(DISTRIBUTED, f"the relations each part reads hold ~{sent:,.0f} rows, past recsql.broadcast_rows")
-    return Choice(DECOMPOSED, f"inputs ~{inputs:,.0f} rows; each part reads ~{sent:,.0f}", decomposition=pivoted)
+        return Choice(Strategy.DISTRIBUTED,
+                      f"the relations each part reads hold ~{sent:,.0f} rows, past recsql.broadcast_rows")
+    return Choice(Strategy.DECOMPOSED, f"inputs ~{inputs:,.0f} rows; each part reads ~{sent:,.0f}", decomposition=pivoted)
 
 
 def external_rows(optimized: Optimized, rules: list[Rule], local: set[str]) -> float:
@@ -244,12 +264,12 @@ def delta_variants(rule: Rule, component: Component, iteration: Iteration) -> li
         if isinstance(literal, Atom) and literal.relation in component and not literal.call_args
     ]
     if iteration is Iteration.BAG:
-        versions = tuple(DELTA if i in positions else None for i in range(len(rule.body)))
+        versions = tuple(Version.DELTA if i in positions else None for i in range(len(rule.body)))
         return [Variant(rule, versions)]
     variants = []
     for j in positions:
         versions = tuple(
-            None if i not in positions else DELTA if i == j else FULL if i < j else OLD
+            None if i not in positions else Version.DELTA if i == j else Version.FULL if i < j else Version.OLD
             for i in range(len(rule.body))
         )
         variants.append(Variant(rule, versions))

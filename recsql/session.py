@@ -21,7 +21,8 @@ from recsql import analysis, dml, planner
 from recsql.cancellation import Cancellation
 from recsql.catalog import Catalog, Rows, view_query_of
 from recsql.engine.answer import Answer
-from recsql.engine.executor import Executor, Progress, ProgressListener
+from recsql.engine.executor import Executor
+from recsql.engine.progress import Progress, ProgressListener
 from recsql.engine.trace import Trace
 from recsql.errors import DataError, NotSupportedError, ProgrammingError
 from recsql.optimizer import optimize

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from pyspark.sql import DataFrame
-from pyspark.sql import functions as F
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
 
 
 @dataclass(frozen=True)
@@ -66,6 +67,8 @@ def from_arrow(table: pa.Table, version: str = "") -> TableStatistics:
 
 def from_spark(frame: DataFrame, version: str = "") -> TableStatistics:
     """Statistics of a Spark DataFrame in one aggregation job (approximate distinct counts)."""
+    from pyspark.sql import functions as F  # the optimizer reads statistics without Spark
+
     aggregates = [F.count(F.lit(1)).alias("rows")]
     numeric_types = ("byte", "short", "integer", "long", "float", "double", "decimal")
     for i, field in enumerate(frame.schema.fields):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from strategies import counting_runs
 
 import recsql
 
@@ -24,7 +25,7 @@ def warehouse(tmp_path_factory):
 def conn(warehouse):
     connection = recsql.connect(master="local[2]", conf=TEST_CONF, warehouse=str(warehouse))
     # the suites check the distributed evaluation on their small data (which `auto` would run locally);
-    # test_local_strategy.py runs their recursive cases again with the local strategy
+    # tests marked with strategies.under run again with the strategies they name
     cursor = connection.cursor()
     cursor.execute("SET recsql.strategy = distributed")
     cursor.close()
@@ -37,3 +38,25 @@ def cur(conn):
     cursor = conn.cursor()
     yield cursor
     cursor.close()
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "strategies(*names): run the test once under each recsql.strategy named")
+
+
+def pytest_generate_tests(metafunc):
+    marker = metafunc.definition.get_closest_marker("strategies")
+    if marker is not None and "strategy" in metafunc.fixturenames:
+        metafunc.parametrize("strategy", marker.args, indirect=True)
+
+
+@pytest.fixture
+def strategy(request, conn, monkeypatch):
+    """The test under SET recsql.strategy = its parameter (the suite's strategy again afterwards); yields
+    the strata that ran with it. Under `local`, a test that ran recursive strata must have run them all
+    locally: the strategy is forced, nothing may fall back to Spark."""
+    name = getattr(request, "param", "distributed")
+    with counting_runs(conn, monkeypatch, name) as runs:
+        yield runs
+    if name == "local":
+        assert not runs.others, f"strata ran on Spark under recsql.strategy = local: {runs.others}"

@@ -1,9 +1,38 @@
-"""Running tests under a chosen recsql.strategy, and counting the strata that ran it."""
+"""Running tests under a chosen recsql.strategy, and seeing which strata ran with which strategy.
+
+A test (or a whole module, through `pytestmark`) marked `@under("local", "decomposed", ...)` runs once per
+strategy named, with the `strategy` fixture of conftest.py: `SET recsql.strategy` for the test, and the
+strata that ran with it."""
 
 from __future__ import annotations
 
 import contextlib
-from typing import Iterator
+from typing import Callable, Iterator
+
+import pytest
+
+from recsql.engine.fixpoint import Fixpoint
+from recsql.engine.local.engine import DuckDBEngine
+from recsql.engine.strategies.decomposed import Decomposed
+
+EXPLAINED = {  # how EXPLAIN says a recursive stratum runs with each strategy
+    "local": "local, in one process",
+    "decomposed": "decomposed on Spark (one job",
+    "distributed": "distributed on Spark",
+}
+
+
+def under(*strategies: str) -> Callable:
+    """Run the test once under each of `strategies` (the `strategy` fixture)."""
+    def mark(test: Callable) -> Callable:
+        return pytest.mark.usefixtures("strategy")(pytest.mark.strategies(*strategies)(test))
+
+    return mark
+
+
+def module_under(*strategies: str) -> list:
+    """`pytestmark` of a module whose every test runs under each of `strategies`."""
+    return [pytest.mark.strategies(*strategies), pytest.mark.usefixtures("strategy")]
 
 
 def set_strategy(conn, strategy: str) -> None:
@@ -12,18 +41,37 @@ def set_strategy(conn, strategy: str) -> None:
     cursor.close()
 
 
+class Runs(list):
+    """The relations of each recursive stratum that ran with `strategy`, in order; `others`: those that ran
+    with another strategy."""
+
+    def __init__(self, strategy: str):
+        super().__init__()
+        self.strategy = strategy
+        self.others: list[tuple[str, ...]] = []
+
+    def record(self, strategy: str, relations: tuple[str, ...]) -> None:
+        (self if strategy == self.strategy else self.others).append(relations)
+
+
 @contextlib.contextmanager
-def counting_runs(conn, monkeypatch, evaluator: type, strategy: str) -> Iterator[list]:
+def counting_runs(conn, monkeypatch, strategy: str) -> Iterator[Runs]:
     """SET recsql.strategy = `strategy` inside the block (the previous one again after it); yields the
-    relations of each stratum `evaluator.run` evaluated, in order."""
-    runs = []
-    run = evaluator.run
+    strata that ran, by strategy (a fixpoint in DuckDB is local, on Spark distributed; a decomposed
+    stratum runs its fixpoints inside Spark's workers)."""
+    runs = Runs(strategy)
+    run_fixpoint, run_decomposed = Fixpoint.run, Decomposed.run
 
-    def counted(self):
-        runs.append(self.stratum.relations)
-        return run(self)
+    def fixpoint(self, *args, **kwargs):
+        runs.record("local" if isinstance(self.engine, DuckDBEngine) else "distributed", self.stratum.relations)
+        return run_fixpoint(self, *args, **kwargs)
 
-    monkeypatch.setattr(evaluator, "run", counted)
+    def decomposed(self):
+        runs.record("decomposed", self.stratum.relations)
+        return run_decomposed(self)
+
+    monkeypatch.setattr(Fixpoint, "run", fixpoint)
+    monkeypatch.setattr(Decomposed, "run", decomposed)
     previous = conn.session.settings.strategy
     set_strategy(conn, strategy)
     try:

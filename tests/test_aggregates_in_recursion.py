@@ -29,6 +29,9 @@ from reference import (
     single_source_shortest,
     transitive_closure,
 )
+from strategies import module_under
+
+pytestmark = module_under("distributed", "local")
 
 
 def register(conn, name, rows, columns, doubles=()):

@@ -17,21 +17,19 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 pytest.register_assert_rewrite("duckdb_reference")
 
 import duckdb_reference
-import test_recursion_vs_duckdb as linear
-from duckdb_reference import check, normalize, register_tables
+from duckdb_reference import check, normalize
 from explain import explain
 from reference import transitive_closure
 from spark_jobs import spark_jobs
 from strategies import counting_runs, set_strategy
 
 import recsql
-from recsql.engine.decomposed import Decomposed
 
 
 @pytest.fixture
 def decomposed(conn, monkeypatch):
     """SET recsql.strategy = decomposed for the test; yields the strata that ran decomposed."""
-    with counting_runs(conn, monkeypatch, Decomposed, "decomposed") as runs:
+    with counting_runs(conn, monkeypatch, "decomposed") as runs:
         yield runs
 
 
@@ -176,17 +174,6 @@ def test_union_all_rounds_match_duckdb_on_a_dag(conn, cur, decomposed):
     duck = load(conn, edges)
     check(cur, duck, WALKS)
     assert decomposed == [("walk",)]
-
-
-@pytest.mark.parametrize("case", linear.ALL_CASES)
-def test_linear_recursion_suite(case, conn, cur, decomposed):
-    """The linear-recursion suite's cases under `decomposed`, against DuckDB: those with a pivot run as
-    one job per recursion, the others distributed, as EXPLAIN says."""
-    register_tables(conn, linear.TABLES)
-    duck = duckdb_reference.connect(linear.TABLES)
-    plan = explain(cur, case["sql"], case.get("params"))
-    check(cur, duck, **case)
-    assert len(decomposed) == plan.count("decomposed on Spark (one job")
 
 
 # --- one job, limits, types ----------------------------------------------------------------------------------

@@ -1,16 +1,15 @@
 """The local strategy (SET recsql.strategy = local): recursive strata evaluated in one process by DuckDB over
 Arrow data must give what the distributed evaluation gives.
 
-The other suites' recursive cases run again under the local strategy against their own independent
-references (DuckDB, networkx / plain Python, the RaDlog peer's answers); the cases below them compare the
-two strategies directly where only recsql defines the answer: column types, NULL handling, error messages
-of the limits, progress events.
+The other suites' recursive cases run under the local strategy too, against their own independent
+references (DuckDB, networkx / plain Python, the RaDlog peer's answers: strategies.under). The cases here
+compare the two strategies directly where only recsql defines the answer: column types, NULL handling,
+error messages of the limits, progress events.
 """
 
 from __future__ import annotations
 
 import datetime
-import inspect
 from collections import Counter
 from decimal import Decimal
 
@@ -21,18 +20,14 @@ import pytest
 pytest.register_assert_rewrite("duckdb_reference")
 
 import duckdb_reference
-import test_aggregates_in_recursion as aggregates
-import test_peer_radlog as peer
-import test_recursion_vs_duckdb as linear
-import test_sql_vs_duckdb as plain_sql
-from duckdb_reference import check, register_tables
-from reference import transitive_closure
+from duckdb_reference import register_tables
 from explain import explain
+from reference import transitive_closure
 from spark_jobs import spark_jobs
 from strategies import counting_runs, set_strategy
 
 import recsql
-from recsql.engine.local import LocalFixpoint
+from recsql.engine.local.engine import LocalFixpoint
 from recsql.settings import Settings
 from translator import dialect
 
@@ -40,81 +35,9 @@ from translator import dialect
 @pytest.fixture
 def local(conn, monkeypatch):
     """Every recursive stratum runs locally for the test (the suite's strategy again afterwards), and some did."""
-    with counting_runs(conn, monkeypatch, LocalFixpoint, "local") as runs:
+    with counting_runs(conn, monkeypatch, "local") as runs:
         yield runs
     assert runs, "no recursive stratum ran locally"
-
-
-def suite_tests(module):
-    """The test functions of another suite that take only (conn, cur): rerun under the local strategy."""
-    return [
-        pytest.param(function, id=name)
-        for name, function in vars(module).items()
-        if name.startswith("test_") and tuple(inspect.signature(function).parameters) == ("conn", "cur")
-    ]
-
-
-# --- the other suites' cases, against their references -----------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def duck():
-    con = duckdb_reference.connect(linear.TABLES)
-    yield con
-    con.close()
-
-
-@pytest.mark.parametrize("case", linear.ALL_CASES)
-def test_linear_recursion_matches_duckdb(case, conn, cur, duck, local):
-    register_tables(conn, linear.TABLES)
-    check(cur, duck, **case)
-
-
-@pytest.fixture(scope="module")
-def plain_sql_duck():
-    con = duckdb_reference.connect(plain_sql.TABLES)
-    yield con
-    con.close()
-
-
-@pytest.fixture
-def in_process(conn):
-    """Plain SQL in this process (recsql.strategy local), the suite's strategy again afterwards."""
-    set_strategy(conn, "local")
-    yield
-    set_strategy(conn, "distributed")
-
-
-@pytest.mark.parametrize("case", plain_sql.SUBQUERIES)
-def test_subqueries_match_duckdb(case, conn, cur, plain_sql_duck, in_process):
-    """Semi-, anti- and outer joins of decorrelated subqueries as DuckDB SQL over Arrow."""
-    register_tables(conn, plain_sql.TABLES)
-    check(cur, plain_sql_duck, **case)
-
-
-def test_semi_join_runs_without_spark(conn, in_process):
-    register_tables(conn, plain_sql.TABLES)
-    sql = "SELECT e.name FROM sq_emp e WHERE EXISTS (SELECT 1 FROM sq_emp o WHERE o.dept_id = e.dept_id AND o.id <> e.id)"
-    assert spark_jobs(conn, sql, "local-semi-join") == 0
-
-
-@pytest.mark.parametrize("test", suite_tests(aggregates))
-def test_aggregates_in_recursion(test, conn, cur, local):
-    test(conn, cur)
-
-
-@pytest.mark.parametrize("case", peer.CASES, ids=[case.id for case in peer.CASES])
-def test_peer_case(case, conn, cur, local):
-    try:
-        peer.test_peer_case(conn, cur, case)
-    finally:  # the views a case creates persist in the warehouse: the peer suite creates them again
-        for name in case.extra_names:
-            cur.execute(f"DROP VIEW IF EXISTS {peer.PREFIX}{name}")
-
-
-@pytest.mark.parametrize("test", suite_tests(peer))
-def test_peer_company_control(test, conn, cur, local):
-    test(conn, cur)
 
 
 # --- the two strategies side by side ------------------------------------------------------------------------

@@ -16,6 +16,8 @@ pytest.register_assert_rewrite("duckdb_reference")  # before its import: its ass
 
 import duckdb_reference
 from duckdb_reference import check, q, register_both, register_tables
+from explain import explain
+from strategies import EXPLAINED, under
 
 # ---------------------------------------------------------------------------------------------------------------
 # Data (table names prefixed with rc_)
@@ -242,9 +244,14 @@ PARAMS = [
 ALL_CASES = CLOSURE + REACHABILITY + DEPTH_AND_COUNTERS + MULTI_TABLE + FINAL_QUERY + PARAMS
 
 
+@under("distributed", "local", "decomposed")
 @pytest.mark.parametrize("case", ALL_CASES)
-def test_recursive_query_matches_duckdb(case, rc_tables, cur, duck):
+def test_recursive_query_matches_duckdb(case, rc_tables, cur, duck, strategy):
+    """Each case under each strategy, against DuckDB; the recursive strata EXPLAIN puts on the strategy
+    ran with it (under `decomposed`, those with a pivot: the others run distributed)."""
+    plan = explain(cur, case["sql"], case.get("params"))
     check(cur, duck, **case)
+    assert len(strategy) == plan.count(EXPLAINED[strategy.strategy])
 
 
 def test_reregistered_edges_change_the_closure(rc_tables, cur, duck):

@@ -13,9 +13,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pyspark.sql import types as T
 
-from recsql.engine.executor import DistributedTypes, Executor
-from recsql.engine.result_types import InferredTypes, row_of
-from recsql.engine.spark_types import NotInferred, expression_type
+from recsql.engine.spark.runner import SparkRun
+from recsql.engine.spark.types import DistributedTypes
+from recsql.engine.types.result_types import InferredTypes, row_of
+from recsql.engine.types.spark_types import NotInferred, expression_type
 from translator import dialect
 
 COLUMNS = {
@@ -141,16 +142,13 @@ def test_stratum_types_follow_spark_iteration_by_iteration(conn, sql):
         conn.register(name, table)
     session = conn.session
     plan = session.plan(dialect.parse(sql)[0])
-    executor = Executor(session.spark, session.catalog, session.settings)
-    executor.run(plan)  # the relations the strata read from outside, for Spark's analysis
+    run = SparkRun(session.spark, session.catalog, session.settings, plan)
+    run.answer()  # the relations the strata read from outside, for Spark's analysis
     timezone = session.spark.conf.get("spark.sql.session.timeZone")
     recursive = [stratum for stratum in plan.strata if stratum.component.recursive]
     assert recursive
     for stratum in recursive:
-        def outside(name: str):
-            return row_of(executor.frames[name].schema if name in executor.frames else session.catalog.schema(name))
-
-        inferred = InferredTypes(plan.program, stratum, outside, timezone)
-        analysed = DistributedTypes(executor, plan.program, stratum, timezone)
+        inferred = InferredTypes(plan.program, stratum, lambda name: row_of(run.schema(name)), timezone)
+        analysed = DistributedTypes(run, plan.program, stratum, timezone)
         for iteration in range(5):
             assert inferred.at(iteration) == analysed.at(iteration), f"iteration {iteration}"

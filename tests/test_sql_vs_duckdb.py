@@ -20,6 +20,8 @@ pytest.register_assert_rewrite("duckdb_reference")  # before its import: its ass
 
 import duckdb_reference
 from duckdb_reference import normalize, q, register_both, register_tables
+from spark_jobs import spark_jobs
+from strategies import under
 
 D = datetime.date
 
@@ -376,6 +378,19 @@ ALL_CASES = PROJECTION + WHERE + JOINS + SUBQUERIES + AGGREGATES + SET_OPERATION
 @pytest.mark.parametrize("case", ALL_CASES)
 def test_query_matches_duckdb(case, sq_tables, cur, duck):
     check(cur, duck, **case)
+
+
+@under("local")
+@pytest.mark.parametrize("case", SUBQUERIES)
+def test_subqueries_in_this_process_match_duckdb(case, sq_tables, cur, duck):
+    """Semi-, anti- and outer joins of decorrelated subqueries as DuckDB SQL over Arrow."""
+    check(cur, duck, **case)
+
+
+@under("local")
+def test_semi_join_runs_without_spark(sq_tables, conn):
+    sql = "SELECT e.name FROM sq_emp e WHERE EXISTS (SELECT 1 FROM sq_emp o WHERE o.dept_id = e.dept_id AND o.id <> e.id)"
+    assert spark_jobs(conn, sql, "local-semi-join") == 0
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -337,3 +337,21 @@ def bind(variables: dict[str, T.DataType], atom: Atom, types: Sequence[T.DataTyp
     for argument, data_type in zip(atom.args, types):
         if argument != WILDCARD:
             variables.setdefault(argument, data_type)
+
+
+class SparkTypeRules:
+    """Spark's types in the terms merge queries tell their result types in (sql/queries.TypeRules)."""
+
+    integer = T.IntegerType()
+    string = T.StringType()
+
+    @staticmethod
+    def wider(left: Row, right: Row) -> Row:
+        return wider_row(left, right)
+
+    @staticmethod
+    def total(value: T.DataType) -> T.DataType:
+        return sum_type(value)
+
+
+SPARK_TYPES = SparkTypeRules()

@@ -12,8 +12,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, replace
-from functools import reduce
-from typing import TYPE_CHECKING, Iterator, Mapping
+from typing import Iterator, Mapping
 
 import pyarrow as pa
 from pyspark import AccumulatorParam
@@ -22,18 +21,24 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
+from sqlglot import exp
 
-from recsql.engine.local import Database, LocalFixpoint, RelationTypes, SparkSettings
-from recsql.engine.render import column_names, render_rule
-from recsql.engine.relations import SumRelation, empty_frame
-from recsql.engine.result_types import SETTLED, StratumTypes, struct
-from recsql.engine.semi_naive import Limits, Progress, contributor_terms, rule_ids, rule_key
+from recsql.engine.columns import column_names
+from recsql.engine.fixpoint import Limits, contributor_terms, rule_ids, rule_key
+from recsql.engine.local.database import Database
+from recsql.engine.local.engine import LocalFixpoint, RelationTypes
+from recsql.engine.progress import Progress
+from recsql.engine.spark.context import StratumRun
+from recsql.engine.spark.engine import SPARK, checkpoint, empty_frame
+from recsql.engine.spark.types import stratum_types
+from recsql.engine.spark_settings import SparkSettings
+from recsql.engine.sql.printing import inlined
+from recsql.engine.sql.queries import DERIVED, contributions_of, union_all
+from recsql.engine.sql.rules import aliased, column, nested, rule_query, select
+from recsql.engine.types.result_types import SETTLED, StratumTypes, struct
 from recsql.planner import Stratum
 from recsql.settings import Settings
 from translator.ir import Program
-
-if TYPE_CHECKING:
-    from recsql.engine.executor import Executor
 
 TASKS_PER_CORE = 1  # each part pays the per-iteration overhead of the local evaluator: one part per core
 
@@ -81,16 +86,27 @@ class PartEvaluation:
         yield from result.cast(self.types[name].full).to_batches()
 
 
+def run_decomposed(run: StratumRun, stratum: Stratum) -> dict[str, DataFrame] | None:
+    """The stratum as one Spark job when it has a pivot and its column types stay the same from the exit
+    rules on (each part stops after its own number of iterations); else None."""
+    if stratum.decomposition is None:
+        return None
+    types = stratum_types(run, stratum)
+    if not types.settled_from_start():
+        return None
+    return Decomposed(run, stratum, types).run()
+
+
 class Decomposed:
     """Runs one decomposable stratum as a single Spark job (see the module docstring)."""
 
-    def __init__(self, executor: Executor, program: Program, stratum: Stratum, types: StratumTypes):
-        self.executor = executor
-        self.spark = executor.spark
-        self.program = program
+    def __init__(self, run: StratumRun, stratum: Stratum, types: StratumTypes):
+        self.context = run
+        self.spark = run.spark
+        self.program = run.program
         self.stratum = replace(stratum, capacity=None)  # a part is never moved elsewhere
         self.types = types
-        self.rule_ids = rule_ids(program)
+        self.rule_ids = rule_ids(run.program)
 
     def run(self) -> dict[str, DataFrame]:
         started = time.monotonic()
@@ -101,40 +117,40 @@ class Decomposed:
         seeds = self.exit_facts(name, schema).repartition(self.parts(), F.col(pivot))
         context = self.spark.sparkContext
         statistics = context.accumulator((0, 0), PartStatistics())
-        spark_settings = self.executor.spark_settings()
+        spark_settings = self.context.spark_settings
         evaluation = PartEvaluation(
-            self.program, self.stratum, self.executor.settings, spark_settings,
+            self.program, self.stratum, self.context.settings, spark_settings,
             self.types.arrow(SETTLED), to_arrow_schema(seeds.schema, timezone=spark_settings.timezone),
             context.broadcast(self.broadcast_inputs()), statistics,
         )
-        result = seeds.mapInArrow(evaluation, schema).localCheckpoint(eager=True)
+        result = checkpoint(seeds.mapInArrow(evaluation, schema), eager=True)
         iterations, facts = statistics.value
-        Limits(self.program, self.stratum, self.executor.settings).check_rows(facts, iterations)
-        self.executor.report(Progress(self.stratum.relations, iterations, 0, facts,
-                                      time.monotonic() - started, {name: facts}))
+        Limits(self.program, self.stratum, self.context.settings).check_rows(facts, iterations)
+        self.context.report(Progress(self.stratum.relations, iterations, 0, facts,
+                                     time.monotonic() - started, {name: facts}))
         return {name: result}
 
     def exit_facts(self, name: str, schema: StructType) -> DataFrame:
         """The facts of the exit rules with the relation's types, before deduplication (each task absorbs
         its part); for sum()/count(), as the contributions the local evaluator absorbs."""
         relation = self.program.relations[name]
+        if not self.stratum.exit_rules:
+            return empty_frame(self.spark, len(relation.columns))
         summed = relation.aggregate is not None and relation.aggregate.function in ("sum", "count")
-        contributions = SumRelation(self.spark, relation) if summed else None
-        frames = []
+        parts = []
         for rule in self.stratum.exit_rules:
             extra = contributor_terms(self.program, self.stratum, rule) if summed else ()
-            frame = render_rule(self.spark, rule, lambda _, atom: self.executor.atom_frame(atom), extra)
-            typed = frame.select(*[F.col(f.name).cast(f.dataType) for f in schema.fields],
-                                 *frame.columns[len(schema.fields):])
-            frames.append(contributions.contributions_of(typed, self.rule_ids[rule_key(rule)]) if summed else typed)
-        if not frames:
-            return empty_frame(self.spark, len(relation.columns))
-        return reduce(DataFrame.unionAll, frames)
+            derived = typed(rule_query(rule, lambda _, atom: self.context.atom_source(atom), extra), schema)
+            if summed:
+                contributions = contributions_of(relation, self.rule_ids[rule_key(rule)], len(extra))
+                derived = inlined(contributions.tree, {DERIVED: derived})
+            parts.append(derived)
+        return self.spark.sql(SPARK.sql(union_all(parts)))
 
     def broadcast_inputs(self) -> dict[str, bytes]:
         """Each relation the recursive rules read, as an Arrow IPC stream (columns c0 .. cN)."""
         streams = {}
-        tables = self.executor.local_inputs(self.stratum, self.stratum.decomposition.broadcast)
+        tables = self.context.local_inputs(self.stratum, self.stratum.decomposition.broadcast)
         for relation, table in tables.items():
             sink = pa.BufferOutputStream()
             with pa.ipc.new_stream(sink, table.schema) as writer:
@@ -144,3 +160,14 @@ class Decomposed:
 
     def parts(self) -> int:
         return max(1, self.spark.sparkContext.defaultParallelism * TASKS_PER_CORE)
+
+
+def typed(query: exp.Query, schema: StructType) -> exp.Select:
+    """`query` with its first columns cast to the types of `schema` (the columns after them as they are)."""
+    items: list[exp.Expression] = [
+        aliased(exp.Cast(this=column(field.name), to=exp.DataType.build(field.dataType.simpleString(),
+                                                                        dialect="spark")), field.name)
+        for field in schema.fields
+    ]
+    extra = [column(item.alias_or_name) for item in query.selects[len(schema.fields):]]
+    return select(items + extra, nested(query, "r"))

@@ -1,0 +1,217 @@
+"""Semi-naive evaluation of one recursive component, written once for every engine (spark/engine.py,
+local/engine.py, and the type inference of types/result_types.py): the exit rules, then the stratum's
+delta variants until no new fact is derived (or, for UNION ALL, until a round derives no row), within
+the limits of `recsql.max_iterations`, `recsql.max_rows` and a local evaluation's capacity."""
+
+from __future__ import annotations
+
+import time
+from typing import Generic, Iterable, Mapping, Protocol, Sequence
+
+from sqlglot import exp
+
+from recsql.engine.progress import Progress, ProgressListener
+from recsql.engine.sql import queries as q
+from recsql.engine.sql.queries import Query
+from recsql.engine.states import Engine, Facts, State, SumState, state_for
+from recsql.errors import OperationalError
+from recsql.planner import Stratum, Variant, Version
+from recsql.settings import Settings
+from translator.ir import Program, Relation, Rule
+
+Versions = tuple[Version | None, ...] | None  # per body literal, the version an atom of the component reads
+
+
+class RuleEngine(Engine[Facts], Protocol):
+    """An engine that derives facts from rules, besides keeping them (states.Engine)."""
+
+    def begin(self, iteration: int) -> None:
+        """The next merges belong to this iteration (0: the exit rules)."""
+
+    def arrange(self, variants: Sequence[Variant], delta_rows: Mapping[str, float]) -> Sequence[Variant]:
+        """The variants to evaluate this iteration, their joins ordered for deltas of these sizes."""
+
+    def publish(self, relation: str, version: Version, facts: Facts) -> None:
+        """Make a version of a relation of the component readable by the rules derived next."""
+
+    def derive(self, rule: Rule, versions: Versions, extra_terms: tuple[exp.Expression, ...]) -> object:
+        """The candidates of `rule`, each atom of the component reading its published version."""
+
+    def contribute(self, query: Query, derived: object) -> object:
+        """Candidates: `query` (of input queries.DERIVED) over a rule's derived facts."""
+
+    def union(self, relation: str, parts: list[object]) -> object:
+        """The candidates of a relation from several rules."""
+
+    def seeded(self, facts: Facts) -> object:
+        """Facts computed elsewhere, as candidates."""
+
+
+class CapacityExceeded(Exception):
+    """A local evaluation derived more facts than its stratum's capacity: the component belongs on Spark."""
+
+    def __init__(self, relations: tuple[str, ...]):
+        super().__init__(f"{', '.join(relations)} outgrew local evaluation")
+        self.relations = relations
+
+
+class Limits:
+    """The bounds of one component's evaluation: iterations (`recsql.max_iterations`, or a CTE's smaller
+    MAX RECURSION LEVEL) and derived rows (`recsql.max_rows`). Exceeding one is an error, never a
+    silent truncation. `capacity`: derived rows past which the evaluation stops with CapacityExceeded
+    (a local evaluation planned from estimates)."""
+
+    def __init__(self, program: Program, stratum: Stratum, settings: Settings, capacity: int | None = None):
+        self.program = program
+        self.stratum = stratum
+        self.capacity = capacity
+        self.max_rows = settings.max_rows
+        self.max_iterations = settings.max_iterations
+        self.limited_by: Relation | None = None
+        for name in stratum.relations:
+            relation = program.relations[name]
+            if relation.max_level is not None and relation.max_level < self.max_iterations:
+                self.max_iterations, self.limited_by = relation.max_level, relation
+
+    def check_iteration(self, iteration: int) -> None:
+        if iteration > self.max_iterations:
+            raise OperationalError(self.iteration_message())
+
+    def check_rows(self, derived: int, iteration: int) -> None:
+        if self.capacity is not None and derived > self.capacity:
+            raise CapacityExceeded(self.stratum.relations)
+        if derived > self.max_rows:
+            raise OperationalError(
+                f"recursive query over {self.names()} derived more than {self.max_rows} rows by iteration "
+                f"{iteration} (recsql.max_rows); raise the limit with SET recsql.max_rows = <n> if this is expected"
+            )
+
+    def iteration_message(self) -> str:
+        limit, limited_by = self.max_iterations, self.limited_by
+        if limited_by is not None:
+            return (
+                f"recursive CTE '{limited_by.display_name}' exceeded MAX RECURSION LEVEL {limit}: iteration "
+                f"{limit + 1} still derives new rows; raise the level in the query if deeper recursion is expected"
+            )
+        return (
+            f"recursive query over {self.names()} did not reach a fixpoint within {limit} iterations "
+            f"(recsql.max_iterations): iteration {limit + 1} still derives new rows. Raise the limit with "
+            "SET recsql.max_iterations = <n> if the recursion is meant to go deeper; on cyclic data, "
+            "UNION ALL and count()/sum() over paths never converge"
+        )
+
+    def names(self) -> str:
+        return ", ".join(f"'{self.program.relations[n].display_name}'" for n in self.stratum.relations)
+
+
+def iterate(evaluation: Fixpoint, limits: Limits, progress: ProgressListener | None) -> int:
+    """Run `evaluation` until an iteration derives nothing new; returns the number of iterations."""
+    started = time.monotonic()
+    new_rows = derived = evaluation.start()
+    iteration = 0
+
+    def report() -> None:
+        if progress is not None:
+            elapsed = time.monotonic() - started
+            progress(Progress(limits.stratum.relations, iteration, new_rows, derived, elapsed, evaluation.facts()))
+
+    report()
+    while new_rows:
+        iteration += 1
+        limits.check_iteration(iteration)
+        new_rows = evaluation.step()
+        derived += new_rows
+        limits.check_rows(derived, iteration)
+        report()
+    return iteration
+
+
+def contributor_terms(program: Program, stratum: Stratum, rule: Rule) -> tuple[exp.Expression, ...]:
+    """What identifies a contribution to a sum/count: the group keys of the recursive atoms it came
+    from, or, for a rule reading no recursive relation, the whole derived row. The atoms are taken in
+    a fixed order, so that every delta variant of a rule (whose joins the planner may order differently)
+    names one contribution alike."""
+    keys = []
+    for atom in sorted(rule.atoms, key=str):
+        if atom.relation in stratum.relations and not atom.filters:
+            relation = program.relations[atom.relation]
+            keys.extend(exp.column(atom.args[i]) for i in relation.group_key)
+    return tuple(keys) if keys else tuple(term.copy() for term in rule.terms)
+
+
+def rule_ids(program: Program) -> dict[tuple, int]:
+    """A number per rule of the program, naming the rule a contribution comes from (see `rule_key`)."""
+    return {rule_key(rule): i for i, rule in enumerate(program.rules)}
+
+
+def rule_key(rule: Rule) -> tuple:
+    """A rule up to the order of its body: the planner may reorder a delta variant's joins, and every
+    variant of a rule contributes as that rule."""
+    return rule.head, tuple(term.sql() for term in rule.terms), tuple(sorted(str(literal) for literal in rule.body))
+
+
+class Fixpoint(Generic[Facts]):
+    """One recursive component evaluated semi-naively by `engine`; `seeds`: the candidates of the exit
+    rules, derived elsewhere (a part of them, under the decomposed strategy)."""
+
+    def __init__(self, engine: RuleEngine[Facts], program: Program, stratum: Stratum,
+                 seeds: Mapping[str, Facts] | None = None):
+        self.engine = engine
+        self.program = program
+        self.stratum = stratum
+        self.seeds = seeds
+        self.states: dict[str, State] = {
+            name: state_for(engine, program.relations[name], stratum.iteration) for name in stratum.relations
+        }
+        self.rule_ids = rule_ids(program)
+        self.iterations = 0
+
+    def run(self, limits: Limits, progress: ProgressListener | None = None) -> dict[str, Facts]:
+        """The facts of each relation of the component."""
+        iterate(self, limits, progress)
+        return {name: state.full for name, state in self.states.items()}
+
+    def start(self) -> int:
+        """Absorb the facts of the exit rules; the number of new facts."""
+        self.engine.begin(0)
+        if self.seeds is not None:
+            return self.absorb({name: self.engine.seeded(facts) for name, facts in self.seeds.items()})
+        return self.absorb(self.derive([(rule, None) for rule in self.stratum.exit_rules]))
+
+    def step(self) -> int:
+        """Absorb one iteration of the delta variants; the number of new facts."""
+        self.iterations += 1
+        sizes = {name: float(state.new_facts) for name, state in self.states.items()}
+        variants = self.engine.arrange(self.stratum.variants, sizes)
+        self.engine.begin(self.iterations)
+        return self.absorb(self.derive([(variant.rule, variant.versions) for variant in variants]))
+
+    def absorb(self, candidates: Mapping[str, object]) -> int:
+        for name, state in self.states.items():
+            state.merge(candidates.get(name))
+        return sum(state.new_facts for state in self.states.values())
+
+    def facts(self) -> dict[str, int]:
+        """The new facts of each relation in the last start or step."""
+        return {name: state.new_facts for name, state in self.states.items()}
+
+    def derive(self, rules: Iterable[tuple[Rule, Versions]]) -> dict[str, object]:
+        """The candidates of each relation from the given rules."""
+        rules = list(rules)
+        for rule, versions in rules:
+            for atom, version in zip(rule.body, versions or ()):
+                if version is not None:
+                    state = self.states[atom.relation]
+                    self.engine.publish(atom.relation, version, getattr(state, version.value))
+        parts: dict[str, list[object]] = {}
+        for rule, versions in rules:
+            if isinstance(self.states[rule.head], SumState):
+                contributors = contributor_terms(self.program, self.stratum, rule)
+                derived = self.engine.derive(rule, versions, contributors)
+                contributions = q.contributions_of(self.program.relations[rule.head],
+                                                   self.rule_ids[rule_key(rule)], len(contributors))
+                derived = self.engine.contribute(contributions, derived)
+            else:
+                derived = self.engine.derive(rule, versions, ())
+            parts.setdefault(rule.head, []).append(derived)
+        return {head: self.engine.union(head, derived) for head, derived in parts.items()}

@@ -1,0 +1,119 @@
+"""An in-process DuckDB reading Arrow tables by name, and its failures as recsql exceptions: what the local
+strategy evaluates with."""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from typing import Iterator
+
+import duckdb
+import pyarrow as pa
+from sqlglot import exp
+
+from recsql.cancellation import interruptible
+from recsql.errors import DataError, NotSupportedError, OperationalError
+
+
+def quote(name: str) -> str:
+    """`name` as a quoted DuckDB identifier."""
+    return '"' + name.replace('"', '""') + '"'
+
+
+class Database:
+    """An in-process DuckDB connection reading Arrow tables registered by name.
+
+    Opening a DuckDB connection costs about as much as a small query: a closed Database leaves its
+    connection (every table unregistered) for the next one opened in the same thread."""
+
+    idle = threading.local()
+
+    def __init__(self, timezone: str, threads: int | None = None):
+        """`threads`: how many threads each query may use (DuckDB's default: every core)."""
+        self.reusable = threads is None
+        self.connection = self.idle.__dict__.pop("connection", None) if self.reusable else None
+        if self.connection is None:
+            self.connection = duckdb.connect(config={"threads": threads} if threads else {})
+        self.connection.execute(f"SET TimeZone = {exp.Literal.string(timezone).sql(dialect='duckdb')}")
+        self.registered: dict[str, pa.Table] = {}
+        self.sql_types: dict[pa.Schema, tuple[str | None, ...]] = {}
+        self.casts: dict[tuple, str] = {}
+
+    def register(self, name: str, table: pa.Table) -> None:
+        """Make `table` readable as `name` (registering costs about as much as a small query: skipped
+        when `name` already reads this table)."""
+        if self.registered.get(name) is not table:
+            self.connection.register(name, table)
+            self.registered[name] = table
+
+    def query(self, sql: str, **tables: pa.Table) -> pa.Table:
+        """The result of `sql` reading the given tables by their keyword names."""
+        for name, table in tables.items():
+            self.register(name, table)
+        with interruptible(self.connection.interrupt):
+            relation = self.connection.sql(sql)
+            # newer DuckDB calls it to_arrow_table and deprecates fetch_arrow_table
+            fetch = getattr(relation, "to_arrow_table", None) or relation.fetch_arrow_table
+            return fetch()
+
+    def conform(self, table: pa.Table, schema: pa.Schema | None) -> pa.Table:
+        """`table` with the column types of `schema`, cast as SQL casts (as is without a schema)."""
+        if schema is None or self.types_of(table.schema) == self.types_of(schema):
+            return table
+        return self.query(self.cast("SELECT * FROM _conform", table.column_names, schema), _conform=table)
+
+    def cast(self, sql: str, names: list[str], schema: pa.Schema | None) -> str:
+        """The query `sql` (columns `names`) with the column types of `schema` (as is without one)."""
+        if schema is None:
+            return sql
+        key = (tuple(names), schema)
+        if key not in self.casts:
+            self.casts[key] = ", ".join(
+                f"CAST({quote(name)} AS {kind}) AS {quote(name)}" if kind else quote(name)
+                for name, kind in zip(names, self.types_of(schema))
+            )
+        return f"SELECT {self.casts[key]} FROM ({sql}) AS q"
+
+    def types_of(self, schema: pa.Schema) -> tuple[str | None, ...]:
+        """DuckDB's SQL type of each column of `schema`; None for a column of NULLs (no type to cast to)."""
+        if schema not in self.sql_types:
+            self.register("_schema", schema.empty_table())
+            types = self.connection.sql("SELECT * FROM _schema").types
+            self.sql_types[schema] = tuple(None if str(t) == '"NULL"' else str(t) for t in types)
+        return self.sql_types[schema]
+
+    def close(self) -> None:
+        if not self.reusable or "connection" in self.idle.__dict__:
+            self.connection.close()
+            return
+        for name in self.registered:
+            self.connection.unregister(name)
+        self.idle.connection = self.connection
+
+
+def null_table(names: list[str]) -> pa.Table:
+    """No rows, untyped columns (Spark's empty_frame): unions take the other side's types."""
+    return pa.table({name: pa.array([], pa.null()) for name in names})
+
+
+@contextlib.contextmanager
+def duckdb_errors() -> Iterator[None]:
+    """DuckDB failures as recsql exceptions: bad values are the data's fault, SQL DuckDB does not know
+    is a limit of the local strategy, anything else an operational failure."""
+    try:
+        yield
+    except (duckdb.DataError, duckdb.InvalidInputException) as error:
+        raise DataError(first_line(error)) from None
+    except (duckdb.CatalogException, duckdb.BinderException, duckdb.ParserException,
+            duckdb.NotImplementedException) as error:
+        raise NotSupportedError(
+            f"the local strategy cannot evaluate this query ({first_line(error)}); "
+            "SET recsql.strategy = distributed runs it on Spark"
+        ) from None
+    except duckdb.Error as error:
+        raise OperationalError(f"local evaluation failed: {first_line(error)}") from None
+
+
+def first_line(error: Exception) -> str:
+    lines = [line for line in str(error).splitlines() if line.strip()]
+    return lines[0] if lines else type(error).__name__

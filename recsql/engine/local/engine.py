@@ -1,0 +1,173 @@
+"""The local engine of a fixpoint: rules and merges (the trees of sql/) printed as DuckDB SQL, run by an
+in-process DuckDB over Arrow tables, with no Spark job per iteration (for small inputs, where Spark's
+per-iteration cost dominates).
+
+The caller may pass the column types the distributed evaluation would give each relation after each
+iteration (`ResultTypes`); candidates and results are then cast to them iteration by iteration, so values
+flow with Spark's types (DuckDB's sum(int) is HUGEINT, Spark's bigint) and the result has them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+from dataclasses import dataclass
+from typing import Callable, Mapping, Sequence
+
+import pyarrow as pa
+from sqlglot import exp
+
+from recsql.engine.columns import column_names
+from recsql.engine.fixpoint import Fixpoint, Limits, Versions
+from recsql.engine.local.database import Database, duckdb_errors, null_table
+from recsql.engine.progress import ProgressListener
+from recsql.engine.spark_settings import SparkSettings
+from recsql.engine.sql.printing import Dialect, Printer
+from recsql.engine.sql.queries import DERIVED, Query
+from recsql.engine.sql.rules import range_call, rule_query, table
+from recsql.engine.states import Result
+from recsql.planner import Stratum, Variant, Version
+from recsql.settings import Settings
+from translator.ir import Atom, Program, Rule
+
+
+@dataclass(frozen=True)
+class RelationTypes:
+    """The column types of a relation's candidates, delta and full facts in some iteration."""
+
+    full: pa.Schema
+    delta: pa.Schema
+    candidates: pa.Schema | None = None
+
+
+ResultTypes = Callable[[int], Mapping[str, RelationTypes]]  # iteration (0: the exit rules) -> types
+
+
+class DuckDBEngine:
+    """Keeps facts as Arrow tables and derives them with DuckDB (states.Engine, fixpoint.RuleEngine)."""
+
+    def __init__(self, db: Database, inputs: Mapping[str, pa.Table], types: ResultTypes | None, printer: Printer):
+        self.db = db
+        self.types = types
+        self.printer = printer
+        self.current: Mapping[str, RelationTypes] = {}
+        self.inputs = {name: f"input_{i}" for i, name in enumerate(inputs)}
+        for name, facts in inputs.items():
+            self.db.register(self.inputs[name], facts)
+        self.version_names: dict[tuple[str, Version], str] = {}
+        self.rules: dict[tuple, str] = {}
+        self.seed_names = itertools.count()
+
+    # ------------------------------------------------------------------ facts (states.Engine)
+
+    def empty(self, width: int) -> pa.Table:
+        return null_table(column_names(width))
+
+    def run(self, query: Query, relation: str, result: Result, **inputs: object) -> pa.Table:
+        tables = {name: value for name, value in inputs.items() if isinstance(value, pa.Table)}
+        inline = {name: value for name, value in inputs.items() if isinstance(value, str)}
+        sql = self.printer.with_inputs(query.sql(self.printer), inline)
+        schema = self.schema(relation, result)
+        if schema is not None:
+            sql = self.db.cast(sql, schema.names, schema)
+        return self.db.query(sql, **tables)
+
+    def append(self, relation: str, full: pa.Table, delta: pa.Table) -> pa.Table:
+        schema = self.schema(relation, Result.FULL)
+        known, new = self.db.conform(full, schema), self.db.conform(delta, schema)
+        if known.schema == new.schema:
+            return pa.concat_tables([known, new])
+        return self.db.query("SELECT * FROM _full UNION ALL SELECT * FROM _delta", _full=known, _delta=new)
+
+    def recast(self, facts: pa.Table, relation: str, result: Result) -> pa.Table:
+        return self.db.conform(facts, self.schema(relation, result))
+
+    def rows(self, facts: pa.Table) -> int:
+        return facts.num_rows
+
+    def schema(self, relation: str, result: Result) -> pa.Schema | None:
+        types = self.current.get(relation)
+        if types is None or result is Result.CONTRIBUTIONS:
+            return None
+        return types.delta if result is Result.DELTA else types.full
+
+    # ------------------------------------------------------------------ rules (fixpoint.RuleEngine)
+
+    def begin(self, iteration: int) -> None:
+        self.current = self.types(iteration) if self.types is not None else {}
+
+    def arrange(self, variants: Sequence[Variant], delta_rows: Mapping[str, float]) -> Sequence[Variant]:
+        return variants  # DuckDB orders joins itself
+
+    def publish(self, relation: str, version: Version, facts: pa.Table) -> None:
+        key = (relation, version)
+        if key not in self.version_names:
+            self.version_names[key] = f"state_{len(self.version_names)}"
+        self.db.register(self.version_names[key], facts)
+
+    def derive(self, rule: Rule, versions: Versions, extra_terms: tuple[exp.Expression, ...]) -> str:
+        """The SQL of a rule reading the given versions (printed once: the table names stay the same)."""
+        key = (rule, versions)
+        if key not in self.rules:
+            def source(position: int, atom: Atom) -> exp.Expression:
+                if atom.call_args:
+                    return range_call(atom)
+                version = versions[position] if versions else None
+                return table(self.inputs[atom.relation] if version is None else
+                             self.version_names[(atom.relation, version)])
+
+            self.rules[key] = self.printer.sql(rule_query(rule, source, extra_terms))
+        return self.rules[key]
+
+    def contribute(self, query: Query, derived: object) -> str:
+        return self.printer.with_inputs(query.sql(self.printer), {DERIVED: derived})
+
+    def union(self, relation: str, parts: list[object]) -> str:
+        sql = self.printer.union_all(parts)
+        types = self.current.get(relation)
+        if types is not None and types.candidates is not None:
+            sql = self.db.cast(sql, types.candidates.names, types.candidates)
+        return sql
+
+    def seeded(self, facts: pa.Table) -> str:
+        name = f"seeds_{next(self.seed_names)}"
+        self.db.register(name, facts)
+        return f"SELECT * FROM {self.printer.quote(name)}"
+
+
+class LocalFixpoint:
+    """One recursive component evaluated to its fixpoint (or its UNION ALL iteration to exhaustion) in this
+    process, from its inputs (an Arrow table per relation it reads from outside itself, columns c0 .. cN)."""
+
+    def __init__(
+        self,
+        program: Program,
+        stratum: Stratum,
+        inputs: Mapping[str, pa.Table],
+        settings: Settings,
+        progress: ProgressListener | None = None,
+        types: ResultTypes | None = None,
+        spark_settings: SparkSettings = SparkSettings(),
+        database: Database | None = None,
+        seeds: Mapping[str, pa.Table] | None = None,
+    ):
+        """`database`: evaluate in this DuckDB connection (left open) instead of a new one. `seeds`: the
+        facts of the exit rules, derived elsewhere (one part of them, under the decomposed strategy)."""
+        self.program = program
+        self.stratum = stratum
+        self.settings = settings
+        self.progress = progress
+        self.db = database or Database(spark_settings.timezone)
+        self.owns_db = database is None
+        engine = DuckDBEngine(self.db, inputs, types, Printer(Dialect.DUCKDB, spark_settings.ansi))
+        self.fixpoint = Fixpoint(engine, program, stratum, seeds)
+
+    @property
+    def iterations(self) -> int:
+        return self.fixpoint.iterations
+
+    def run(self) -> dict[str, pa.Table]:
+        """The facts of each relation of the stratum."""
+        limits = Limits(self.program, self.stratum, self.settings, self.stratum.capacity)
+        with duckdb_errors(), contextlib.closing(self.db) if self.owns_db else contextlib.nullcontext():
+            return self.fixpoint.run(limits, self.progress)

@@ -1,0 +1,114 @@
+"""A whole plan evaluated in this process, with no Spark job at all: the strategy for small queries, such as
+a recursion that magic sets restricted to a few starting points.
+
+Non-recursive relations and the answer are the queries of sql/ printed for DuckDB, recursive strata run as
+LocalFixpoint does. Every relation is cast, as it is computed, to the column types Spark would give it
+(`Typing`, derived in Python), so the answer has Spark's types and values.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from typing import Mapping, Protocol, Sequence
+
+import pyarrow as pa
+from sqlglot import exp
+
+from recsql.engine.local.database import Database, duckdb_errors, null_table
+from recsql.engine.local.engine import LocalFixpoint, ResultTypes
+from recsql.engine.progress import ProgressListener
+from recsql.engine.spark_settings import SparkSettings
+from recsql.engine.sql.printing import Dialect, Printer
+from recsql.engine.sql.queries import answer_query, relation_query
+from recsql.engine.sql.rules import range_call, rule_query, table
+from recsql.engine.columns import column_names
+from recsql.engine.trace import Step, Trace
+from recsql.planner import Plan, Stratum
+from recsql.settings import Settings
+from translator.ir import Atom
+
+Types = Sequence[object]  # a relation's column types, as the Typing gives them
+
+
+class StratumTyping(Protocol):
+    def arrow(self, iteration: int) -> ResultTypes: ...
+
+    def spark(self, iteration: int) -> Mapping[str, Types]: ...
+
+
+class Typing(Protocol):
+    """The column types Spark gives each relation (types/plan_types.py)."""
+
+    def relation(self, name: str, known: Mapping[str, Types]) -> Types:
+        """A non-recursive relation's, from the types of what it reads."""
+
+    def stratum(self, stratum: Stratum, known: Mapping[str, Types]) -> StratumTyping:
+        """A recursive stratum's, iteration by iteration."""
+
+    def arrow_schema(self, types: Types) -> pa.Schema: ...
+
+
+class LocalProgram:
+    def __init__(self, plan: Plan, table_types: Mapping[str, Types], typing: Typing, settings: Settings,
+                 progress: ProgressListener | None, spark_settings: SparkSettings, trace: Trace | None = None):
+        self.plan = plan
+        self.program = plan.program
+        self.typing = typing
+        self.settings = settings
+        self.progress = progress
+        self.spark_settings = spark_settings
+        self.trace = trace
+        self.types: dict[str, Types] = dict(table_types)
+        self.facts: dict[str, pa.Table] = {}
+        self.printer = Printer(Dialect.DUCKDB, spark_settings.ansi)
+
+    def run(self, tables: Mapping[str, pa.Table]) -> tuple[pa.Table, Types]:
+        """The answer (columns c0 .. cN) and its column types, from the rows of the tables the plan reads."""
+        with duckdb_errors(), contextlib.closing(Database(self.spark_settings.timezone)) as db:
+            for name, facts in tables.items():
+                self.facts[name] = db.conform(facts, self.typing.arrow_schema(self.types[name]))
+            for stratum in self.plan.strata:
+                started = time.monotonic()
+                if stratum.component.recursive:
+                    self.run_recursive(db, stratum)
+                    continue
+                for name in stratum.relations:
+                    self.types[name] = self.typing.relation(name, self.types)
+                    self.facts[name] = self.combine(db, name)
+                    if self.trace is not None:
+                        rows = {name: self.facts[name].num_rows}
+                        self.trace.record(Step((name,), None, rows, time.monotonic() - started))
+            return self.answer(db)
+
+    def run_recursive(self, db: Database, stratum: Stratum) -> None:
+        types = self.typing.stratum(stratum, self.types)
+        inputs = {name: self.facts[name] for name in stratum.inputs}
+        fixpoint = LocalFixpoint(self.program, stratum, inputs, self.settings, self.progress, types.arrow,
+                                 self.spark_settings, db)
+        self.facts.update(fixpoint.run())
+        self.types.update(types.spark(fixpoint.iterations))
+
+    def combine(self, db: Database, name: str) -> pa.Table:
+        """A non-recursive relation: the union of its rules, deduplicated or aggregated as declared."""
+        relation = self.program.relations[name]
+        parts = [rule_query(rule, lambda _, atom: self.source(db, atom)) for rule in self.program.rules_for(name)]
+        if not parts:
+            return null_table(column_names(len(relation.columns)))
+        facts = db.query(self.printer.sql(relation_query(relation, parts)))
+        return db.conform(facts, self.typing.arrow_schema(self.types[name]))
+
+    def source(self, db: Database, atom: Atom) -> exp.Expression:
+        if atom.call_args:
+            return range_call(atom)
+        name = f"relation_{atom.relation}"
+        db.register(name, self.facts[atom.relation])
+        return table(name)
+
+    def answer(self, db: Database) -> tuple[pa.Table, Types]:
+        program = self.program
+        width = len(program.relations[program.output].columns) - program.hidden_columns
+        query = answer_query(table("_output"), width, program.order_by, program.limit)
+        types = self.types[program.output][:width]
+        facts = db.query(self.printer.sql(query), _output=self.facts[program.output])
+        return db.conform(facts, self.typing.arrow_schema(types)), types

@@ -1,0 +1,22 @@
+"""Progress of a recursive evaluation, as every strategy reports it to a listener (the shell's progress
+line, EXPLAIN ANALYZE's trace)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Mapping
+
+
+@dataclass(frozen=True)
+class Progress:
+    """One iteration of a recursive component (0: its exit rules), as reported to a progress listener."""
+
+    relations: tuple[str, ...]
+    iteration: int
+    delta_rows: int
+    total_rows: int
+    elapsed: float  # since the component started
+    facts: Mapping[str, int] = field(default_factory=dict)  # new facts per relation in this iteration
+
+
+ProgressListener = Callable[[Progress], None]

@@ -1,0 +1,205 @@
+"""The Spark engine of a fixpoint: rules and merges (the trees of sql/) printed as Spark SQL and run with
+`spark.sql` over temporary views of the facts, one materialization per relation and iteration.
+
+Each iteration's delta is computed once (a lazy local checkpoint, filled by counting it); `full` grows as a
+union of the materialized deltas, copied into one frame every ROUNDS_PER_CUT iterations to keep its plan
+short; a merge that replaces `full` cuts its lineage lazily, so no iteration recomputes an earlier one.
+
+A schema-only engine keeps, instead of each frame, an empty frame of its columns and types: stepping it
+runs no Spark job, and tells the types the distributed evaluation gives after each iteration (which
+Spark's union widening can change while iterating) to the local strategy.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from typing import Callable, Mapping, Sequence
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.types import StructType
+from sqlglot import exp
+
+from recsql.engine.columns import column_names
+from recsql.engine.fixpoint import Versions
+from recsql.engine.sql.printing import Dialect, Printer
+from recsql.engine.sql.queries import DERIVED, Query
+from recsql.engine.sql.rules import range_call, rule_query, table
+from recsql.engine.states import Result
+from recsql.planner import Variant, Version
+from translator.ir import Atom, Rule
+
+ROUNDS_PER_CUT = 32  # iterations between copies of `full` into one frame (see append)
+SPARK = Printer(Dialect.SPARK)
+
+
+def empty_frame(spark: SparkSession, width: int) -> DataFrame:
+    """No rows, `width` untyped columns: unions and joins widen them to the other side's types."""
+    return spark.range(0).select(*[F.lit(None).alias(name) for name in column_names(width)])
+
+
+def schema_frame(spark: SparkSession, schema: StructType) -> DataFrame:
+    """No rows, the columns and types of `schema`: a frame's type without its plan or data."""
+    return spark.range(0).select(*[F.lit(None).cast(field.dataType).alias(field.name) for field in schema])
+
+
+CONSTRAINTS = "spark.sql.constraintPropagation.enabled"
+
+
+def checkpoint(frame: DataFrame, eager: bool) -> DataFrame:
+    """`frame` computed once (in executor memory; `eager`: now, else by the first job that reads it).
+
+    The checkpoint is taken without the constraints Spark would infer from `frame`'s plan and keep with it:
+    a query reading two checkpoints of one plan (a delta, and the full relation grown from it) would
+    otherwise fail in Spark's constraint propagation ("key not found"). The setting is off only while the
+    checkpoint's plan is made; a query planned meanwhile in another thread only infers fewer filters."""
+    conf = frame.sparkSession.conf
+    previous = conf.get(CONSTRAINTS, "true")
+    conf.set(CONSTRAINTS, "false")
+    try:
+        return frame.localCheckpoint(eager=eager)
+    finally:
+        conf.set(CONSTRAINTS, previous)
+
+
+class Views:
+    """Temporary views of the frames a query's SQL reads, under names no other query uses; dropped when the
+    query ends (the DataFrames built from them keep their plans)."""
+
+    def __init__(self, spark: SparkSession):
+        self.spark = spark
+        self.prefix = f"recsql_{uuid.uuid4().hex[:12]}_"
+        self.shown: dict[str, DataFrame] = {}
+
+    def show(self, name: str, frame: DataFrame) -> str:
+        """`frame` as the view `name` (made unique); the view's name."""
+        view = self.prefix + name
+        if self.shown.get(view) is not frame:
+            frame.createOrReplaceTempView(view)
+            self.shown[view] = frame
+        return view
+
+    def drop(self) -> None:
+        for view in self.shown:
+            self.spark.catalog.dropTempView(view)
+        self.shown.clear()
+
+
+@dataclass(frozen=True)
+class SparkFacts:
+    frame: DataFrame
+    rows: int = 0  # known for a delta (counted when it is materialized)
+
+
+class SparkEngine:
+    """Keeps facts as DataFrames and derives them with Spark SQL (states.Engine, fixpoint.RuleEngine).
+    `source`: the view a rule reads for an atom outside the component; `arrange`: the variants' joins
+    ordered for deltas of the given sizes."""
+
+    def __init__(self, spark: SparkSession, views: Views, source: Callable[[Atom], str],
+                 arrange: Callable[[Variant, Mapping[str, float]], Variant], schema_only: bool = False):
+        self.spark = spark
+        self.views = views
+        self.source = source
+        self.order = arrange
+        self.schema_only = schema_only
+        self.partitions = int(spark.conf.get("spark.sql.shuffle.partitions"))
+        self.rounds: dict[str, int] = {}
+        self.rules: dict[tuple, str] = {}
+        self.printed: dict[tuple, str] = {}
+        self.candidate_schemas: dict[str, StructType] = {}  # schema-only: the candidates' of the last step
+
+    # ------------------------------------------------------------------ facts (states.Engine)
+
+    def empty(self, width: int) -> SparkFacts:
+        return SparkFacts(empty_frame(self.spark, width))
+
+    def run(self, query: Query, relation: str, result: Result, **inputs: object) -> SparkFacts:
+        names = {name: self.views.show(f"m_{relation}_{name}", value.frame)
+                 for name, value in inputs.items() if isinstance(value, SparkFacts)}
+        inline = {name: value for name, value in inputs.items() if isinstance(value, str)}
+        key = (id(query), tuple(sorted(names.items())))
+        if key not in self.printed:  # the same names every iteration: printed once per evaluation
+            self.printed[key] = query.sql(SPARK, names)
+        frame = self.spark.sql(SPARK.with_inputs(self.printed[key], inline))
+        if result is Result.DELTA:
+            return self.materialize(frame)
+        return SparkFacts(self.accumulate(frame))
+
+    def append(self, relation: str, full: SparkFacts, delta: SparkFacts) -> SparkFacts:
+        """full + delta without copying full: the union of the materialized deltas, copied into one frame
+        (lineage cut) every ROUNDS_PER_CUT iterations."""
+        frame = full.frame.unionAll(delta.frame)
+        self.rounds[relation] = self.rounds.get(relation, 0) + 1
+        if self.rounds[relation] == ROUNDS_PER_CUT:
+            self.rounds[relation] = 0
+            frame = self.cut(frame)
+        return SparkFacts(frame)
+
+    def recast(self, facts: SparkFacts, relation: str, result: Result) -> SparkFacts:
+        return facts
+
+    def rows(self, facts: SparkFacts) -> int:
+        return facts.rows
+
+    def materialize(self, frame: DataFrame) -> SparkFacts:
+        """Compute a delta once (one Spark job: the lazy checkpoint is filled by the count)."""
+        if self.schema_only:
+            return SparkFacts(schema_frame(self.spark, frame.schema))
+        delta = checkpoint(frame, eager=False)
+        return SparkFacts(delta, delta.count())
+
+    def cut(self, frame: DataFrame) -> DataFrame:
+        if self.schema_only:
+            return schema_frame(self.spark, frame.schema)
+        return checkpoint(frame.coalesce(self.partitions), eager=True)
+
+    def accumulate(self, frame: DataFrame) -> DataFrame:
+        """`frame` as a new full relation. Its lineage is cut lazily: the checkpoint is filled by the next
+        job that reads it, so no job runs for it here and no iteration recomputes an earlier one."""
+        if self.schema_only:
+            return schema_frame(self.spark, frame.schema)
+        return checkpoint(frame.coalesce(self.partitions), eager=False)
+
+    # ------------------------------------------------------------------ rules (fixpoint.RuleEngine)
+
+    def begin(self, iteration: int) -> None:
+        self.candidate_schemas.clear()
+
+    def arrange(self, variants: Sequence[Variant], delta_rows: Mapping[str, float]) -> Sequence[Variant]:
+        return [self.order(variant, delta_rows) for variant in variants]
+
+    def publish(self, relation: str, version: Version, facts: SparkFacts) -> None:
+        self.views.show(version_view(relation, version), facts.frame)
+
+    def derive(self, rule: Rule, versions: Versions, extra_terms: tuple[exp.Expression, ...]) -> str:
+        """The Spark SQL of a rule reading the given versions (printed once: the view names stay the same)."""
+        key = (rule, versions)
+        if key not in self.rules:
+            def source(position: int, atom: Atom) -> exp.Expression:
+                if atom.call_args:
+                    return range_call(atom)
+                version = versions[position] if versions else None
+                if version is None:
+                    return table(self.source(atom))
+                return table(self.views.prefix + version_view(atom.relation, version))
+
+            self.rules[key] = SPARK.sql(rule_query(rule, source, extra_terms))
+        return self.rules[key]
+
+    def contribute(self, query: Query, derived: object) -> str:
+        return SPARK.with_inputs(query.sql(SPARK), {DERIVED: derived})
+
+    def union(self, relation: str, parts: list[object]) -> str:
+        sql = SPARK.union_all(parts)
+        if self.schema_only:
+            self.candidate_schemas[relation] = self.spark.sql(sql).schema
+        return sql
+
+    def seeded(self, facts: SparkFacts) -> str:
+        raise NotImplementedError("the Spark engine derives its exit rules' facts itself")
+
+
+def version_view(relation: str, version: Version) -> str:
+    return f"v_{relation}_{version.value}"

@@ -1,0 +1,166 @@
+"""A plan evaluated on Spark: non-recursive strata as lazy DataFrames (one Spark SQL query per relation),
+recursive strata by their strategy (strategies/), the answer as one Spark SQL query."""
+
+from __future__ import annotations
+
+import time
+from typing import Iterable, Protocol
+
+import pyarrow as pa
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.types import StructType
+
+from recsql.engine.columns import column_names
+from recsql.engine.fixpoint import CapacityExceeded
+from recsql.engine.progress import Progress, ProgressListener
+from recsql.engine.spark.engine import SPARK, Views, checkpoint, empty_frame
+from recsql.engine.spark_settings import SparkSettings
+from recsql.engine.sql.queries import answer_query, relation_query
+from recsql.engine.sql.rules import range_call, rule_query, table
+from recsql.engine.strategies import run_stratum
+from recsql.engine.trace import Step, Trace
+from recsql.planner import Plan, Stratum
+from recsql.settings import Settings
+from translator.ir import Atom, Relation
+
+
+class TableSource(Protocol):
+    """Where base tables come from (the catalog)."""
+
+    def dataframe(self, name: str) -> DataFrame: ...
+
+    def arrow_table(self, name: str) -> pa.Table | None:
+        """The table as Arrow when that is cheaper than a Spark job (small local files), else None."""
+
+    def schema(self, name: str) -> StructType:
+        """The table's Spark schema."""
+
+    def view(self, name: str) -> str:
+        """The name of a Spark temporary view of the table, for SQL."""
+
+
+def read_spark_settings(spark: SparkSession) -> SparkSettings:
+    conf = spark.conf
+    return SparkSettings(
+        ansi=(conf.get("spark.sql.ansi.enabled") or "").lower() == "true",
+        timezone=conf.get("spark.sql.session.timeZone") or "UTC",
+    )
+
+
+class SparkRun:
+    """The evaluation of one plan on Spark: the frames of the relations computed so far, the views their
+    SQL reads, and what the strategies need from it (context.py)."""
+
+    def __init__(self, spark: SparkSession, tables: TableSource, settings: Settings, plan: Plan,
+                 progress: ProgressListener | None = None, trace: Trace | None = None,
+                 outgrown: set[tuple[str, ...]] | None = None):
+        self.spark = spark
+        self.source_tables = tables
+        self.settings = settings
+        self.plan = plan
+        self.program = plan.program
+        self.progress = progress
+        self.trace = trace
+        self.outgrown = outgrown if outgrown is not None else set()  # strata past their local capacity
+        self.frames: dict[str, DataFrame] = {}
+        self.tables: dict[str, DataFrame] = {}
+        self.views = Views(spark)
+        self.spark_settings = read_spark_settings(spark)
+
+    def answer(self) -> DataFrame:
+        """The answer of the plan's program as a DataFrame named after the output columns, ordered."""
+        try:
+            self.evaluate()
+            return self.output()
+        finally:  # the DataFrames built hold the views' plans: the names can go
+            self.views.drop()
+
+    def evaluate(self) -> None:
+        for stratum in self.plan.strata:
+            started = time.monotonic()
+            if stratum.component.recursive:
+                self.frames.update(run_stratum(self, stratum))
+                continue
+            for name in stratum.relations:
+                self.frames[name] = self.combine(self.program.relations[name])
+                if self.trace is not None:
+                    self.frames[name] = checkpoint(self.frames[name], eager=True)
+                    self.trace.record(Step((name,), None, {name: self.frames[name].count()},
+                                           time.monotonic() - started))
+
+    def combine(self, relation: Relation) -> DataFrame:
+        """A non-recursive relation (one Spark SQL query over temporary views of what it reads)."""
+        rules = self.program.rules_for(relation.name)
+        if not rules:
+            return empty_frame(self.spark, len(relation.columns))
+        parts = [rule_query(rule, lambda _, atom: self.atom_source(atom), hints=True) for rule in rules]
+        return self.spark.sql(SPARK.sql(relation_query(relation, parts)))
+
+    def output(self) -> DataFrame:
+        """The output relation ordered, limited and named as the query says (one Spark SQL query)."""
+        program = self.program
+        width = len(program.relations[program.output].columns) - program.hidden_columns
+        query = answer_query(table(self.source(program.output)), width, program.order_by, program.limit)
+        return self.spark.sql(SPARK.sql(query)).toDF(*program.output_columns)
+
+    # ------------------------------------------------------------------ what strategies read
+
+    def report(self, event: Progress) -> None:
+        """Progress of a recursive component: to the listener, and to the trace under EXPLAIN ANALYZE."""
+        if self.trace is not None:
+            self.trace.record(Step(event.relations, event.iteration, dict(event.facts),
+                                   event.elapsed - self.trace.elapsed_in(event.relations)))
+        if self.progress is not None:
+            self.progress(event)
+
+    def outgrow(self, exceeded: CapacityExceeded) -> None:
+        """A stratum planned LOCAL derived more facts than its capacity: it runs on Spark from scratch."""
+        self.outgrown.add(exceeded.relations)
+        if self.trace is not None:
+            self.trace.forget(exceeded.relations)
+
+    def atom_source(self, atom: Atom):
+        """What a rule's SQL reads for `atom`: a table function call, or a view of its relation."""
+        if atom.call_args:
+            return range_call(atom)
+        return table(self.source(atom.relation))
+
+    def source(self, relation: str) -> str:
+        """A temporary view of a relation's frame (this query's), or of a table as stored (the catalog's)."""
+        frame = self.frames.get(relation, self.tables.get(relation))
+        if frame is None:
+            return self.source_tables.view(relation)
+        return self.views.show(f"r_{relation}", frame)
+
+    def atom_frame(self, atom: Atom) -> DataFrame:
+        if atom.call_args:
+            return self.spark.range(*[int(arg.to_py()) for arg in atom.call_args])
+        if atom.relation in self.frames:
+            return self.frames[atom.relation]
+        if atom.relation not in self.tables:
+            self.tables[atom.relation] = self.source_tables.dataframe(atom.relation)
+        return self.tables[atom.relation]
+
+    def materialize_inputs(self, stratum: Stratum) -> None:
+        """Relations a fixpoint reads from outside itself are computed once, not once per iteration."""
+        for name, atom in stratum.inputs.items():
+            frame = checkpoint(self.atom_frame(atom), eager=True)
+            target = self.frames if name in self.frames else self.tables
+            target[name] = frame
+
+    def local_inputs(self, stratum: Stratum, names: Iterable[str] | None = None) -> dict[str, pa.Table]:
+        """The relations the stratum reads from outside (or those of them in `names`) as Arrow tables."""
+        tables = {}
+        wanted = set(stratum.inputs if names is None else names)
+        for name, atom in stratum.inputs.items():
+            if name not in wanted:
+                continue
+            facts = self.source_tables.arrow_table(name) if name not in self.frames else None
+            if facts is None:
+                facts = self.atom_frame(atom).toArrow()
+            tables[name] = facts.rename_columns(column_names(facts.num_columns))
+        return tables
+
+    def schema(self, name: str) -> StructType:
+        """The schema of a relation computed by this run, or of a table."""
+        return self.frames[name].schema if name in self.frames else self.source_tables.schema(name)

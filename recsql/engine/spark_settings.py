@@ -1,0 +1,14 @@
+"""The Spark settings that decide what an expression means, which the local evaluator follows too."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class SparkSettings:
+    """Under ANSI mode (Spark's default) a bad cast or a division by zero is an error; timestamps are read
+    in the session time zone."""
+
+    ansi: bool = True
+    timezone: str = "UTC"

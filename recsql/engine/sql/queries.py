@@ -1,0 +1,274 @@
+"""The queries that merge derived facts into a relation, combine a relation's rules and shape the answer,
+each defined once: its tree (printed for Spark or DuckDB by printing.py) beside the rule that gives the
+column types Spark gives its result (so the local evaluator, which casts to them, and the type inference,
+which reads them, follow the same definition).
+
+A query reads named inputs (`Query.inputs`); states.py says which inputs and which queries each kind of
+relation uses. All relations have positional columns (columns.py); NULL equals NULL wherever facts are
+compared, as in set operations.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import lru_cache, reduce
+from typing import Callable, Mapping, Protocol, Sequence
+
+from sqlglot import exp
+
+from recsql.engine.columns import CONTRIBUTOR, RULE_ID, VALUE, column_names
+from recsql.engine.sql.printing import Printer, renamed
+from recsql.engine.sql.rules import aliased, column, conjunction, nested, select, table
+from translator.ir import Relation, SortKey
+
+CANDIDATES, FULL, DELTA, MERGED, CONTRIBUTIONS, DERIVED = (
+    "__candidates", "__full", "__delta", "__merged", "__contributions", "__derived")
+
+
+Row = tuple  # the column types of a relation, in the terms of a type system (TypeRules)
+
+
+class TypeRules(Protocol):
+    """The type system a query's result types are told in (types/spark_types.py: Spark's)."""
+
+    integer: object  # the type of an integer literal
+    string: object
+
+    def wider(self, left: Row, right: Row) -> Row:
+        """The types of a union of relations of these types."""
+
+    def total(self, value: object) -> object:
+        """The type of sum() over values of this type."""
+
+
+@dataclass(eq=False)
+class Query:
+    """A query over named inputs, and the types of its result from the types of its inputs."""
+
+    tree: exp.Query
+    inputs: tuple[str, ...]
+    types: Callable[..., Row]  # (type rules, then the inputs' types by name) -> the result's types
+    printed: dict = field(default_factory=dict, compare=False)
+
+    def sql(self, printer: Printer, names: Mapping[str, str] | None = None) -> str:
+        """The query for `printer`'s engine, reading the inputs of `names` under those names. Printed once
+        per engine when its inputs keep their names: an evaluation runs the same query every iteration."""
+        if names:
+            return printer.sql(renamed(self.tree, names))
+        key = (printer.dialect, printer.ansi)
+        if key not in self.printed:
+            self.printed[key] = printer.sql(self.tree)
+        return self.printed[key]
+
+
+def everything(source: str, alias: str | None = None) -> exp.Select:
+    return select([exp.Star()], table(source, alias))
+
+
+def same_rows(left: str, right: str, names: Sequence[str]) -> exp.Expression:
+    """Equality of the columns `names` of two aliased inputs, NULL equal to NULL."""
+    return conjunction([exp.NullSafeEQ(this=column(n, left), expression=column(n, right)) for n in names]) \
+        or exp.true()
+
+
+def absent_from(source: str, alias: str, names: Sequence[str]) -> exp.Not:
+    """NOT EXISTS a row of `source` equal to the current row (`alias`) on `names`."""
+    probe = select([exp.Literal.number(1)], table(source, "o"), same_rows("o", alias, names))
+    return exp.Not(this=exp.Exists(this=probe))
+
+
+def union_all(queries: Sequence[exp.Query]) -> exp.Query:
+    return reduce(lambda left, right: exp.Union(this=left, expression=right, distinct=False), queries)
+
+
+@lru_cache(maxsize=1024)
+def new_facts(width: int) -> Query:
+    """Distinct candidates not yet known: a set's delta. An anti-join, not EXCEPT: DuckDB then hashes
+    the candidates rather than the larger, growing full relation, about twice as fast."""
+    names = column_names(width)
+    tree = select([exp.Star()], table(CANDIDATES, "c"), absent_from(FULL, "c", names))
+    tree.set("distinct", exp.Distinct())
+    return Query(tree, (CANDIDATES, FULL), lambda rules, **types: types[CANDIDATES])
+
+
+@lru_cache(maxsize=1024)
+def all_rows() -> Query:
+    """The candidates as they are: a UNION ALL relation's delta."""
+    return Query(everything(CANDIDATES), (CANDIDATES,), lambda rules, **types: types[CANDIDATES])
+
+
+@lru_cache(maxsize=1024)
+def best(relation: Relation, source: str = CANDIDATES) -> Query:
+    """The min()/max() of each group of `source`."""
+    names = column_names(len(relation.columns))
+    function = relation.aggregate.function
+    items = [aliased(exp.func(function, column(n)), n) if i == relation.aggregate.column else column(n)
+             for i, n in enumerate(names)]
+    tree = select(items, table(source, "s"))
+    keys = [column(names[i]) for i in relation.group_key]
+    if keys:
+        tree.set("group", exp.Group(expressions=keys))
+    return Query(tree, (source,), lambda rules, **types: types[source])
+
+
+@lru_cache(maxsize=1024)
+def improved(relation: Relation) -> Query:
+    """The groups of the candidates whose min()/max() is better than the known one, or new."""
+    names = column_names(len(relation.columns))
+    keys = [names[i] for i in relation.group_key]
+    value = names[relation.aggregate.column]
+    better = exp.LT if relation.aggregate.function == "min" else exp.GT
+    ranked = best(relation)
+    tree = select([column(n, "b") for n in names], nested(ranked.tree, "b"),
+                  exp.or_(exp.Is(this=column(value, "f"), expression=exp.Null()),
+                          better(this=column(value, "b"), expression=column(value, "f"))))
+    tree.set("joins", [exp.Join(this=table(FULL, "f"), side="LEFT", on=same_rows("b", "f", keys))])
+    return Query(tree, (CANDIDATES, FULL), lambda rules, **types: types[CANDIDATES])
+
+
+@lru_cache(maxsize=1024)
+def overall_best(relation: Relation) -> Query:
+    """The min()/max() of a relation without groups over what is known and the candidates."""
+    names = column_names(len(relation.columns))
+    both = union_all([everything(FULL), everything(CANDIDATES)])
+    items = [aliased(exp.func(relation.aggregate.function, column(n)), n) for n in names]
+    return Query(select(items, nested(both, "u")), (FULL, CANDIDATES),
+                 lambda rules, **types: rules.wider(types[FULL], types[CANDIDATES]))
+
+
+@lru_cache(maxsize=1024)
+def replace_groups(relation: Relation) -> Query:
+    """The known facts with the groups of the delta replaced by the delta's rows."""
+    names = column_names(len(relation.columns))
+    keys = [names[i] for i in relation.group_key]
+    kept = select([exp.Star()], table(FULL, "f"), absent_from(DELTA, "f", keys))
+    return Query(union_all([kept, everything(DELTA)]), (FULL, DELTA),
+                 lambda rules, **types: rules.wider(types[FULL], types[DELTA]))
+
+
+def identity_columns(relation: Relation) -> list[str]:
+    """What identifies a contribution: its group, its rule and its contributor key."""
+    names = column_names(len(relation.columns))
+    return [names[i] for i in relation.group_key] + [RULE_ID, CONTRIBUTOR]
+
+
+def candidate_columns(relation: Relation) -> list[str]:
+    """The columns of a relation's candidates: its own, or for sum()/count() those of a contribution."""
+    if relation.aggregate is not None and relation.aggregate.function in ("sum", "count"):
+        return identity_columns(relation) + [VALUE]
+    return column_names(len(relation.columns))
+
+
+@lru_cache(maxsize=1024)
+def contributions_of(relation: Relation, rule_id: int, contributors: int) -> Query:
+    """A rule's output (head columns, then `contributors` contributor columns) as contributions: group
+    keys, the rule, the contributor key as a JSON array of strings, the value."""
+    names = column_names(len(relation.columns))
+    width = len(names)
+    parts = [exp.Cast(this=column(f"c{width + i}"), to=exp.DataType.build("text")) for i in range(contributors)]
+    items = [column(names[i]) for i in relation.group_key] + [
+        aliased(exp.Literal.number(rule_id), RULE_ID),
+        aliased(exp.JSONFormat(this=exp.Array(expressions=parts)), CONTRIBUTOR),
+        aliased(column(names[relation.aggregate.column]), VALUE),
+    ]
+
+    def types(rules: TypeRules, **inputs: Row) -> Row:
+        derived = inputs[DERIVED]
+        keys = tuple(derived[i] for i in relation.group_key)
+        return keys + (rules.integer, rules.string, derived[relation.aggregate.column])
+
+    return Query(select(items, table(DERIVED, "d")), (DERIVED,), types)
+
+
+@lru_cache(maxsize=1024)
+def largest_contributions(relation: Relation, first: bool) -> Query:
+    """Each contributor's largest (latest) value over the known contributions and the candidates."""
+    identity = [column(n) for n in identity_columns(relation)]
+    inputs = (CANDIDATES,) if first else (CONTRIBUTIONS, CANDIDATES)
+    source = everything(CANDIDATES) if first else union_all([everything(CONTRIBUTIONS), everything(CANDIDATES)])
+    tree = select(identity + [aliased(exp.Max(this=column(VALUE)), VALUE)], nested(source, "c"))
+    tree.set("group", exp.Group(expressions=[c.copy() for c in identity]))
+    return Query(tree, inputs, lambda rules, **types: reduce(rules.wider, [types[name] for name in inputs]))
+
+
+@lru_cache(maxsize=1024)
+def changed_groups(relation: Relation) -> Query:
+    """The contributions (of MERGED) of the groups with a new or larger contribution than before."""
+    names = column_names(len(relation.columns))
+    keys = [names[i] for i in relation.group_key]
+    differing = exp.Except(this=everything(MERGED), expression=everything(CONTRIBUTIONS), distinct=True)
+    changed = select([column(k) for k in keys], nested(differing, "d"))
+    changed.set("distinct", exp.Distinct())
+    probe = select([exp.Literal.number(1)], nested(changed, "g"), same_rows("m", "g", keys))
+    tree = select([exp.Star()], table(MERGED, "m"), exp.Exists(this=probe))
+    return Query(tree, (MERGED, CONTRIBUTIONS), lambda rules, **types: types[MERGED])
+
+
+@lru_cache(maxsize=1024)
+def read(source: str) -> Query:
+    """All rows of the input `source`."""
+    return Query(everything(source), (source,), lambda rules, **types: types[source])
+
+
+@lru_cache(maxsize=1024)
+def totals(relation: Relation, contributions: Query) -> Query:
+    """The sum of each group's contributions (the result of `contributions`), as the relation's facts."""
+    names = column_names(len(relation.columns))
+    keys = [names[i] for i in relation.group_key]
+    value = relation.aggregate.column
+    items = [aliased(exp.Sum(this=column(VALUE)), n) if i == value else column(n) for i, n in enumerate(names)]
+    tree = select(items, nested(contributions.tree, "c"))
+    if keys:
+        tree.set("group", exp.Group(expressions=[column(k) for k in keys]))
+
+    def types(rules: TypeRules, **inputs: Row) -> Row:
+        summed = contributions.types(rules, **inputs)
+        key_types = iter(summed[: len(keys)])
+        return tuple(rules.total(summed[-1]) if i == value else next(key_types) for i in range(len(names)))
+
+    return Query(tree, contributions.inputs, types)
+
+
+def relation_query(relation: Relation, parts: Sequence[exp.Query]) -> exp.Query:
+    """A non-recursive relation: the union of its rules' queries, deduplicated or aggregated as declared.
+    For sum()/count() each distinct derived row is one contribution."""
+    names = column_names(len(relation.columns))
+    union = union_all(parts)
+    aggregate = relation.aggregate
+    if aggregate is None:
+        if not relation.distinct:
+            return union
+        distinct = select([exp.Star()], nested(union, "u"))
+        distinct.set("distinct", exp.Distinct())
+        return distinct
+    summed = aggregate.function in ("sum", "count")
+    source: exp.Expression = nested(union, "u")
+    if summed:
+        rows = select([exp.Star()], source)
+        rows.set("distinct", exp.Distinct())
+        source = nested(rows, "d")
+    function = "sum" if summed else aggregate.function
+    items = [aliased(exp.func(function, column(n)), n) if i == aggregate.column else column(n)
+             for i, n in enumerate(names)]
+    tree = select(items, source)
+    keys = [column(names[i]) for i in relation.group_key]
+    if keys:
+        tree.set("group", exp.Group(expressions=keys))
+    return tree
+
+
+def answer_query(source: exp.Expression, width: int, order_by: Sequence[SortKey], limit: int | None) -> exp.Select:
+    """The output relation's visible columns (c0 .. c{width-1}), ordered and limited as the query says;
+    ORDER BY may read the hidden columns after them."""
+    tree = select([column(n) for n in column_names(width)], source)
+    if order_by:
+        tree.set("order", exp.Order(expressions=[sort_key(key) for key in order_by]))
+    if limit is not None:
+        tree.set("limit", exp.Limit(expression=exp.Literal.number(int(limit))))
+    return tree
+
+
+def sort_key(key: SortKey) -> exp.Ordered:
+    """Spark's default: NULLs first ascending, last descending, unless the query says otherwise."""
+    nulls_first = key.nulls_first if key.nulls_first is not None else not key.descending
+    return exp.Ordered(this=column(f"c{key.column}"), desc=key.descending, nulls_first=nulls_first)

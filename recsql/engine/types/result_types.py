@@ -1,0 +1,201 @@
+"""The column types each relation has on Spark, iteration by iteration, for the local evaluator to give
+the same: Spark's union widening can change a recursive relation's types while it iterates (an int
+exit rule and a bigint recursive rule; a decimal sum that gains a digit per iteration), and sum()
+turns int into bigint.
+
+`StratumTypes` answers "the types after iteration i" for one recursive stratum. `InferredTypes`
+derives them in Python by running the fixpoint (fixpoint.py) and its merges (states.py) over column types
+instead of facts (`TypeEngine`, rule types from spark_types.py); spark/types.py's `DistributedTypes` asks
+Spark instead, for the expressions spark_types does not cover.
+"""
+
+from __future__ import annotations
+
+from functools import reduce
+from typing import Callable, Mapping, Sequence
+
+import pyarrow as pa
+from pyspark.sql.pandas.types import to_arrow_schema
+from pyspark.sql.types import DataType, LongType, StructField, StructType
+from sqlglot import exp
+
+from recsql.engine.columns import column_names
+from recsql.engine.fixpoint import Fixpoint
+from recsql.engine.fixpoint import Versions as AtomVersions
+from recsql.engine.local.engine import RelationTypes
+from recsql.engine.sql.queries import CANDIDATES, DERIVED, Query, candidate_columns
+from recsql.engine.states import Result
+from recsql.engine.types.spark_types import SPARK_TYPES, Row, nulls, rule_types, sum_type, wider_row
+from recsql.planner import Stratum, Variant, Version
+from translator.ir import Atom, Program, Relation, Rule
+
+LONG: DataType = LongType()  # the type of range()'s ids
+SETTLED = 1000  # iterations by which the types of any stratum have stopped changing
+Versions = dict[str, Row | None]  # full / delta / old / candidates -> types (None: no candidates)
+TableTypes = Callable[[str], Row]  # the types of a relation read from outside the stratum
+
+
+def struct(types: Row, names: Sequence[str] | None = None) -> StructType:
+    names = names or column_names(len(types))
+    return StructType([StructField(name, t, True) for name, t in zip(names, types)])
+
+
+def arrow_schema(types: Row, timezone: str, names: Sequence[str] | None = None) -> pa.Schema:
+    """The Arrow schema of Spark columns of these types (what toArrow() gives)."""
+    return to_arrow_schema(struct(types, names), timezone=timezone)
+
+
+class StratumTypes:
+    """Types of a stratum's relations after each iteration (0: the exit rules), computed step by step
+    as far as asked and no further once two steps agree."""
+
+    def __init__(self, program: Program, stratum: Stratum, timezone: str):
+        self.program = program
+        self.stratum = stratum
+        self.timezone = timezone
+        self.read = {version for variant in stratum.variants for version in variant.versions if version}
+        self.steps: list[dict[str, Versions]] = []
+
+    def advance(self) -> dict[str, Versions]:
+        """The types after the next step (the exit rules first)."""
+        raise NotImplementedError
+
+    def at(self, iteration: int) -> dict[str, Versions]:
+        while len(self.steps) <= iteration and not self.converged():
+            self.steps.append(self.advance())
+        return self.steps[min(iteration, len(self.steps) - 1)]
+
+    def converged(self) -> bool:
+        """The last two steps agree on the types of the facts and of the versions the delta rules read:
+        every later step then repeats the last."""
+        if len(self.steps) < 2:
+            return False
+        versions = self.read | {Version.FULL, CANDIDATES}
+        last, before = self.steps[-1], self.steps[-2]
+        return all(last[name][v] == before[name][v] for name in last for v in versions)
+
+    def settled_from_start(self) -> bool:
+        """The facts (full and delta) have the same types after the exit rules as after any iteration."""
+        start, settled = self.at(0), self.at(SETTLED)
+        return all(start[name][v] == settled[name][v] for name in settled for v in (Version.FULL, Version.DELTA))
+
+    def arrow(self, iteration: int) -> dict[str, RelationTypes]:
+        """Arrow schemas of each relation's candidates, delta and full facts in iteration `iteration`."""
+        result = {}
+        for name, types in self.at(iteration).items():
+            candidates = types[CANDIDATES]
+            names = candidate_columns(self.program.relations[name])
+            result[name] = RelationTypes(
+                self.arrow_schema(types[Version.FULL]), self.arrow_schema(types[Version.DELTA]),
+                arrow_schema(candidates, self.timezone, names) if candidates is not None else None)
+        return result
+
+    def arrow_schema(self, types: Row) -> pa.Schema:
+        return arrow_schema(types, self.timezone)
+
+    def spark(self, iteration: int) -> dict[str, Row]:
+        """The types of each relation's facts after `iteration` iterations."""
+        return {name: types[Version.FULL] for name, types in self.at(iteration).items()}
+
+
+class TypeEngine:
+    """Keeps a relation's column types in place of its facts (states.Engine, fixpoint.RuleEngine): every
+    merge query gives its result's types from its inputs' (queries.Query.types)."""
+
+    def __init__(self, tables: TableTypes):
+        self.tables = tables
+        self.published: dict[tuple[str, Version], Row] = {}
+        self.candidates: dict[str, Row] = {}
+
+    def empty(self, width: int) -> Row:
+        return nulls(width)
+
+    def run(self, query: Query, relation: str, result: Result, **inputs: Row) -> Row:
+        return query.types(SPARK_TYPES, **inputs)
+
+    def append(self, relation: str, full: Row, delta: Row) -> Row:
+        return wider_row(full, delta)
+
+    def recast(self, facts: Row, relation: str, result: Result) -> Row:
+        return facts
+
+    def rows(self, facts: Row) -> int:
+        return 0
+
+    def begin(self, iteration: int) -> None:
+        self.candidates.clear()
+
+    def arrange(self, variants: Sequence[Variant], delta_rows: Mapping[str, float]) -> Sequence[Variant]:
+        return variants
+
+    def publish(self, relation: str, version: Version, facts: Row) -> None:
+        self.published[(relation, version)] = facts
+
+    def derive(self, rule: Rule, versions: AtomVersions, extra_terms: tuple[exp.Expression, ...]) -> Row:
+        """The types of the head's columns (contributor keys are cast to strings: their types do not
+        matter)."""
+        def atom_types(position: int, atom: Atom) -> Row:
+            version = versions[position] if versions else None
+            if version is not None:
+                return self.published[(atom.relation, version)]
+            return outside_types(self.tables, atom)
+
+        return rule_types(rule, atom_types)
+
+    def contribute(self, query: Query, derived: Row) -> Row:
+        return query.types(SPARK_TYPES, **{DERIVED: derived})
+
+    def union(self, relation: str, parts: list[Row]) -> Row:
+        self.candidates[relation] = reduce(wider_row, parts)
+        return self.candidates[relation]
+
+    def seeded(self, facts: Row) -> Row:
+        return facts
+
+
+class InferredTypes(StratumTypes):
+    """Types derived without Spark. Raises NotInferred (from spark_types) for what it does not cover."""
+
+    def __init__(self, program: Program, stratum: Stratum, tables: TableTypes, timezone: str):
+        super().__init__(program, stratum, timezone)
+        self.engine = TypeEngine(tables)
+        self.fixpoint = Fixpoint(self.engine, program, stratum)
+
+    def advance(self) -> dict[str, Versions]:
+        if self.steps:
+            self.fixpoint.step()
+        else:
+            self.fixpoint.start()
+        return {
+            name: {Version.FULL: s.full, Version.DELTA: s.delta, Version.OLD: s.old,
+                   CANDIDATES: self.engine.candidates.get(name)}
+            for name, s in self.fixpoint.states.items()
+        }
+
+
+def outside_types(tables: TableTypes, atom: Atom) -> Row:
+    """The types an atom reads from outside the stratum: a relation, or range()'s bigint ids."""
+    return (LONG,) * len(atom.args) if atom.call_args else tables(atom.relation)
+
+
+def totalled(relation: Relation, row: Row) -> Row:
+    """`row` with its aggregated column summed (sum() and count() add up contributions)."""
+    return tuple(sum_type(t) if i == relation.aggregate.column else t for i, t in enumerate(row))
+
+
+def relation_types(relation: Relation, rules: list[Rule], tables: TableTypes) -> Row:
+    """The types of a non-recursive relation: the union of its rules, aggregated as declared."""
+    result: Row | None = None
+    for rule in rules:
+        derived = rule_types(rule, lambda _, atom: outside_types(tables, atom))
+        result = derived if result is None else wider_row(result, derived)
+    if result is None:
+        return nulls(len(relation.columns))
+    aggregate = relation.aggregate
+    return totalled(relation, result) if aggregate and aggregate.function in ("sum", "count") else result
+
+
+def row_of(schema: StructType) -> Row:
+    return tuple(field.dataType for field in schema.fields)
+
+
