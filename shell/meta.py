@@ -1,15 +1,15 @@
 """The shell's backslash commands (`\\d`, `\\load`, `\\timing on`, ...), psql style.
 
-Each command is a function of the runner and its arguments. Commands about data issue SQL through the
-runner like any statement (`\\d` is SHOW TABLES, `\\d NAME` is DESCRIBE NAME), so they are cancellable and
-their errors read like a statement's.
+Each command is a function of the runner and its arguments, and one entry of COMMANDS, the table that
+running, `\\help` and Tab completion all read. Commands about data issue SQL through the runner like any
+statement (`\\d` is SHOW TABLES, `\\d NAME` is DESCRIBE NAME), so they are cancellable and their errors
+read like a statement's.
 """
 
 from __future__ import annotations
 
 import re
 import shlex
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
@@ -17,6 +17,7 @@ from rich.table import Table
 from rich.text import Text
 from sqlglot import exp
 
+from shell.commands import Argument, CommandTable, Kind, MetaCommand
 from shell.render import FORMATS, console
 from shell.runner import Runner
 
@@ -29,29 +30,22 @@ class UsageError(Exception):
     """A meta-command given the wrong arguments."""
 
 
-@dataclass(frozen=True)
-class MetaCommand:
-    name: str
-    usage: str
-    summary: str
-    run: Callable[[Runner, list[str]], None]
-
-
 FILE_FORMATS = {".csv": "csv", ".tsv": "csv", ".parquet": "parquet", ".pq": "parquet", ".json": "json",
                 ".jsonl": "json", ".orc": "orc"}
 _SETTING = re.compile(r"^[A-Za-z_][\w.]*$")
+ON_OFF = ("on", "off")
 
 
 def run_meta(runner: Runner, line: str) -> None:
     """Run one meta-command line; raises Quit for `\\q`."""
     head, _, rest = line.strip().partition(" ")
-    name = ALIASES.get(head, head)
+    command = COMMANDS.find(head)
+    name = command.name if command else head
     try:
         args = shlex.split(rest)  # a path with blanks is quoted
     except ValueError as error:  # an unclosed quote
         runner.report(f"{name}: {error}")
         return
-    command = COMMANDS.get(name)
     if command is None:
         runner.report(f"unknown command {name}: \\help lists the commands")
         return
@@ -68,7 +62,7 @@ def show_help(runner: Runner, args: list[str]) -> None:
     table = Table(box=None, show_header=False, padding=(0, 2, 0, 0))
     table.add_column(style="bold")
     table.add_column()
-    for command in COMMANDS.values():
+    for command in COMMANDS:
         table.add_row(Text(f"{command.name} {command.usage}".rstrip()), Text(command.summary))
     out = console(runner.out)
     out.print("SQL statements end with ;  (Enter inside a statement starts a new line). "
@@ -125,7 +119,7 @@ def switch(option: str) -> Callable[[Runner, list[str]], None]:
 
     def run(runner: Runner, args: list[str]) -> None:
         if args:
-            if len(args) > 1 or args[0].lower() not in ("on", "off"):
+            if len(args) > 1 or args[0].lower() not in ON_OFF:
                 raise UsageError("takes on or off")
             setattr(runner.options, option, args[0].lower() == "on")
         state = "on" if getattr(runner.options, option) else "off"
@@ -172,16 +166,18 @@ def format_of(path: Path) -> str | None:
     return formats.pop() if len(formats) == 1 else None
 
 
-COMMANDS = {command.name: command for command in [
-    MetaCommand("\\help", "", "this list", show_help),
-    MetaCommand("\\d", "[NAME]", "tables and views; with NAME, its columns and their types", describe),
-    MetaCommand("\\load", "NAME PATH", "a table over a CSV, Parquet, JSON or ORC file or directory", load),
-    MetaCommand("\\i", "FILE", "run the SQL script FILE", include),
-    MetaCommand("\\explain", "[on|off]", "show each query's plan above its result", switch("explain")),
-    MetaCommand("\\timing", "[on|off]", "show the time each statement takes", switch("timing")),
-    MetaCommand("\\format", "[table|csv|json]", "how results are printed", set_format),
-    MetaCommand("\\set", "[KEY VALUE]", "change a recsql or Spark setting; without arguments, list them",
-                set_setting),
-    MetaCommand("\\q", "", "quit (as Ctrl-D does)", quit_shell),
-]}
-ALIASES = {"\\?": "\\help", "\\h": "\\help", "\\quit": "\\q"}
+_NAME = Argument("NAME", Kind.TABLE)
+_ON_OFF = Argument.choice(*ON_OFF)
+COMMANDS = CommandTable([
+    MetaCommand("\\help", "this list", show_help, aliases=("\\?", "\\h")),
+    MetaCommand("\\d", "tables and views; with NAME, its columns and their types", describe, (_NAME,), optional=True),
+    MetaCommand("\\load", "a table over a CSV, Parquet, JSON or ORC file or directory", load,
+                (_NAME, Argument("PATH", Kind.PATH))),
+    MetaCommand("\\i", "run the SQL script FILE", include, (Argument("FILE", Kind.PATH),)),
+    MetaCommand("\\explain", "show each query's plan above its result", switch("explain"), (_ON_OFF,), optional=True),
+    MetaCommand("\\timing", "show the time each statement takes", switch("timing"), (_ON_OFF,), optional=True),
+    MetaCommand("\\format", "how results are printed", set_format, (Argument.choice(*FORMATS),), optional=True),
+    MetaCommand("\\set", "change a recsql or Spark setting; without arguments, list them", set_setting,
+                (Argument("KEY", Kind.SETTING), Argument("VALUE", Kind.TEXT)), optional=True),
+    MetaCommand("\\q", "quit (as Ctrl-D does)", quit_shell, aliases=("\\quit",)),
+])

@@ -17,10 +17,11 @@ from prompt_toolkit.lexers import PygmentsLexer
 from prompt_toolkit.patch_stdout import patch_stdout
 from pygments.lexers.sql import SqlLexer
 
-from shell.completion import Schema, SqlCompleter
-from shell.meta import ALIASES, COMMANDS, Quit, run_meta
+from shell.completion import SqlCompleter
+from shell.meta import COMMANDS, Quit, run_meta
 from shell.render import console
 from shell.runner import Runner
+from shell.scope import Schema
 from shell.statements import is_complete
 
 HISTORY = Path("~/.recsql_history")
@@ -38,7 +39,7 @@ def repl(runner: Runner) -> int:
         key_bindings=_key_bindings(),
         prompt_continuation=_continuation,
         lexer=PygmentsLexer(SqlLexer),
-        completer=SqlCompleter(schema, [*COMMANDS, *ALIASES]),
+        completer=SqlCompleter(schema, COMMANDS),
         complete_while_typing=False,
     )
     print(GREETING)

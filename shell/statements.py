@@ -31,7 +31,7 @@ def split(script: str) -> list[Statement]:
     An unterminated string or comment does not raise here: the text from the last complete statement
     on becomes one final statement, so the engine reports the syntax error at its real place.
     """
-    tokens, complete = _tokenize(script)
+    tokens, complete = tokenize(script)
     statements = []
     start = None  # offset of the first token of the statement being read
     for token in tokens:
@@ -53,13 +53,13 @@ def is_complete(text: str) -> bool:
 
     The interactive shell uses it to decide whether Enter runs the input or starts a new line.
     """
-    tokens, complete = _tokenize(text)
+    tokens, complete = tokenize(text)
     return complete and bool(tokens) and tokens[-1].token_type == TokenType.SEMICOLON
 
 
 def command_tag(text: str) -> str:
     """The kind of a statement, as a confirmation names it: `CREATE TABLE`, `DROP VIEW`, `INSERT`, `SET`."""
-    words = [token.text.upper() for token in _tokenize(text)[0][:6]]
+    words = [token.text.upper() for token in tokenize(text)[0][:6]]
     if words and words[0] in ("CREATE", "DROP", "ALTER"):
         kind = next((word for word in words[1:] if word in _OBJECT_KINDS), None)
         return f"{words[0]} {kind}" if kind else words[0]
@@ -73,7 +73,7 @@ def script_position(statement: Statement, line: int, column: int) -> tuple[int, 
     return statement.line + line - 1, column
 
 
-def _tokenize(text: str) -> tuple[list[Token], bool]:
+def tokenize(text: str) -> tuple[list[Token], bool]:
     """Tokens of `text` and whether tokenizing reached the end (False on an unterminated literal)."""
     tokenizer = Spark.tokenizer_class()
     try:

@@ -15,10 +15,6 @@ from pathlib import Path
 
 import pytest
 
-from prompt_toolkit.document import Document
-
-from shell.completion import Schema, SqlCompleter
-from shell.meta import COMMANDS
 from terminal import Terminal
 
 RECSQL = str(Path(sys.executable).parent / "recsql")
@@ -126,6 +122,18 @@ def test_describe_lists_tables_and_the_columns_of_one(shell):
     assert re.search(r"hops\s+view\s+\[node, n\]", tables)
     assert table_rows(run(shell, "\\d edge\n", r"2 rows")) == [("src", "int"), ("dst", "int")]
     assert table_rows(run(shell, "\\d hops\n", r"2 rows")) == [("node", "int"), ("n", "int")]
+
+
+def test_tab_completes_meta_command_arguments(shell):
+    shell.clear()
+    shell.type("\\d ed\t")
+    shell.wait_for(r"\\d edge")
+    shell.type(" \x15\\timing of\t")  # Ctrl-U clears the line
+    shell.wait_for(r"recsql> \\timing off")
+    shell.type("\n")
+    shell.wait_for("timing is off")
+    shell.wait_for_prompt()
+    run(shell, "\\timing on\n", "timing is on")
 
 
 def test_load_a_csv_file_and_query_it(shell, tmp_path):
@@ -295,41 +303,3 @@ def test_piped_input_runs_as_a_script(tmp_path):
     done = subprocess.run([RECSQL, *OPTIONS, "--format", "csv"], input="SELECT 1 AS a;\nSELECT 2 AS b;\n",
                           capture_output=True, text=True, timeout=300, env=shell_env(tmp_path))
     assert (done.returncode, done.stdout, done.stderr) == (0, "a\n1\nb\n2\n", "")
-
-
-# ---------------------------------------------------------------- completion, without a terminal
-
-
-SCHEMA = Schema({"edge": ("table", ("src", "dst")), "employees": ("view", ("id", "boss"))}, ("recsql.strategy",))
-
-
-def completions(text: str) -> list[str]:
-    """What Tab offers with the cursor at `|` (or at the end)."""
-    cursor = text.index("|") if "|" in text else len(text)
-    document = Document(text.replace("|", ""), cursor)
-    return [completion.text for completion in SqlCompleter(SCHEMA, COMMANDS).get_completions(document, None)]
-
-
-@pytest.mark.parametrize("text, expected", [
-    ("SELECT * FROM e", ["edge", "employees"]),
-    ("select * from edge join em", ["employees"]),
-    ("SELECT x.b FROM employees x WHERE x.", ["id", "boss"]),
-    ("SELECT * FROM edge AS g WHERE g.s", ["src"]),
-    ("WITH RECURSIVE tc(a, min() AS dist) AS (SELECT 1, 2) SELECT * FROM t", ["tc"]),
-    ("WITH RECURSIVE tc(a, min() AS dist) AS (SELECT 1, 2) SELECT tc.", ["a", "dist"]),
-    ("WITH p AS (SELECT 1), q(z) MAX RECURSION LEVEL 3 AS (SELECT 2) SELECT * FROM ", ["p", "q", "edge", "employees"]),
-    ("\\lo", ["\\load"]),
-    ("\\d e", ["edge", "employees"]),
-    ("\\format c", ["csv"]),
-    ("\\timing o", ["on", "off"]),
-    ("\\set recsql.s", ["recsql.strategy"]),
-])
-def test_completion(text, expected):
-    assert completions(text) == expected
-
-
-def test_completion_offers_columns_in_scope_then_functions_and_keywords():
-    offered = completions("SELECT s| FROM edge")
-    assert offered[:3] == ["src", "sign", "size"]  # the column first
-    assert offered.index("sum") < offered.index("select")
-    assert "select" in completions("sel") and "SELECT" in completions("SEL")
