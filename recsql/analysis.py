@@ -1,5 +1,10 @@
 """Program analysis: dependency graph, strongly connected components, strata, and the checks that make
-a program meaningful (stratified negation and aggregation, monotone use of recursive aggregates, safety)."""
+a program meaningful (stratified negation and aggregation, monotone use of recursive aggregates, safety).
+
+A failed check is an `AnalysisError` of this layer, not a DB-API error: the optimizer checks the programs
+it rewrites and keeps the original when a rewrite fails (magic sets), and the session turns what reaches
+the user into ProgrammingError or NotSupportedError, as it does the translator's errors.
+"""
 
 from __future__ import annotations
 
@@ -7,10 +12,18 @@ from dataclasses import dataclass
 
 from sqlglot import exp
 
-from recsql.errors import NotSupportedError, ProgrammingError
 from translator.ir import Assignment, Atom, Condition, Program, Rule, variables_of
 
 DECREASING, INCREASING = "decreasing", "increasing"
+
+
+class AnalysisError(Exception):
+    """A program that is not meaningful: unstratifiable, non-monotone or unsafe (the user's query is wrong)."""
+
+
+class UnsupportedProgram(AnalysisError):
+    """A meaningful program that recsql does not evaluate."""
+
 DIRECTION = {"min": DECREASING, "max": INCREASING, "sum": INCREASING, "count": INCREASING}
 
 
@@ -87,33 +100,33 @@ def check_component(program: Program, component: Component) -> None:
             if atom.relation not in component:
                 continue
             if atom.optional:
-                raise ProgrammingError(
+                raise AnalysisError(
                     f"outer join through recursion: {program.relations[rule.head].display_name} LEFT JOINs "
                     f"{program.relations[atom.relation].display_name} within the recursive cycle ({cycle}); "
                     "an outer join may only read relations computed before the recursion"
                 )
             if atom.negated:
-                raise ProgrammingError(
+                raise AnalysisError(
                     f"negation through recursion: {program.relations[rule.head].display_name} depends on NOT "
                     f"{program.relations[atom.relation].display_name} within the recursive cycle ({cycle}); "
                     "negation (NOT EXISTS, NOT IN, EXCEPT) may only read relations computed before the recursion"
                 )
             if atom.semi:
-                raise NotSupportedError(
+                raise UnsupportedProgram(
                     f"{program.relations[rule.head].display_name} reads "
                     f"{program.relations[atom.relation].display_name} within the recursive cycle ({cycle}) "
                     "through an EXISTS subquery correlated by a condition other than equalities; "
                     "correlate it with equalities only, or join the recursive CTE instead"
                 )
             if rule.is_aggregate:
-                raise ProgrammingError(
+                raise AnalysisError(
                     f"aggregation through recursion: a GROUP BY aggregate over "
                     f"{program.relations[atom.relation].display_name} is inside the recursive cycle ({cycle}); "
                     "declare the aggregate in the CTE header instead, e.g. (node, min() AS dist)"
                 )
     kinds = {program.relations[r].iteration for r in component.relations}
     if len(kinds) > 1:
-        raise ProgrammingError(f"mutually recursive CTEs ({cycle}) mix UNION and UNION ALL; use one of them")
+        raise AnalysisError(f"mutually recursive CTEs ({cycle}) mix UNION and UNION ALL; use one of them")
     for rule in program.rules:
         if rule.head in component:
             check_monotone(program, component, rule)
@@ -141,7 +154,7 @@ def check_monotone(program: Program, component: Component, rule: Rule) -> None:
         if not variables_of(term) & directions.keys():
             continue
         if head.aggregate is None or head.aggregate.column != i:
-            raise ProgrammingError(
+            raise AnalysisError(
                 f"non-monotone use of a recursive aggregate {where}: '{term.sql(dialect='spark')}' goes into "
                 f"column {head.columns[i]}, which is not an aggregate; only the CTE's min/max/sum/count column may "
                 "carry a recursive aggregate value"
@@ -149,18 +162,18 @@ def check_monotone(program: Program, component: Component, rule: Rule) -> None:
         direction = monotone_direction(term, directions, where)
         wanted = DIRECTION[head.aggregate.function]
         if direction != wanted:
-            raise ProgrammingError(
+            raise AnalysisError(
                 f"non-monotone use of a recursive aggregate {where}: a {direction} value "
                 f"('{term.sql(dialect='spark')}') feeds {head.aggregate.function}(), which needs {wanted} values"
             )
 
 
 def monotone_direction(expression: exp.Expression, directions: dict[str, str], where: str) -> str:
-    """The direction of `expression` in the aggregate variables it reads, or a ProgrammingError when it is
+    """The direction of `expression` in the aggregate variables it reads, or an AnalysisError when it is
     not monotone (allowed: +, * by non-negative factors, - of a non-aggregate term, casts, parentheses)."""
     found = {directions[v] for v in variables_of(expression) if v in directions}
     if len(found) > 1:
-        raise ProgrammingError(f"non-monotone use of recursive aggregates {where}: '{expression.sql()}' mixes min and max")
+        raise AnalysisError(f"non-monotone use of recursive aggregates {where}: '{expression.sql()}' mixes min and max")
     for node in expression.walk():
         if not variables_of(node) & directions.keys() or isinstance(node, (exp.Column, exp.Identifier)):
             continue
@@ -169,7 +182,7 @@ def monotone_direction(expression: exp.Expression, directions: dict[str, str], w
         )
         negative = any(isinstance(child, exp.Neg) for child in node.iter_expressions())
         if not allowed or negative:
-            raise ProgrammingError(
+            raise AnalysisError(
                 f"non-monotone use of a recursive aggregate {where}: '{expression.sql(dialect='spark')}' is not "
                 "monotone in the aggregate value (allowed: +, * by non-negative values, - of other terms)"
             )
@@ -194,7 +207,7 @@ def check_condition(condition: exp.Expression, directions: dict[str, str], where
         break
     else:
         return
-    raise ProgrammingError(
+    raise AnalysisError(
         f"non-monotone use of a recursive aggregate {where}: the condition '{condition.sql(dialect='spark')}' "
         "may hold for an early value and fail for the final one; compare a min() value only with < / <=, "
         "a max(), sum() or count() value only with > / >="
@@ -234,7 +247,7 @@ def check_safety(program: Program, rule: Rule) -> None:
         used |= variables_of(term)
     unbound = used - bound
     if unbound:
-        raise ProgrammingError(
+        raise AnalysisError(
             f"unsafe rule for {program.relations[rule.head].display_name}: "
             f"{', '.join(sorted(unbound))} not bound by any table in FROM"
         )

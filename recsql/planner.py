@@ -19,7 +19,7 @@ from recsql.optimizer import Optimized
 from recsql.optimizer.cardinality import atom_estimate
 from recsql.optimizer.decomposition import Decomposition, NotDecomposable, decompose
 from recsql.optimizer.explain import explain_passes
-from recsql.optimizer.ordering import order_body
+from recsql.optimizer.join_order import order_body
 from recsql.settings import Settings
 from translator.ir import Atom, Iteration, Program, Rule
 

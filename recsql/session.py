@@ -26,7 +26,7 @@ from recsql.engine.progress import Progress, ProgressListener
 from recsql.engine.trace import Trace
 from recsql.errors import DataError, NotSupportedError, ProgrammingError
 from recsql.optimizer import optimize
-from recsql.optimizer.join_order import CostModel
+from recsql.optimizer.join_search import CostModel
 from recsql.parameters import bind
 from recsql.settings import PREFIX, Settings
 from recsql.spark_errors import spark_errors
@@ -402,13 +402,17 @@ def parse_single(sql: str) -> exp.Expression:
 
 @contextlib.contextmanager
 def translation_errors() -> Iterator[None]:
-    """Translator errors as PEP 249 errors, with their position."""
+    """Translator errors as PEP 249 errors, with their position; analysis errors likewise."""
     try:
         yield
     except UnsupportedError as error:
         raise NotSupportedError(error.message, error.line, error.column) from None
     except TranslationError as error:
         raise ProgrammingError(error.message, error.line, error.column) from None
+    except analysis.UnsupportedProgram as error:
+        raise NotSupportedError(str(error)) from None
+    except analysis.AnalysisError as error:
+        raise ProgrammingError(str(error)) from None
 
 
 def table_properties(properties: exp.Properties | None) -> tuple[str | None, dict[str, str]]:

@@ -5,12 +5,16 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 
 from recsql.errors import ProgrammingError
+from recsql.optimizer import PASS_NAMES
 
 PREFIX = "recsql."
 
-CHOICES = {
+CHOICES = {  # settings that take one of these
     "strategy": ("auto", "local", "decomposed", "distributed"),
     "magic": ("auto", "on", "off"),
+}
+LISTS = {  # settings that take any of these, separated by commas ('' for none)
+    "disable_passes": PASS_NAMES,
 }
 
 
@@ -28,6 +32,8 @@ class Settings:
     # auto: the relations a decomposed recursion sends to every task must fit under this
     broadcast_rows: int = 10_000_000
     magic: str = "auto"  # magic sets: where the optimizer expects them to help (auto), always (on), never (off)
+    # optimizer passes switched off by name, to see or work around what one does (EXPLAIN lists the passes)
+    disable_passes: tuple[str, ...] = ()
 
     def set(self, key: str, value: str) -> None:
         name = key[len(PREFIX):] if key.startswith(PREFIX) else key
@@ -41,6 +47,9 @@ class Settings:
                 raise ProgrammingError(f"setting '{key}' takes one of {', '.join(CHOICES[name])}, not {text!r}")
             setattr(self, name, choice)
             return
+        if name in LISTS:
+            setattr(self, name, chosen_names(key, text, LISTS[name]))
+            return
         try:
             number = int(text)
         except ValueError:
@@ -50,4 +59,20 @@ class Settings:
         setattr(self, name, number)
 
     def items(self) -> list[tuple[str, str]]:
-        return [(PREFIX + f.name, str(getattr(self, f.name))) for f in fields(self)]
+        return [(PREFIX + f.name, value_text(getattr(self, f.name))) for f in fields(self)]
+
+
+def chosen_names(key: str, text: str, valid: tuple[str, ...]) -> tuple[str, ...]:
+    """The names of a comma-separated list, each checked against `valid`."""
+    names = tuple(dict.fromkeys(name.strip().lower() for name in text.split(",") if name.strip()))
+    unknown = [name for name in names if name not in valid]
+    if unknown:
+        raise ProgrammingError(
+            f"setting '{key}': unknown {', '.join(map(repr, unknown))}; it takes names separated by commas, "
+            f"out of {', '.join(valid)}"
+        )
+    return names
+
+
+def value_text(value: int | str | tuple[str, ...]) -> str:
+    return ",".join(value) if isinstance(value, tuple) else str(value)

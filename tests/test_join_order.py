@@ -9,8 +9,8 @@ from hypothesis import strategies as st
 from sqlglot import exp
 
 from recsql.optimizer.cardinality import AtomEstimate, Estimator
-from recsql.optimizer.join_order import CROSS, CostModel, JoinSpace, admissible, best_plan, plan_of_order
-from recsql.optimizer.ordering import order_body
+from recsql.optimizer.join_order import order_body
+from recsql.optimizer.join_search import CROSS, CostModel, JoinSpace, admissible, best_plan, plan_of_order
 from recsql.statistics import ColumnStatistics, TableStatistics
 from translator.ir import Atom, Condition, Program, Rule, var
 

@@ -77,7 +77,7 @@ def answer(cur, sql, start, magic):
 
 def rewritten(cur, sql, start) -> bool:
     plan = explain(cur, sql, (start,), magic="on")
-    return "Magic sets: used" in plan and "m_" in plan
+    return "== Pass 3: magic_sets ==\nused: " in plan and "m_" in plan
 
 
 @pytest.mark.parametrize("shape", list(SHAPES))

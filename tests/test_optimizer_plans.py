@@ -9,8 +9,9 @@ import duckdb
 import pytest
 from explain import explain
 
+import recsql
 from recsql.optimizer import optimize
-from recsql.optimizer.join_order import CostModel
+from recsql.optimizer.join_search import CostModel
 from recsql.settings import Settings
 from recsql.statistics import ColumnStatistics, TableStatistics
 from translator import dialect
@@ -67,11 +68,13 @@ def test_explain_shows_each_pass_with_estimates_and_join_order(conn, three_table
     cur = conn.cursor()
     cur.execute("EXPLAIN " + QUERY)
     text = "\n".join(row[0] for row in cur.fetchall())
-    assert "== Pass 1: join order (System R) ==" in text
+    assert "== Pass 1: simplify_outer_joins ==\n(program unchanged)" in text
+    assert "== Pass 2: order_joins ==" in text
     assert re.search(r"% oj_a\(k, x\) +~2000 rows", text) is None  # tables are not relations of the program
     order = re.search(r"-- cost \S+: (oj_\w)\(.*\) \[~\d+\] ⋈ (oj_\w)\(.*\) \[broadcast on \w+, ~\d+\] ⋈ (oj_\w)", text)
     assert order and set(order.groups()[:2]) != {"oj_a", "oj_b"}
-    assert "Magic sets: not applicable" in text
+    assert "== Pass 3: magic_sets ==\nnot applicable\n(program unchanged)" in text
+    assert "Pass 4" not in text  # join order runs again only on a program magic sets rewrote
 
 
 def test_explain_shows_the_magic_rewrite_and_the_setting_turns_it_off(conn, cur):
@@ -81,11 +84,11 @@ def test_explain_shows_the_magic_rewrite_and_the_setting_turns_it_off(conn, cur)
     sql = ("WITH RECURSIVE r(x, y) AS (SELECT src, dst FROM oj_edge UNION "
            "SELECT r.x, e.dst FROM r JOIN oj_edge e ON r.y = e.src) SELECT y FROM r WHERE x = 3")
     text = explain(cur, sql)
-    assert "== Pass 2: magic sets, then join order ==" in text
+    assert "== Pass 4: order_joins ==" in text
     assert "m_r_bf(X1) :- X1 = 3." in text
-    assert re.search(r"Magic sets: used: estimated \d+ derived facts instead of \d+", text)
+    assert re.search(r"== Pass 3: magic_sets ==\nused: estimated \d+ derived facts instead of \d+\n", text)
     text = explain(cur, sql, magic="off")
-    assert "m_r_bf" not in text and "Magic sets: off (recsql.magic)" in text
+    assert "m_r_bf" not in text and "== Pass 3: magic_sets ==\noff (recsql.magic)" in text
 
 
 def test_bindings_pass_from_small_relations_only():
@@ -131,3 +134,23 @@ def test_explain_analyze_counts_facts_per_relation_and_iteration(conn, cur):
     assert "facts per relation: m_r_bf 1, r_bf 7, answer 7" in with_magic
     assert "total derived facts: 15" in with_magic
     assert re.search(r"^r_bf iteration 6: r_bf \+1, ", with_magic, re.M)
+
+
+def test_explain_records_outer_joins_made_inner_and_passes_switch_off_by_name(conn, cur, three_tables):
+    sql = ("SELECT oj_a.x, oj_c.name FROM oj_a JOIN oj_b ON oj_a.k = oj_b.k LEFT JOIN oj_c ON oj_c.j = oj_b.j "
+           "WHERE oj_c.name = 'n3'")
+    expected = sorted(three_tables.execute(sql).fetchall())
+    assert "== Pass 1: simplify_outer_joins ==\nouter joins made inner: 1\n% answer(x, name)" in explain(cur, sql)
+    cur.execute("SET recsql.disable_passes = 'simplify_outer_joins, order_joins'")
+    try:
+        text = explain(cur, sql)
+        assert "== Pass 1: magic_sets ==" in text and "order_joins ==" not in text and " left oj_c(" in text
+        assert "Disabled passes (recsql.disable_passes): simplify_outer_joins, order_joins" in text
+        cur.execute(sql)
+        assert sorted(cur.fetchall()) == expected
+    finally:
+        cur.execute("SET recsql.disable_passes = ''")
+    cur.execute(sql)
+    assert sorted(cur.fetchall()) == expected
+    with pytest.raises(recsql.ProgrammingError, match="'magic'.*simplify_outer_joins, order_joins, magic_sets"):
+        cur.execute("SET recsql.disable_passes = 'magic'")

@@ -80,7 +80,7 @@ def test_explain_shows_rules_and_join_order(on_spark, number):
     cursor = on_spark.cursor()
     cursor.execute("EXPLAIN " + QUERIES[number])
     text = "\n".join(row[0] for row in cursor.fetchall())
-    assert "== Pass 1: join order (System R) ==" in text
+    assert "== Pass 2: order_joins ==" in text
     query = sqlglot.parse_one(QUERIES[number])
     ctes = {cte.alias_or_name.lower() for cte in query.find_all(exp.CTE)}
     tables = {table.name.lower() for table in query.find_all(exp.Table)} - ctes

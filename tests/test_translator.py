@@ -8,8 +8,8 @@ import pytest
 
 from recsql import analysis, planner
 from recsql.optimizer import optimize
-from recsql.optimizer.join_order import CostModel
-from recsql.optimizer.outer_joins import simplify_outer_joins
+from recsql.optimizer.join_search import CostModel
+from recsql.optimizer.outer_joins import simplify_program
 from recsql.settings import Settings
 from translator.dialect import RecursiveCTE, parse_one
 from translator.errors import TranslationError
@@ -219,7 +219,7 @@ def test_translation_errors_have_positions(sql, message, position):
 
 
 def simplified(sql: str) -> str:
-    return simplify_outer_joins(translate(parse_one(sql), FakeCatalog())).to_datalog()
+    return simplify_program(translate(parse_one(sql), FakeCatalog())).to_datalog()
 
 
 def test_scalar_subquery_compared_in_where_becomes_an_inner_join():

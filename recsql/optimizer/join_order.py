@@ -1,133 +1,76 @@
-"""System R join ordering: dynamic programming over subsets of a rule's body atoms.
+"""The join-ordering pass: each rule's inner-join atoms in the order System R (join_search.py) finds
+cheapest, and the join method it expects for each (`Rule.joins`, which the engines follow).
 
-Plans are left-deep; an atom sharing no variable with the atoms before it (a cross product) is joined
-only when no other atom connects. The cost of a plan is what Spark pays: rows shuffled, rows broadcast
-(times the number of tasks that receive them) and rows produced at each join. The join method follows
-Spark's own rule (broadcast a side under the broadcast threshold, otherwise shuffle both sides), so a
-plan's cost depends on the sizes and on how the intermediate result is partitioned: a hash-partitioned
-result joined on its partitioning key is not shuffled again. Partitioning is therefore an interesting
-property, as sort order is in System R: the table keeps the cheapest plan per (atom set, partitioning).
+Only positive, non-outer atoms move. Conditions and assignments are applied by the engine as soon as
+their variables are bound wherever they stand; outer joins keep their written order after the inner
+joins (their ON conditions read what is bound before them); anti-joins come last. The planner orders
+each semi-naive delta rule with `order_body` too, the delta driving.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from recsql.optimizer.cardinality import AtomEstimate, join_estimate
-from translator.ir import Condition
+from recsql.optimizer.cardinality import AtomEstimate, Estimator
+from recsql.optimizer.context import Context, Outcome
+from recsql.optimizer.join_search import BROADCAST, BROADCAST_LEFT, CostModel, JoinPlan, JoinSpace, best_plan
+from translator.ir import Atom, Condition, Literal, Program, Rule
 
-SCAN, BROADCAST, BROADCAST_LEFT, SHUFFLE, CROSS = "scan", "broadcast", "broadcast left", "shuffle", "cross"
-
-
-@dataclass(frozen=True)
-class CostModel:
-    parallelism: int = 4  # tasks that receive a broadcast relation
-    broadcast_rows: float = 200_000.0  # a side this small is broadcast, as Spark's threshold does
+# The join methods a rule's `joins` names that the engines act on; recsql/engine/local_sql.py imports
+# them from here (they are defined in join_search.py, with the cost of each).
+__all__ = ["BROADCAST", "BROADCAST_LEFT", "OrderedBody", "inner_atom_positions", "order_body", "order_joins"]
 
 
 @dataclass(frozen=True)
-class JoinStep:
-    atom: int  # index into the atoms being ordered
-    method: str
-    keys: tuple[str, ...]
-    rows: float  # rows after this step
+class OrderedBody:
+    literals: tuple[Literal, ...]
+    positions: tuple[int, ...]  # for each literal, its position in the rule as written
+    plan: JoinPlan | None
+    space: JoinSpace | None
 
 
-@dataclass(frozen=True)
-class JoinPlan:
-    steps: tuple[JoinStep, ...]
-    cost: float
-    partitioning: frozenset[str] | None  # the variables the intermediate result is hash-partitioned on
-
-    @property
-    def order(self) -> tuple[int, ...]:
-        return tuple(step.atom for step in self.steps)
-
-    @property
-    def rows(self) -> float:
-        return self.steps[-1].rows if self.steps else 1.0
+def inner_atom_positions(rule: Rule) -> list[int]:
+    return [
+        i for i, literal in enumerate(rule.body)
+        if isinstance(literal, Atom) and not literal.filters and not literal.optional
+    ]
 
 
-class JoinSpace:
-    """The atoms of one body and the estimates shared by every plan over them."""
-
-    def __init__(self, atoms: list[AtomEstimate], conditions: list[Condition], model: CostModel):
-        self.atoms = atoms
-        self.conditions = conditions
-        self.model = model
-        self.row_cache: dict[frozenset[int], float] = {}
-
-    def rows(self, subset: frozenset[int]) -> float:
-        if subset not in self.row_cache:
-            self.row_cache[subset] = join_estimate([self.atoms[i] for i in subset], self.conditions).rows
-        return self.row_cache[subset]
-
-    def variables(self, subset: frozenset[int]) -> frozenset[str]:
-        return frozenset().union(*(self.atoms[i].variables for i in subset))
-
-    def candidates(self, subset: frozenset[int]) -> list[int]:
-        """Atoms that may come next: those sharing a variable with `subset`, or any if none does."""
-        remaining = [i for i in range(len(self.atoms)) if i not in subset]
-        bound = self.variables(subset)
-        connected = [i for i in remaining if self.atoms[i].variables & bound]
-        return connected or remaining
-
-    def start(self, atom: int) -> JoinPlan:
-        step = JoinStep(atom, SCAN, (), self.rows(frozenset([atom])))
-        return JoinPlan((step,), 0.0, None)
-
-    def extend(self, plan: JoinPlan, atom: int) -> JoinPlan:
-        """`plan` joined with one more atom, by the method Spark would pick, and what that costs."""
-        subset = frozenset(plan.order)
-        left_rows, right_rows = self.rows(subset), self.atoms[atom].rows
-        keys = tuple(sorted(self.atoms[atom].variables & self.variables(subset)))
-        out = self.rows(subset | {atom})
-        model = self.model
-        partitioning = plan.partitioning
-        if not keys:
-            method, cost = CROSS, right_rows * model.parallelism + out
-        elif right_rows <= model.broadcast_rows:
-            method, cost = BROADCAST, right_rows * model.parallelism + out
-        elif left_rows <= model.broadcast_rows:
-            method, cost, partitioning = BROADCAST_LEFT, left_rows * model.parallelism + out, None
-        else:
-            co_partitioned = partitioning is not None and partitioning <= frozenset(keys)
-            method = SHUFFLE
-            cost = (0.0 if co_partitioned else left_rows) + right_rows + out
-            partitioning = partitioning if co_partitioned else frozenset(keys)
-        step = JoinStep(atom, method, keys, out)
-        return JoinPlan(plan.steps + (step,), plan.cost + cost, partitioning)
+def order_body(
+    rule: Rule,
+    estimator: Estimator,
+    model: CostModel,
+    first: int | None = None,
+    overrides: dict[int, AtomEstimate] | None = None,
+) -> OrderedBody:
+    """The body of `rule` in join order. `first` (a body position) fixes the driving atom; `overrides`
+    replace the estimate of atoms at given positions (a delta's size from the last iteration)."""
+    inner = inner_atom_positions(rule)
+    if not inner:
+        return OrderedBody(rule.body, tuple(range(len(rule.body))), None, None)
+    overrides = overrides or {}
+    estimates = [overrides.get(i) or estimator.atom(rule.body[i]) for i in inner]
+    conditions = [literal for literal in rule.body if isinstance(literal, Condition)]
+    space = JoinSpace(estimates, conditions, model)
+    plan = best_plan(space, inner.index(first) if first is not None else None)
+    ordered = [inner[k] for k in plan.order]
+    rest = [i for i in range(len(rule.body)) if i not in inner]
+    rest.sort(key=lambda i: (isinstance(rule.body[i], Atom), i))  # conditions, then outer joins and anti-joins
+    positions = tuple(ordered + rest)
+    return OrderedBody(tuple(rule.body[i] for i in positions), positions, plan, space)
 
 
-def best_plan(space: JoinSpace, first: int | None = None) -> JoinPlan:
-    """The cheapest left-deep plan (cross products last); `first` fixes the driving atom (a delta)."""
-    n = len(space.atoms)
-    starts = [first] if first is not None else range(n)
-    table: dict[frozenset[int], dict[frozenset[str] | None, JoinPlan]] = {}
-    for i in starts:
-        plan = space.start(i)
-        table.setdefault(frozenset([i]), {})[plan.partitioning] = plan
-    for size in range(1, n):
-        for subset in [s for s in table if len(s) == size]:
-            for plan in list(table[subset].values()):
-                for atom in space.candidates(subset):
-                    extended = space.extend(plan, atom)
-                    slot = table.setdefault(subset | {atom}, {})
-                    known = slot.get(extended.partitioning)
-                    if known is None or extended.cost < known.cost:
-                        slot[extended.partitioning] = extended
-    return min(table[frozenset(range(n))].values(), key=lambda p: p.cost)
+def order_joins(context: Context) -> Outcome:
+    """The pass: every rule with its inner joins in System R order. The estimates stay: the order of a
+    body changes what a rule costs, not what it derives."""
+    return Outcome(ordered_program(context.program, context.estimator, context.model), context.estimator)
 
 
-def plan_of_order(space: JoinSpace, order: tuple[int, ...]) -> JoinPlan:
-    """The plan (and its cost) of one given order, as the cost model prices it."""
-    plan = space.start(order[0])
-    for atom in order[1:]:
-        plan = space.extend(plan, atom)
-    return plan
-
-
-def admissible(space: JoinSpace, order: tuple[int, ...]) -> bool:
-    """Whether `order` joins cross products only when nothing connects (the space `best_plan` searches)."""
-    return all(order[k] in space.candidates(frozenset(order[:k])) for k in range(1, len(order)))
-
+def ordered_program(program: Program, estimator: Estimator, model: CostModel) -> Program:
+    """Every rule of `program` with its inner joins in System R order and their join methods."""
+    rules = []
+    for rule in program.rules:
+        body = order_body(rule, estimator, model)
+        joins = tuple(step.method for step in body.plan.steps) if body.plan is not None else ()
+        rules.append(Rule(rule.head, rule.terms, body.literals, joins))
+    return Program(program.relations, rules, program.output, program.order_by, program.limit, program.hidden_columns)

@@ -13,6 +13,9 @@ Only relations with set semantics or a monotonic min/max/sum/count are rewritten
 counts derivations, which magic sets would change); for an aggregate the bound arguments must be group
 keys, never the aggregated column. If the rewritten program does not stratify like the original one,
 the original is kept.
+
+The pass (`magic_sets`) keeps the rewrite only where recsql.magic allows it: always (on), never (off),
+or where the estimates say it derives fewer facts (auto).
 """
 
 from __future__ import annotations
@@ -21,14 +24,41 @@ from dataclasses import dataclass, field, replace
 
 from sqlglot import exp
 
-from recsql.analysis import strongly_connected_components, stratify
-from recsql.errors import ProgrammingError
+from recsql.analysis import AnalysisError, strongly_connected_components, stratify
 from recsql.optimizer.cardinality import Estimator
-from recsql.optimizer.ordering import inner_atom_positions
+from recsql.optimizer.context import Context, Outcome
+from recsql.optimizer.join_order import inner_atom_positions
 from translator.ir import Assignment, Atom, Condition, Iteration, Literal, Program, Relation, Rule, bound_by, var
 
 SMALL_ROWS = 10_000.0  # a relation this small passes its bindings on even when nothing restricts it
 BOUND, FREE = "b", "f"
+# Without recursion, magic sets must at least halve the derived facts: on Spark their extra relations are
+# extra joins and shuffles, each magic relation computed again for every rule reading it.
+NON_RECURSIVE_GAIN = 2.0
+
+
+def magic_sets(context: Context) -> Outcome:
+    """The pass: the program rewritten with magic sets, as recsql.magic decides (see the module's
+    docstring), with the estimated derived facts that decided it. The rewritten rules are not in join
+    order: the pipeline orders them next."""
+    program, estimator, mode = context.program, context.estimator, context.settings.magic
+    if mode == "off":
+        return context.unchanged("off (recsql.magic)")
+    rewritten = magic_rewrite(program, estimator)
+    if rewritten is program:
+        return context.unchanged("not applicable")
+    rewritten_estimator = context.estimate(rewritten)
+    before, after = derived_rows(program, estimator), derived_rows(rewritten, rewritten_estimator)
+    gain = 1.0 if any(component.recursive for component in stratify(program)) else NON_RECURSIVE_GAIN
+    if mode == "auto" and after * gain >= before:
+        needed = "" if gain == 1.0 else f" (no recursion: they must cut the facts by {gain:g}x)"
+        return context.unchanged(f"not used: estimated {after:.0f} derived facts with, {before:.0f} without{needed}")
+    return Outcome(rewritten, rewritten_estimator, f"used: estimated {after:.0f} derived facts instead of {before:.0f}")
+
+
+def derived_rows(program: Program, estimator: Estimator) -> float:
+    """The facts a program is expected to derive: the sum of its relations' estimated sizes."""
+    return sum(estimator.relation(name).rows for name in program.relations)
 
 
 @dataclass
@@ -210,7 +240,7 @@ def equality_target(condition: exp.EQ, bound: set[str]) -> tuple[str | None, exp
     return None, condition
 
 
-def magic_sets(program: Program, estimator: Estimator) -> Program:
+def magic_rewrite(program: Program, estimator: Estimator) -> Program:
     """The program rewritten with magic sets, or the program itself when nothing is bound or the
     rewritten program would not stratify like the original."""
     rewrite = Rewrite(program, estimator)
@@ -270,7 +300,7 @@ def stratifies_like(original: Program, rewritten: Program) -> bool:
     aggregate or negation is pulled into a recursion it was not in."""
     try:
         stratify(rewritten)
-    except ProgrammingError:
+    except AnalysisError:
         return False
     component_of = {}
     for number, component in enumerate(strongly_connected_components(original)):
