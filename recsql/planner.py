@@ -20,9 +20,8 @@ from recsql.optimizer.cardinality import atom_estimate
 from recsql.optimizer.decomposition import Decomposition, NotDecomposable, decompose
 from recsql.optimizer.explain import explain_passes
 from recsql.optimizer.join_order import order_body
-from recsql.settings import Settings
+from recsql.settings import Settings, Strategy
 from translator.ir import Atom, Iteration, Program, Rule
-
 
 
 class Version(str, Enum):
@@ -31,17 +30,6 @@ class Version(str, Enum):
     FULL = "full"  # everything known
     DELTA = "delta"  # what the last iteration added
     OLD = "old"  # what was known before the last iteration
-
-
-class Strategy(str, Enum):
-    """Where a stratum runs (`recsql.strategy` forces one; AUTO lets the planner choose)."""
-
-    AUTO = "auto"
-    LOCAL = "local"  # in this process, DuckDB over Arrow, no Spark job
-    DECOMPOSED = "decomposed"  # one Spark job, a task per part of the pivot's values
-    DISTRIBUTED = "distributed"  # a Spark job per iteration
-
-
 
 
 @dataclass(frozen=True)

@@ -3,14 +3,25 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
+from enum import Enum
 
 from recsql.errors import ProgrammingError
 from recsql.optimizer import PASS_NAMES
 
 PREFIX = "recsql."
 
+
+class Strategy(str, Enum):
+    """Where a recursive stratum runs (`recsql.strategy` forces one; AUTO lets the planner choose)."""
+
+    AUTO = "auto"
+    LOCAL = "local"  # in this process, DuckDB over Arrow, no Spark job
+    DECOMPOSED = "decomposed"  # one Spark job, a task per part of the pivot's values
+    DISTRIBUTED = "distributed"  # a Spark job per iteration
+
+
 CHOICES = {  # settings that take one of these
-    "strategy": ("auto", "local", "decomposed", "distributed"),
+    "strategy": tuple(strategy.value for strategy in Strategy),
     "magic": ("auto", "on", "off"),
 }
 LISTS = {  # settings that take any of these, separated by commas ('' for none)

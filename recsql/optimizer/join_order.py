@@ -13,13 +13,8 @@ from dataclasses import dataclass
 
 from recsql.optimizer.cardinality import AtomEstimate, Estimator
 from recsql.optimizer.context import Context, Outcome
-from recsql.optimizer.join_search import BROADCAST, BROADCAST_LEFT, CostModel, JoinPlan, JoinSpace, best_plan
+from recsql.optimizer.join_search import CostModel, JoinPlan, JoinSpace, best_plan
 from translator.ir import Atom, Condition, Literal, Program, Rule
-
-# The join methods a rule's `joins` names that the engines act on; recsql/engine/local_sql.py imports
-# them from here (they are defined in join_search.py, with the cost of each).
-__all__ = ["BROADCAST", "BROADCAST_LEFT", "OrderedBody", "inner_atom_positions", "order_body", "order_joins"]
-
 
 @dataclass(frozen=True)
 class OrderedBody:

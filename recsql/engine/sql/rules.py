@@ -16,7 +16,7 @@ from typing import Callable
 from sqlglot import exp
 
 from recsql.engine.columns import column_names
-from recsql.optimizer.join_order import BROADCAST, BROADCAST_LEFT
+from recsql.optimizer.join_search import BROADCAST, BROADCAST_LEFT
 from translator.ir import WILDCARD, Assignment, Atom, Condition, Rule
 
 AtomSources = Callable[[int, Atom], exp.Expression]  # the table (a name or a table function) a body atom reads

@@ -1,7 +1,7 @@
 """The strategies that run a recursive stratum, in the order in which each gives way to the next: a
 stratum planned with one strategy runs with it, or, when it cannot (a local run past its capacity, a
 decomposition whose types change while iterating), with the next one. A new strategy is a module with
-its run function and one line here (and its name in planner.Strategy)."""
+its run function and one line here (and its name in settings.Strategy)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ from recsql.engine.spark.context import StrategyRun, StratumRun
 from recsql.engine.strategies.decomposed import run_decomposed
 from recsql.engine.strategies.distributed import run_distributed
 from recsql.engine.strategies.in_process import run_in_process
-from recsql.planner import Stratum, Strategy
+from recsql.planner import Stratum
+from recsql.settings import Strategy
 
 STRATEGIES: dict[Strategy, StrategyRun] = {
     Strategy.LOCAL: run_in_process,
