@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from recsql.errors import InterfaceError
-from recsql.session import Result, Session
+from recsql.session import Session
+from recsql.statements.handler import Result
 
 
 class Cursor:

@@ -9,8 +9,8 @@ from dataclasses import dataclass
 
 from sqlglot import exp
 
-from recsql.catalog import FILE_COLUMN, FILES_MARK
 from recsql.errors import NotSupportedError, ProgrammingError
+from recsql.relation_names import FILE_COLUMN, FILES_MARK
 
 MATCHED = "__recsql_matched"  # a source column that is TRUE on every source row: NULL after a LEFT JOIN
 

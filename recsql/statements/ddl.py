@@ -1,0 +1,110 @@
+"""CREATE and DROP of tables and views."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pyspark.sql.types import DataType, StructType
+from sqlglot import exp
+
+from recsql.catalog_entries import Kind, view_query_of
+from recsql.errors import NotSupportedError, ProgrammingError
+from recsql.statements.handler import Result, Services
+from recsql.statements.queries import QUERY_TYPES, rows_of
+
+EXTERNAL_FORMATS = ("csv", "parquet", "json", "orc")
+
+
+def create(session: Services, create: exp.Create, sql: str) -> Result:
+    """CREATE [OR REPLACE] TABLE | VIEW [IF NOT EXISTS]."""
+    kind = (create.args.get("kind") or "").upper()
+    target = create.this.this if isinstance(create.this, exp.Schema) else create.this
+    name = target.name
+    replace = bool(create.args.get("replace"))
+    if create.args.get("exists") and (
+        session.catalog.entry(name) is not None or session.catalog.table_columns(name) is not None
+    ):
+        return Result()
+    if kind == "VIEW":
+        return create_view(session, create, name, replace, sql)
+    if kind != "TABLE":
+        raise NotSupportedError(f"CREATE {kind} is not supported")
+    return create_table(session, create, name, replace, sql)
+
+
+def create_view(session: Services, create: exp.Create, name: str, replace: bool, sql: str) -> Result:
+    """A view is stored as its statement's text, once its query compiles."""
+    query = create.expression
+    if not isinstance(query, QUERY_TYPES):
+        raise ProgrammingError("CREATE VIEW needs AS followed by a query")
+    if query.find(exp.Placeholder):
+        raise ProgrammingError("a view cannot hold query parameters (?)")
+    session.plan(view_query_of(create))  # a view must compile now, not at its first use
+    session.catalog.create_view(name, sql, replace)
+    return Result()
+
+
+def create_table(session: Services, create: exp.Create, name: str, replace: bool, sql: str) -> Result:
+    """A managed table (from a column list, or AS SELECT with its rows), or with USING a table over
+    external files."""
+    file_format, options = table_properties(create.args.get("properties"))
+    schema = table_schema(create.this) if isinstance(create.this, exp.Schema) else None
+    if create.expression is not None:
+        if file_format:
+            raise NotSupportedError("CREATE TABLE ... USING ... AS SELECT is not supported")
+        schema, rows = rows_of(session, create.expression)
+        return Result(rowcount=session.catalog.create_table(name, schema, rows, replace, sql))
+    if file_format:
+        create_external(session, name, file_format, options, schema)
+        return Result()
+    if schema is None:
+        raise ProgrammingError(f"CREATE TABLE {name} needs a column list, AS SELECT, or USING")
+    session.catalog.create_table(name, schema, None, replace, sql)
+    return Result()
+
+
+def create_external(session: Services, name: str, file_format: str, options: dict[str, str],
+                    schema: StructType | None) -> None:
+    """CREATE TABLE ... USING format OPTIONS (path '...'): a relative path is taken from the session's
+    base directory."""
+    if file_format not in EXTERNAL_FORMATS:
+        raise NotSupportedError(f"USING {file_format} is not supported (csv, parquet, json, orc are)")
+    if "path" not in options:
+        raise ProgrammingError(f"CREATE TABLE {name} USING {file_format} needs OPTIONS (path '...')")
+    path = Path(options.pop("path")).expanduser()
+    path = path if path.is_absolute() else session.base_dir / path
+    if file_format == "csv" and schema is None and options.get("header", "false").lower() != "true":
+        raise ProgrammingError(f"CSV table {name} needs a column list or OPTIONS (header 'true')")
+    session.catalog.create_external(name, file_format, str(path.resolve()), options, schema)
+
+
+def drop(session: Services, drop: exp.Drop, sql: str) -> Result:
+    """DROP TABLE | VIEW [IF EXISTS] name, ..."""
+    kind = (drop.args.get("kind") or "").lower()
+    if kind not in (Kind.TABLE, Kind.VIEW):
+        raise NotSupportedError(f"DROP {kind.upper()} is not supported")
+    for table in drop.args.get("tables") or [drop.this]:
+        session.catalog.drop(table.name, Kind(kind), bool(drop.args.get("exists")))
+    return Result()
+
+
+def table_properties(properties: exp.Properties | None) -> tuple[str | None, dict[str, str]]:
+    """USING format and OPTIONS (key 'value', ...) of a CREATE TABLE."""
+    file_format, options = None, {}
+    for prop in properties.expressions if properties else []:
+        if isinstance(prop, exp.FileFormatProperty):
+            file_format = prop.name.lower()
+        elif isinstance(prop, exp.OptionsProperty):
+            for option in prop.expressions:
+                options[option.name.lower()] = option.args["value"].name
+    return file_format, options
+
+
+def table_schema(schema: exp.Schema) -> StructType:
+    """A column list as a Spark schema (Spark's parser checks the types)."""
+    ddl = ", ".join(f"`{c.name}` {c.args['kind'].sql(dialect='spark')}" for c in schema.expressions)
+    try:
+        return DataType.fromDDL(ddl)
+    except Exception as error:  # noqa: BLE001 - Spark's parser reports the bad type
+        raise ProgrammingError(f"bad column list ({ddl}): {error}") from None
+

@@ -1,0 +1,39 @@
+"""Which handler runs a statement: a table from the statement's syntax node class to its handler. A
+statement is handled by the entry of its own class or else of its nearest base class (exp.Query covers
+SELECT, UNION, ...). Adding a statement is one handler and one line here."""
+
+from __future__ import annotations
+
+from sqlglot import exp
+
+from recsql.errors import NotSupportedError
+from recsql.statements import admin, ddl, queries, writes
+from recsql.statements.handler import Handler
+from translator.dialect import Explain, Vacuum
+
+HANDLERS: dict[type[exp.Expression], Handler] = {
+    exp.Query: queries.select,
+    exp.Values: queries.select,
+    Explain: queries.explain,
+    exp.Create: ddl.create,
+    exp.Drop: ddl.drop,
+    exp.Insert: writes.insert,
+    exp.Delete: writes.change,
+    exp.Update: writes.change,
+    exp.Merge: writes.change,
+    exp.Set: admin.set_option,
+    exp.Show: admin.show_tables,
+    exp.Describe: admin.describe,
+    exp.Analyze: admin.analyze,
+    Vacuum: admin.vacuum,
+}
+
+
+def handler_for(statement: exp.Expression) -> Handler:
+    """The handler of a statement; an error naming its keyword when it has none."""
+    for node_class in type(statement).__mro__:
+        handler = HANDLERS.get(node_class)
+        if handler is not None:
+            return handler
+    keyword = statement.sql(dialect="spark").split()[0].upper() if statement.sql() else "?"
+    raise NotSupportedError(f"{keyword} statements are not supported")

@@ -1,0 +1,77 @@
+"""Queries: SELECT (and VALUES) and EXPLAIN, and the ways other statements run a query: for its rows to
+write, its answer, a count, or only its column names."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+from pyspark.sql.types import StructField, StructType
+from sqlglot import exp
+
+from recsql.catalog import Catalog
+from recsql.engine.answer import Answer
+from recsql.engine.trace import Trace
+from recsql.errors import NotSupportedError
+from recsql.statements.handler import Result, Services
+from recsql.table_writes import Rows
+from translator.dialect import Explain
+from translator.errors import TranslationError
+from translator.translate import translate
+
+QUERY_TYPES = (exp.Query, exp.Values)
+EVALUATION = {
+    True: "whole query in this process (DuckDB over Arrow), no Spark job",
+    False: "on Spark (each recursive stratum as its strategy above says)",
+}
+
+
+def select(session: Services, query: exp.Expression, sql: str) -> Result:
+    """A query's answer, as Arrow."""
+    answer = answer_of(session, query)
+    types = [data_type.simpleString() for data_type in answer.types]
+    return Result(answer.names, types, answer.table, answer.table.num_rows)
+
+
+def explain(session: Services, statement: Explain, sql: str) -> Result:
+    """EXPLAIN [ANALYZE] query: the plan, where it would run, and with ANALYZE what running it did."""
+    query = statement.this
+    if not isinstance(query, QUERY_TYPES):
+        raise NotSupportedError("EXPLAIN takes a query")
+    plan = session.plan(query)
+    trace = Trace()
+    executor = session.executor(trace)
+    local = executor.local_program(plan) is not None and executor.arrow_inputs(plan) is not None
+    lines = plan.explain().splitlines() + ["", "== Evaluation ==", EVALUATION[local]]
+    if statement.args.get("analyze"):
+        answer = executor.fetch(plan)
+        lines += [""] + trace.report() + [f"answer rows: {answer.table.num_rows}"]
+    return Result.of(pa.table({"plan": lines}), ["string"])
+
+
+def rows_of(session: Services, query: exp.Expression) -> tuple[StructType, Rows]:
+    """A query's rows to write, with their schema: Arrow when the query runs in this process, else a
+    Spark DataFrame (never collected: Spark writes it)."""
+    result = session.executor().result(session.plan(query))
+    if isinstance(result, Answer):
+        fields = [StructField(name, data_type) for name, data_type in zip(result.names, result.types)]
+        return StructType(fields), result.table
+    return result.schema, result
+
+
+def answer_of(session: Services, query: exp.Expression) -> Answer:
+    return session.executor().fetch(session.plan(query))
+
+
+def count_of(session: Services, query: exp.Query) -> int:
+    """The number a query of one count returns."""
+    return answer_of(session, query).table.column(0)[0].as_py()
+
+
+def relation_columns(catalog: Catalog, name: str) -> tuple[str, ...]:
+    """The column names of a table or view (a view's from translating its query, without running it)."""
+    view = catalog.view_query(name)
+    if view is None:
+        return catalog.table_columns(name) or ()
+    try:
+        return translate(view, catalog).output_columns
+    except TranslationError:  # a view whose tables were dropped since: no columns to show
+        return ()

@@ -1,0 +1,92 @@
+"""INSERT, DELETE, UPDATE and MERGE: each statement's rows are computed first, then committed to the
+table at once (`recsql.dml` says how a change becomes queries)."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from sqlglot import exp
+
+from recsql import dml
+from recsql.errors import DataError, NotSupportedError, ProgrammingError
+from recsql.statements.handler import Result, Services
+from recsql.statements.queries import answer_of, count_of, relation_columns, rows_of
+from recsql.statements.values import arrow_columns, literal_row
+from translator.translate import translate
+
+
+def insert(session: Services, insert: exp.Insert, sql: str) -> Result:
+    """INSERT INTO t VALUES (constants) straight from Python values; INSERT INTO t query through it."""
+    target = insert.this
+    if isinstance(target, exp.Schema):
+        raise NotSupportedError("INSERT with a column list is not supported; give values for every column")
+    source = insert.expression
+    if isinstance(source, exp.Values):
+        rows = [literal_row(row) for row in source.expressions]
+        if all(row is not None for row in rows):
+            return insert_rows(session, insert, rows, sql)
+    session.catalog.insertable(target.name)
+    _, rows = rows_of(session, source)
+    return Result(rowcount=session.catalog.insert(target.name, rows, "INSERT", sql))
+
+
+def one_row_of_parameters(statement: exp.Expression) -> bool:
+    """Whether a statement is INSERT INTO t VALUES (?, ...): `executemany` inserts all its rows at once."""
+    values = statement.expression if isinstance(statement, exp.Insert) else None
+    return isinstance(values, exp.Values) and all(
+        isinstance(cell, exp.Placeholder) for row in values.expressions for cell in row.expressions
+    ) and len(values.expressions) == 1
+
+
+def insert_rows(session: Services, insert: exp.Insert, rows: list[tuple], sql: str) -> Result:
+    """Rows of Python values straight into a Parquet file: no Spark job for INSERT ... VALUES."""
+    name = insert.this.name
+    fields = session.catalog.insert_schema(name).fields
+    columns = arrow_columns(name, rows, fields)
+    try:
+        session.catalog.insert(name, pa.Table.from_arrays(columns, names=[f.name for f in fields]), "INSERT", sql)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as error:
+        raise DataError(f"cannot store the values in '{name}': {error}") from None
+    return Result(rowcount=len(rows))
+
+
+def change(session: Services, statement: exp.Delete | exp.Update | exp.Merge, sql: str) -> Result:
+    """DELETE, UPDATE, MERGE: the table's new rows computed from one snapshot, committed at once."""
+    catalog = session.catalog
+    name, _ = dml.target_table(statement.this, statement.key.upper())
+    catalog.insertable(name)
+    snapshot = catalog.snapshot(name)
+    columns = tuple(field.name.lower() for field in snapshot.schema.fields)
+    if isinstance(statement, exp.Delete):
+        rewrite = dml.delete(statement, columns)
+    elif isinstance(statement, exp.Update):
+        rewrite = dml.update(statement, columns)
+    else:
+        rewrite = dml.merge(statement, columns, merge_source_columns(session, statement.args["using"]))
+    if rewrite.duplicates is not None and count_of(session, rewrite.duplicates) > snapshot.rows:
+        raise DataError(f"MERGE INTO {name}: a row of '{name}' matches more than one source row")
+    affected = count_of(session, rewrite.inserts) if rewrite.inserts is not None else 0
+    if rewrite.changes is not None:  # (file, rows changed in it)
+        changed = answer_of(session, rewrite.changes).table
+        affected += pc.sum(changed.column(1)).as_py() or 0
+    operation = statement.key.upper()
+    added = [rows_of(session, rewrite.added)[1]] if rewrite.added is not None else []
+    if rewrite.kept is None and added:  # MERGE that only inserts: an append
+        catalog.insert(name, added[0], operation, sql)
+    elif rewrite.kept is not None:
+        removed = snapshot.files
+        if not rewrite.whole:
+            removed = catalog.files_of(name, changed.column(0).to_pylist())
+            catalog.restrict(name, removed)  # the kept rows are read from those files alone
+        catalog.rewrite(name, snapshot, removed, [rows_of(session, rewrite.kept)[1], *added], operation, sql)
+    return Result(rowcount=affected)
+
+
+def merge_source_columns(session: Services, using: exp.Expression) -> tuple[str, ...]:
+    """The column names of MERGE's source (a table, view or subquery), lower-case."""
+    if isinstance(using, exp.Subquery):
+        return tuple(c.lower() for c in translate(using.this, session.catalog).output_columns)
+    columns = relation_columns(session.catalog, using.name)
+    if not columns:
+        raise ProgrammingError(f"table or view '{using.name}' not found")
+    return tuple(c.lower() for c in columns)
