@@ -39,6 +39,9 @@ def upgrade(warehouse: Path, metadata: Path) -> None:
     for path in sorted(metadata.glob("*.json")):
         entry = json.loads(path.read_text())
         if entry.get("kind") != "table" or entry.get("format") == "delta":
+            if "statistics" in entry:  # format 2 keeps statistics beside the entries, not in them
+                del entry["statistics"]
+                write_atomically(path, json.dumps(entry))
             continue
         root = Path(entry["path"])
         if not (root / "_delta_log").exists():

@@ -141,7 +141,7 @@ def test_explain_records_outer_joins_made_inner_and_passes_switch_off_by_name(co
            "WHERE oj_c.name = 'n3'")
     expected = sorted(three_tables.execute(sql).fetchall())
     assert "== Pass 1: simplify_outer_joins ==\nouter joins made inner: 1\n% answer(x, name)" in explain(cur, sql)
-    cur.execute("SET recsql.disable_passes = 'simplify_outer_joins, order_joins'")
+    cur.execute("SET recsql.disable_passes = simplify_outer_joins, order_joins")  # names, quoted or not
     try:
         text = explain(cur, sql)
         assert "== Pass 1: magic_sets ==" in text and "order_joins ==" not in text and " left oj_c(" in text

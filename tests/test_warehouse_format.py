@@ -26,7 +26,8 @@ def format_1_warehouse(root):
     entry = {"name": "old", "kind": "table", "schema": schema, "path": str(data), "format": "parquet",
              "options": {}, "sql": None, "statistics": None, "inferred_from": None}
     (root / "catalog" / "old.json").write_text(json.dumps(entry))
-    view = {"name": "old_view", "kind": "view", "sql": "CREATE VIEW old_view AS SELECT a FROM old WHERE a > 1"}
+    view = {"name": "old_view", "kind": "view", "schema": None, "path": None, "format": "parquet", "options": {},
+            "sql": "CREATE VIEW old_view AS SELECT a FROM old WHERE a > 1", "statistics": None, "inferred_from": None}
     (root / "catalog" / "old_view.json").write_text(json.dumps(view))
 
 

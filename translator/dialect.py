@@ -7,6 +7,7 @@ Additions over sqlglot's Spark dialect:
 * RaSQL's parenthesization `name AS (base) UNION [ALL] (recursive)` besides `name AS (base UNION recursive)`.
 * `EXPLAIN [ANALYZE] statement` parses into an `Explain` node instead of an opaque command.
 * `SHOW TABLES` parses into `exp.Show` instead of an opaque command.
+* `SET key = a, b, c` gives the setting the list of names "a,b,c" (recsql.disable_passes).
 """
 
 from __future__ import annotations
@@ -76,6 +77,22 @@ class RecSQL(Spark):
                         self.raise_error("VACUUM ... RETAIN takes a number of HOURS")
                 return self.expression(Vacuum(this=table, hours=hours))
             return super()._parse_statement()
+
+        def _parse_set_item_assignment(self, kind: str | None = None) -> exp.Expression | None:
+            item = super()._parse_set_item_assignment(kind)
+            value = item.this.expression if item is not None and isinstance(item.this, exp.EQ) else None
+            if not isinstance(value, exp.Var):
+                return item
+            names = [value.name]
+            # more names, as long as the next comma does not start another assignment (SET a = 1, b = 2)
+            while (self._curr and self._curr.token_type == tokens.TokenType.COMMA and self._next
+                   and self._next.token_type == tokens.TokenType.VAR
+                   and not (self._index + 2 < len(self._tokens)
+                            and self._tokens[self._index + 2].token_type == tokens.TokenType.EQ)):
+                self._advance()
+                names.append(self._parse_id_var().name)
+            value.set("this", ",".join(names))
+            return item
 
         def _parse_cte(self) -> exp.CTE | None:
             name = self._parse_id_var(any_token=True)
