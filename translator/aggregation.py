@@ -1,0 +1,120 @@
+"""GROUP BY, aggregate calls and HAVING: the grouping rule of an aggregating SELECT block.
+
+An aggregating block becomes a rule whose head holds the group keys (with a correlated subquery's
+correlation columns) and the aggregate calls. When the select list is exactly the keys and calls, with
+no HAVING and no correlation, that rule is the block's answer; otherwise a new block reads its result
+and computes the select list and HAVING over it.
+
+Contributes: translate_aggregation, direct_aggregation_terms, group_expression.
+Needs from the other parts: translate_expression and scalar_subquery (ConditionsMixin).
+"""
+
+from __future__ import annotations
+
+from sqlglot import exp
+
+from translator.block import Block
+from translator.core import TranslatorCore
+from translator.errors import TranslationError
+from translator.ir import Atom, var
+from translator.scope import Scope
+from translator.sql_helpers import outermost_aggregates, split_conjuncts
+
+
+class AggregationMixin(TranslatorCore):
+    """The grouping rule of an aggregating block."""
+
+    def translate_aggregation(
+        self, select: exp.Select, items: list[tuple[str, exp.Expression]], block: Block, env: dict[str, str]
+    ) -> tuple[Block, list[exp.Expression], list[exp.Expression]]:
+        """Emit the grouping rule. Returns the block reading its result, with the select list's terms and
+        the HAVING conditions over that block (both already translated)."""
+        group = select.args.get("group")
+        group_exprs = [self.group_expression(g, items) for g in (group.expressions if group else [])]
+        group_terms = [self.translate_expression(g, block, env) for g in group_exprs]
+        having = select.args.get("having")
+        having_conjuncts = split_conjuncts(having.this) if having is not None else []
+        aggregate_calls: dict[str, exp.Expression] = {}
+        for node in [e for _, e in items] + having_conjuncts:
+            for call in outermost_aggregates(node):
+                for inner in call.find_all(exp.AggFunc):
+                    if inner is not call:
+                        raise TranslationError.at_node("aggregate calls cannot be nested", inner)
+                aggregate_calls.setdefault(call.sql(), self.translate_expression(call, block, env))
+
+        direct = self.direct_aggregation_terms(items, group_terms, block, env)
+        if direct is not None and not having_conjuncts and not block.correlations:
+            relation = self.new_relation("agg", tuple(name for name, _ in items))
+            self.add_rule(block.rule(relation, direct), select)
+            variables = [self.fresh_variable(name) for name, _ in items]
+            aggregated = Block(Scope(parent=block.scope.parent), [Atom(relation, tuple(variables))])
+            return aggregated, [var(v) for v in variables], []
+
+        # correlation columns of a correlated subquery are grouping keys too
+        correlation_terms = [inner for inner, _ in block.correlations]
+        keys = group_terms + correlation_terms
+        relation = self.new_relation(
+            "agg", tuple([f"g{i}" for i in range(len(keys))] + [f"a{i}" for i in range(len(aggregate_calls))])
+        )
+        self.add_rule(block.rule(relation, keys + list(aggregate_calls.values())), select)
+        key_vars = [self.fresh_variable(f"g_{i}") for i in range(len(keys))]
+        call_vars = [self.fresh_variable(f"agg_{i}") for i in range(len(aggregate_calls))]
+        aggregated = Block(Scope(parent=block.scope.parent), [Atom(relation, tuple(key_vars + call_vars))])
+        aggregated.correlations = [
+            (var(v), outer) for v, (_, outer) in zip(key_vars[len(group_terms):], block.correlations)
+        ]
+        replacements = {term.sql(): v for term, v in zip(group_terms, key_vars)}
+        replacements.update(zip(aggregate_calls, call_vars))
+
+        def post(expression: exp.Expression) -> exp.Expression:
+            """An expression over the grouped rows, rewritten over the grouping rule's output."""
+            expression = expression.copy()
+            calls = {id(c) for c in outermost_aggregates(expression)}
+
+            def swap(node: exp.Expression) -> exp.Expression:
+                if id(node) in calls:
+                    return var(replacements[node.sql()])
+                if isinstance(node, exp.Subquery):
+                    return var(self.scalar_subquery(node, aggregated, env))
+                if isinstance(node, exp.Literal) or node.find(exp.AggFunc) or node.find(exp.Subquery):
+                    return node
+                if node.find(exp.Column):
+                    translated = self.translate_expression(node, block, env)
+                    if translated.sql() in replacements:
+                        return var(replacements[translated.sql()])
+                if isinstance(node, exp.Column):
+                    raise TranslationError.at_node(
+                        f"column '{node.sql()}' must appear in GROUP BY or be used in an aggregate function", node
+                    )
+                return node
+
+            return expression.transform(swap, copy=False)
+
+        return aggregated, [post(e) for _, e in items], [post(c) for c in having_conjuncts]
+
+    def direct_aggregation_terms(
+        self, items: list[tuple[str, exp.Expression]], group_terms: list[exp.Expression], block: Block, env: dict
+    ) -> list[exp.Expression] | None:
+        """When each select item is a group key or an aggregate call, and each key is selected, the grouping
+        rule can produce the answer directly: `q(k, sum<x>) :- ...`."""
+        group_sql = {term.sql() for term in group_terms}
+        terms, keys_seen = [], set()
+        for _, expression in items:
+            translated = self.translate_expression(expression, block, env)
+            if isinstance(translated, exp.AggFunc) and len(outermost_aggregates(translated)) == 1:
+                terms.append(translated)
+            elif translated.sql() in group_sql:
+                terms.append(translated)
+                keys_seen.add(translated.sql())
+            else:
+                return None
+        return terms if keys_seen == group_sql else None
+
+    def group_expression(self, node: exp.Expression, items: list[tuple[str, exp.Expression]]) -> exp.Expression:
+        """GROUP BY 2 and GROUP BY alias refer to select items."""
+        if isinstance(node, exp.Literal) and node.is_int:
+            position = int(node.this)
+            if not 1 <= position <= len(items):
+                raise TranslationError.at_node(f"GROUP BY position {position} is out of range", node)
+            return items[position - 1][1]
+        return node

@@ -1,0 +1,178 @@
+"""WHERE conditions, subquery predicates and scalar expressions of a SELECT block.
+
+Each conjunct becomes what it can most cheaply be in the rule: an equality between columns a shared
+variable (a join), [NOT] EXISTS / [NOT] IN (subquery) a semi- or anti-join, a condition on the
+enclosing query's columns part of a correlation, anything else a condition. Expressions have their
+column references replaced by variables and their scalar subqueries by outer-joined relations.
+
+Contributes: translate_conjuncts, try_unify, try_correlation, try_subquery_predicate, inner_variables,
+bind_expression, translate_expression, scalar_subquery.
+Needs from the other parts: translate_query (QueriesMixin) for the subqueries.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from sqlglot import exp
+
+from translator.block import Block, Correlation
+from translator.core import TranslatorCore
+from translator.errors import TranslationError, UnsupportedError
+from translator.ir import WILDCARD, Assignment, Atom, Condition, renamed, var, variables_of
+from translator.sql_helpers import column_depth, in_subquery
+
+
+class ConditionsMixin(TranslatorCore):
+    """Conditions and expressions of a block, subqueries among them."""
+
+    def translate_conjuncts(self, conjuncts: list[exp.Expression], block: Block, env: dict[str, str]) -> None:
+        for conjunct in conjuncts:
+            if self.try_unify(conjunct, block) or self.try_subquery_predicate(conjunct, block, env):
+                continue
+            if block.scope.parent is not None and self.try_correlation(conjunct, block, env):
+                continue
+            block.body.append(Condition(self.translate_expression(conjunct, block, env)))
+
+    def try_unify(self, conjunct: exp.Expression, block: Block) -> bool:
+        """`a.x = b.y` between columns of this block joins by sharing one variable."""
+        if not (isinstance(conjunct, exp.EQ) and isinstance(conjunct.this, exp.Column)
+                and isinstance(conjunct.expression, exp.Column)):
+            return False
+        left, left_depth = block.scope.resolve(conjunct.this)
+        right, right_depth = block.scope.resolve(conjunct.expression)
+        if left_depth or right_depth or {left, right} & block.optional:
+            return False
+        block.unify(left, right)
+        return True
+
+    @staticmethod
+    def inner_variables(block: Block) -> list[str]:
+        """The variables of `block` its conditions on outer columns read, in a fixed order."""
+        own = {v for source in block.scope.sources for v in source.variables}
+        own |= {literal.variable for literal in block.body if isinstance(literal, Assignment)}
+        read = set().union(*(variables_of(c) for c in block.outer_conditions)) if block.outer_conditions else set()
+        return sorted(read & own)
+
+    def try_correlation(self, conjunct: exp.Expression, block: Block, env: dict[str, str]) -> bool:
+        """A condition of a correlated subquery that reads outer columns: `inner = outer` becomes an output
+        column joined by the outer query; any other becomes a condition of its semi- or anti-join."""
+        depths = {column_depth(block.scope, c) for c in conjunct.find_all(exp.Column) if not in_subquery(c, conjunct)}
+        if depths <= {0}:
+            return False
+        if isinstance(conjunct, exp.EQ):
+            for inner, outer_side in ((conjunct.this, conjunct.expression), (conjunct.expression, conjunct.this)):
+                inner_depths = {column_depth(block.scope, c) for c in inner.find_all(exp.Column)}
+                outer_depths = {column_depth(block.scope, c) for c in outer_side.find_all(exp.Column)}
+                if inner_depths <= {0} and outer_depths == {1} and isinstance(outer_side, exp.Column):
+                    block.correlations.append((self.translate_expression(inner, block, env), outer_side))
+                    return True
+        if max(depths) > 1:
+            raise UnsupportedError.at_node("subqueries correlated across two levels are not supported", conjunct)
+        block.outer_conditions.append(self.translate_expression(conjunct, block, env, correlated=True))
+        return True
+
+    def try_subquery_predicate(self, conjunct: exp.Expression, block: Block, env: dict[str, str]) -> bool:
+        """[NOT] EXISTS (subquery) and x [NOT] IN (subquery) as semi- and anti-joins."""
+        negated = isinstance(conjunct, exp.Not)
+        node = conjunct.this if negated else conjunct
+        if isinstance(node, exp.Paren):
+            node = node.this
+        if isinstance(node, exp.Exists):
+            query, probe = node.this, None
+        elif isinstance(node, exp.In) and node.args.get("query") is not None:
+            query, probe = node.args["query"], node.this
+        else:
+            return False
+        query = query.this if isinstance(query, exp.Subquery) else query
+        correlations = Correlation()
+        if probe is None and isinstance(query, exp.Select):
+            query = query.copy()
+            query.set("expressions", [exp.alias_(exp.Literal.number(1), "one")])
+        relation = self.translate_query(query, env, block.scope, "exists_sub" if probe is None else "in_sub", correlations)
+        relation_info = self.program.relations[relation]
+        semi = bool(correlations.conditions) and not negated
+        if not (negated or semi):  # joined: one fact per match, so that no outer row is repeated
+            self.program.relations[relation] = replace(relation_info, distinct=True)
+        width = len(relation_info.columns) - correlations.width
+        if probe is not None and width != 1:
+            raise TranslationError.at_node(f"the subquery of IN must select one column, not {width}", query)
+        args: list[str] = []
+        conditions = []
+        if probe is not None and negated:
+            # x NOT IN (...) holds only when no member equals x, is NULL, or meets a NULL x (SQL's three values)
+            probe_variable, member = self.bind_expression(probe, block, env), self.fresh_variable("member")
+            conditions.append(exp.or_(
+                exp.EQ(this=var(member), expression=var(probe_variable)),
+                exp.Is(this=var(member), expression=exp.Null()),
+                exp.Is(this=var(probe_variable), expression=exp.Null()),
+            ))
+            args.append(member)
+        elif probe is not None:
+            args.append(self.bind_expression(probe, block, env))
+        elif width:
+            args.append(WILDCARD if negated or correlations.inner else self.fresh_variable("one"))
+        args.extend(self.bind_expression(outer_column, block, env) for outer_column in correlations.outer)
+        if correlations.conditions:
+            local = {inner: self.fresh_variable(inner) for inner in correlations.inner}
+            args.extend(local.values())
+            conditions.extend(renamed(condition, local) for condition in correlations.conditions)
+        on = exp.and_(*conditions) if conditions else None
+        block.body.append(Atom(relation, tuple(args), negated=negated, semi=semi, on=on))
+        return True
+
+    def bind_expression(self, expression: exp.Expression, block: Block, env: dict[str, str]) -> str:
+        """A variable holding `expression`: the column's own variable, or a new assigned one."""
+        translated = self.translate_expression(expression, block, env)
+        if isinstance(translated, exp.Column):
+            return translated.name
+        variable = self.fresh_variable("e")
+        block.body.append(Assignment(variable, translated))
+        return variable
+
+    # ------------------------------------------------------------------ expressions
+
+    def translate_expression(
+        self, expression: exp.Expression, block: Block, env: dict[str, str], correlated: bool = False
+    ) -> exp.Expression:
+        """Replace column references by variables and scalar subqueries by joined auxiliary relations.
+        `correlated`: references to the enclosing query's columns become its variables."""
+
+        def rewrite(node: exp.Expression) -> exp.Expression:
+            if isinstance(node, exp.Placeholder):
+                raise TranslationError.at_node("a query parameter (?) has no value bound", node)
+            if isinstance(node, (exp.Exists, exp.In)) and (isinstance(node, exp.Exists) or node.args.get("query")):
+                raise UnsupportedError.at_node(
+                    "EXISTS / IN with a subquery are supported only as conditions joined by AND in WHERE", node
+                )
+            if isinstance(node, exp.Subquery):
+                return var(self.scalar_subquery(node, block, env))
+            if isinstance(node, exp.Column) and not node.is_star:
+                variable, depth = block.scope.resolve(node)
+                if depth and not (correlated and depth == 1):
+                    raise UnsupportedError.at_node(
+                        f"correlated reference '{node.sql()}' is supported only in equalities in WHERE", node
+                    )
+                return var(variable)
+            return node
+
+        return expression.copy().transform(rewrite, copy=False)
+
+    def scalar_subquery(self, subquery: exp.Subquery, block: Block, env: dict[str, str]) -> str:
+        """A scalar subquery as an outer join: NULL when it returns no row (for its correlation values)."""
+        correlations = Correlation()
+        relation = self.translate_query(subquery.this, env, block.scope, "scalar", correlations)
+        if correlations.conditions:
+            raise UnsupportedError.at_node(
+                "a scalar subquery may refer to the outer query only through equalities (inner = outer)", subquery
+            )
+        width = len(self.program.relations[relation].columns) - correlations.width
+        if width != 1:
+            raise TranslationError.at_node(f"a scalar subquery must select one column, not {width}", subquery)
+        value = self.fresh_variable("scalar")
+        keys = [self.fresh_variable("key") for _ in correlations.outer]
+        outer = [self.bind_expression(c, block, env) for c in correlations.outer]
+        on = exp.and_(*[exp.EQ(this=var(k), expression=var(o)) for k, o in zip(keys, outer)]) if keys else exp.true()
+        block.optional |= {value, *keys}
+        block.body.append(Atom(relation, (value, *keys), optional=True, on=on))
+        return value

@@ -1,0 +1,69 @@
+"""What every part of the translator shares: the catalog it reads and the program it builds.
+
+`TranslatorCore` holds the translation's state (the catalog, the Program being built, the variable names
+taken, the views already translated) and the bookkeeping every part uses on it: new relations, fresh
+variables, rules checked against their head. The parts (queries, FROM, conditions, aggregation) are
+mixins over this core, combined into `Translator` in translator/translate.py.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from sqlglot import exp
+
+from translator.errors import TranslationError
+from translator.ir import Program, Relation, Rule
+
+
+class SchemaProvider(Protocol):
+    """What the translator needs to know of stored tables and views."""
+
+    def table_columns(self, name: str) -> tuple[str, ...] | None: ...
+
+    def view_query(self, name: str) -> exp.Expression | None: ...
+
+    def versioned(self, name: str, kind: str, value: int | str) -> str:
+        """The name of a table's version (kind VERSION: a number; TIMESTAMP: the version of that time)."""
+
+
+class TranslatorCore:
+    """The state of one translation and the relation, variable and rule bookkeeping over it."""
+
+    def __init__(self, catalog: SchemaProvider) -> None:
+        self.catalog = catalog
+        self.program = Program()
+        self.variable_names: set[str] = set()
+        self.views: dict[str, str] = {}
+        self.views_in_progress: list[str] = []
+
+    def new_relation(self, hint: str, columns: tuple[str, ...], **properties: Any) -> str:
+        base = hint.lower()
+        name, n = base, 1
+        while name in self.program.relations or self._is_stored(name):
+            n += 1
+            name = f"{base}_{n}"
+        self.program.relations[name] = Relation(name, columns, **properties)
+        return name
+
+    def _is_stored(self, name: str) -> bool:
+        return self.catalog.table_columns(name) is not None or self.catalog.view_query(name) is not None
+
+    def fresh_variable(self, hint: str) -> str:
+        base = "".join(ch for ch in hint.upper() if ch.isalnum() or ch == "_").lstrip("_0123456789") or "V"
+        name, n = base, 0
+        while name.lower() in self.variable_names:
+            n += 1
+            name = f"{base}{n}"
+        self.variable_names.add(name.lower())
+        return name
+
+    def add_rule(self, rule: Rule, node: exp.Expression | None = None) -> None:
+        relation = self.program.relations[rule.head]
+        if len(rule.terms) != len(relation.columns):
+            raise TranslationError.at_node(
+                f"{relation.display_name} has {len(relation.columns)} columns but a branch of it "
+                f"selects {len(rule.terms)}",
+                node,
+            )
+        self.program.rules.append(rule)

@@ -1,0 +1,76 @@
+"""ORDER BY and LIMIT of the outermost query: the answer's sort keys, hidden columns and row limit.
+
+They are allowed only on the outermost query, where they become properties of the Program rather than
+rules, so they are computed apart from the translation of the query itself: the ORDER BY expressions
+that are not output columns are first added to the select list as hidden trailing columns, then each
+sort key is resolved to a position among the answer's columns.
+"""
+
+from __future__ import annotations
+
+from sqlglot import exp
+
+from translator.errors import TranslationError
+from translator.ir import SortKey
+from translator.sql_helpers import output_name
+
+
+def hidden_order_columns(query: exp.Expression, order: exp.Order | None) -> list[exp.Expression]:
+    """ORDER BY expressions that are not output columns become hidden trailing columns."""
+    if order is None or not isinstance(query, exp.Select):
+        return []
+    names = [output_name(e, i).lower() for i, e in enumerate(query.expressions)]
+    selected = {e.unalias().sql() for e in query.expressions}
+    hidden = []
+    for ordered in order.expressions:
+        key = ordered.this
+        if isinstance(key, exp.Literal) and key.is_int:
+            continue
+        if isinstance(key, exp.Column) and not key.table and key.name.lower() in names:
+            continue
+        if key.sql() in selected or any(isinstance(e, exp.Star) for e in query.expressions):
+            continue
+        if query.args.get("distinct"):
+            raise TranslationError.at_node("with SELECT DISTINCT, ORDER BY expressions must appear in the select list", key)
+        hidden.append(key)
+    for i, key in enumerate(hidden):
+        query.append("expressions", exp.alias_(key.copy(), f"__order{i}"))
+    return hidden
+
+
+def sort_keys(
+    query: exp.Expression, order: exp.Order, hidden: list[exp.Expression], answer_columns: tuple[str, ...]
+) -> tuple[SortKey, ...]:
+    """The position and direction of each ORDER BY key among `answer_columns`, the columns of the
+    answer's relation (the `hidden` ones last)."""
+    columns = [c.lower() for c in answer_columns]
+    visible = len(columns) - len(hidden)
+    select = query if isinstance(query, exp.Select) else None
+    selected = [e.unalias().sql() for e in select.expressions] if select is not None else []
+    keys = []
+    hidden_sql = [h.sql() for h in hidden]
+    for ordered in order.expressions:
+        key = ordered.this
+        if isinstance(key, exp.Literal) and key.is_int:
+            position = int(key.this) - 1
+            if not 0 <= position < visible:
+                raise TranslationError.at_node(f"ORDER BY position {position + 1} is out of range", key)
+        elif isinstance(key, exp.Column) and not key.table and key.name.lower() in columns[:visible]:
+            position = columns.index(key.name.lower())
+        elif key.sql() in hidden_sql:
+            position = visible + hidden_sql.index(key.sql())
+        elif key.sql() in selected:
+            position = selected.index(key.sql())
+        else:
+            raise TranslationError.at_node(f"ORDER BY expression '{key.sql()}' is not an output column", key)
+        nulls_first = ordered.args.get("nulls_first")
+        keys.append(SortKey(position, bool(ordered.args.get("desc")), nulls_first))
+    return tuple(keys)
+
+
+def limit_value(limit: exp.Limit) -> int:
+    """The row count of a LIMIT clause."""
+    value = limit.expression
+    if not (isinstance(value, exp.Literal) and value.is_int):
+        raise TranslationError.at_node("LIMIT takes a non-negative integer", value)
+    return int(value.this)

@@ -1,0 +1,263 @@
+"""Query forms into relations: SELECT blocks, UNION, EXCEPT / INTERSECT, VALUES, and WITH.
+
+`translate_query` is where every part comes back to translate a nested query (a derived table, a view,
+a subquery), and `translate_select` assembles one SELECT block from the other parts, so this is the
+driver of the translation.
+
+Contributes: translate_query, translate_select, the set operations, VALUES, WITH (CTEs, recursive or
+not) and `branch_columns`.
+Needs from the other parts: translate_from and expand_stars (FromMixin), translate_conjuncts,
+translate_expression and inner_variables (ConditionsMixin), translate_aggregation (AggregationMixin).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from sqlglot import exp
+
+from translator.block import Block, Correlation
+from translator.core import TranslatorCore
+from translator.errors import TranslationError, UnsupportedError
+from translator.ir import Atom, Condition, HeaderAggregate, Iteration, Rule, var
+from translator.scope import Scope
+from translator.sql_helpers import flatten_union, outermost_aggregates, output_name, split_conjuncts, union_nodes
+
+
+class QueriesMixin(TranslatorCore):
+    """Every query form as a relation, each SELECT block as a rule."""
+
+    def translate_query(
+        self, query: exp.Expression, env: dict[str, str], outer: Scope | None, name_hint: str = "q",
+        correlations: Correlation | None = None,
+    ) -> str:
+        """Translate any query node into a relation; returns the relation's name."""
+        if isinstance(query, exp.Subquery):
+            return self.translate_query(query.this, env, outer, name_hint, correlations)
+        if query.args.get("order") or query.args.get("limit"):
+            if not isinstance(query, exp.Select) or query.args.get("limit") is not None:
+                raise UnsupportedError.at_node("ORDER BY / LIMIT are supported only on the outermost query", query)
+            query = query.copy()
+            query.set("order", None)  # ordering inside a subquery has no effect on its rows
+        if isinstance(query, exp.Select):
+            return self.translate_select(query, env, outer, None, name_hint, correlations)
+        if isinstance(query, exp.Union):
+            return self.translate_union(query, env, name_hint)
+        if isinstance(query, (exp.Except, exp.Intersect)):
+            return self.translate_except_intersect(query, env, name_hint)
+        if isinstance(query, exp.Values):
+            return self.translate_values(query, name_hint)
+        raise UnsupportedError.at_node(f"unsupported query form {query.key.upper()}", query)
+
+    def translate_union(self, union: exp.Union, env: dict[str, str], name_hint: str) -> str:
+        env = self.translate_with(union.args.get("with_"), env)
+        if union.args.get("with_"):
+            union = union.copy()
+            union.set("with_", None)
+        branches = flatten_union(union)
+        distinct = any(node.args.get("distinct") for node in union_nodes(union))
+        columns = self.branch_columns(branches[0], required=False)
+        first = None
+        if columns is None:  # SELECT * in the first branch: its columns come out of its translation
+            first = self.translate_query(branches[0], env, None, name_hint=f"{name_hint}_branch")
+            columns = self.program.relations[first].columns
+        relation = self.new_relation(name_hint, columns, distinct=distinct)
+        if first is not None:
+            self.copy_rule(first, relation, branches[0])
+            branches = branches[1:]
+        for branch in branches:
+            self.translate_branch(branch, relation, env)
+        return relation
+
+    def copy_rule(self, source: str, target: str, node: exp.Expression) -> None:
+        variables = [self.fresh_variable(c) for c in self.program.relations[source].columns]
+        self.add_rule(Rule(target, tuple(var(v) for v in variables), (Atom(source, tuple(variables)),)), node)
+
+    def translate_branch(self, branch: exp.Expression, relation: str, env: dict[str, str]) -> None:
+        """Add the rules of one UNION branch to `relation`."""
+        target = self.program.relations[relation]
+        if isinstance(branch, exp.Select) and not (branch.args.get("distinct") and not target.distinct):
+            self.translate_select(branch, env, None, relation)
+            return
+        source = self.translate_query(branch, env, None, name_hint=f"{target.display_name}_branch")
+        self.copy_rule(source, relation, branch)
+
+    def translate_except_intersect(self, node: exp.Expression, env: dict[str, str], name_hint: str) -> str:
+        if not node.args.get("distinct", True):
+            raise UnsupportedError.at_node(f"{node.key.upper()} ALL is not supported", node)
+        env = self.translate_with(node.args.get("with_"), env)
+        left = self.translate_query(node.this, env, None, name_hint=f"{name_hint}_left")
+        right = self.translate_query(node.expression, env, None, name_hint=f"{name_hint}_right")
+        columns = self.program.relations[left].columns
+        if len(self.program.relations[right].columns) != len(columns):
+            raise TranslationError.at_node(f"both sides of {node.key.upper()} must have the same number of columns", node)
+        relation = self.new_relation(name_hint, columns, distinct=True)
+        variables = tuple(self.fresh_variable(c) for c in columns)
+        negated = isinstance(node, exp.Except)
+        body = (Atom(left, variables), Atom(right, variables, negated=negated, nulls_equal=True))
+        self.add_rule(Rule(relation, tuple(var(v) for v in variables), body), node)
+        return relation
+
+    def translate_values(self, values: exp.Values, name_hint: str) -> str:
+        rows = values.expressions
+        alias = values.args.get("alias")
+        width = len(rows[0].expressions) if rows else 0
+        columns = tuple(c.name for c in alias.columns) if alias and alias.columns else tuple(
+            f"col{i + 1}" for i in range(width)
+        )
+        relation = self.new_relation(alias.name if alias and alias.name else name_hint, columns)
+        for row in rows:
+            terms = row.expressions if isinstance(row, exp.Tuple) else [row]
+            for term in terms:
+                if term.find(exp.Column):
+                    raise TranslationError.at_node("VALUES rows may hold only constants", term)
+            self.add_rule(Rule(relation, tuple(t.copy() for t in terms), ()), row)
+        return relation
+
+    def branch_columns(self, branch: exp.Expression, required: bool = True) -> tuple[str, ...] | None:
+        """Output column names of a query, known before translating it (None when it selects *)."""
+        while isinstance(branch, (exp.Subquery, exp.SetOperation)):
+            branch = branch.this
+        if not isinstance(branch, exp.Select):
+            if not required:
+                return None
+            raise UnsupportedError.at_node("cannot determine the columns of this query; give a column list", branch)
+        names = []
+        for i, expression in enumerate(branch.expressions):
+            if isinstance(expression, exp.Star) or (isinstance(expression, exp.Column) and expression.is_star):
+                if not required:
+                    return None
+                raise TranslationError.at_node("a recursive CTE with SELECT * needs a column list", expression)
+            names.append(output_name(expression, i))
+        return tuple(names)
+
+    # ------------------------------------------------------------------ WITH
+
+    def translate_with(self, with_: exp.With | None, env: dict[str, str]) -> dict[str, str]:
+        if with_ is None:
+            return env
+        env = dict(env)
+        ctes = list(with_.expressions)
+        names = {cte.alias_or_name.lower() for cte in ctes}
+        recursive = bool(with_.args.get("recursive"))
+        declared: list[tuple[exp.CTE, str]] = []
+        for cte in ctes:
+            name = cte.alias_or_name.lower()
+            if recursive and (self.reads_any(cte.this, names) or cte.args.get("aggregates") or cte.args.get("max_level")):
+                columns = self.cte_columns(cte)
+                relation = self.new_relation(name, columns, **self.cte_properties(cte, columns), label=name)
+                declared.append((cte, relation))
+                env[name] = relation
+        for cte in ctes:
+            name = cte.alias_or_name.lower()
+            match = next((relation for declared_cte, relation in declared if declared_cte is cte), None)
+            if match is None:  # an ordinary CTE: a named subquery
+                env[name] = self.translate_cte_query(cte, env)
+                continue
+            for branch in flatten_union(cte.this):
+                self.translate_branch(branch, match, env)
+        return env
+
+    def translate_cte_query(self, cte: exp.CTE, env: dict[str, str]) -> str:
+        name = cte.alias_or_name.lower()
+        relation = self.translate_query(cte.this, env, None, name_hint=name)
+        alias = cte.args.get("alias")
+        if alias is not None and alias.columns:
+            info = self.program.relations[relation]
+            columns = tuple(column.name for column in alias.columns)
+            if len(columns) != len(info.columns):
+                raise TranslationError.at_node(
+                    f"CTE '{name}' names {len(columns)} columns but its query has {len(info.columns)}", cte
+                )
+            self.program.relations[relation] = replace(info, columns=columns, label=name)
+        return relation
+
+    @staticmethod
+    def reads_any(query: exp.Expression, names: set[str]) -> bool:
+        return any(table.name.lower() in names for table in query.find_all(exp.Table))
+
+    def cte_columns(self, cte: exp.CTE) -> tuple[str, ...]:
+        alias = cte.args.get("alias")
+        if alias is not None and alias.columns:
+            return tuple(column.name for column in alias.columns)
+        return self.branch_columns(flatten_union(cte.this)[0])
+
+    def cte_properties(self, cte: exp.CTE, columns: tuple[str, ...]) -> dict:
+        body = cte.this
+        union_distinct = [node.args.get("distinct") for node in union_nodes(body)]
+        aggregates = cte.args.get("aggregates") or {}
+        if len(aggregates) > 1:
+            raise UnsupportedError.at_node(
+                f"CTE '{cte.alias_or_name}' declares {len(aggregates)} aggregates; one per CTE is supported", cte
+            )
+        header = None
+        for column, function in aggregates.items():
+            header = HeaderAggregate(function, [c.lower() for c in columns].index(column.lower()))
+        max_level = cte.args.get("max_level")
+        bag = bool(union_distinct) and not any(union_distinct)
+        return {
+            "distinct": bool(union_distinct) and not bag,
+            "aggregate": header,
+            "iteration": Iteration.BAG if bag else Iteration.FIXPOINT,
+            "max_level": int(max_level.this) if max_level is not None else None,
+        }
+
+    # ------------------------------------------------------------------ SELECT
+
+    def translate_select(
+        self,
+        select: exp.Select,
+        env: dict[str, str],
+        outer: Scope | None,
+        target: str | None,
+        name_hint: str = "q",
+        correlations: Correlation | None = None,
+    ) -> str:
+        """Translate one SELECT block into rule(s) for `target` (a new relation when None)."""
+        for unsupported in ("windows", "qualify", "distribute", "sort", "cluster", "pivots", "laterals"):
+            if select.args.get(unsupported):
+                raise UnsupportedError.at_node(f"{unsupported.upper()} is not supported", select)
+        if any(select.find_all(exp.Window)):
+            raise UnsupportedError.at_node("window functions are not supported", select.find(exp.Window))
+        env = self.translate_with(select.args.get("with_"), env)
+        block = Block(Scope(parent=outer))
+        conjuncts = self.translate_from(select, env, block)
+        where = select.args.get("where")
+        if where is not None:
+            misplaced = outermost_aggregates(where.this)
+            if misplaced:
+                raise TranslationError.at_node("aggregate functions are not allowed in WHERE", misplaced[0])
+            conjuncts.extend(split_conjuncts(where.this))
+        self.translate_conjuncts(conjuncts, block, env)
+
+        items = self.expand_stars(select, block)
+        group = select.args.get("group")
+        having = select.args.get("having")
+        aggregating = group is not None or having is not None or any(outermost_aggregates(e) for _, e in items)
+        if aggregating and block.outer_conditions:
+            raise UnsupportedError.at_node(
+                "an aggregating subquery may refer to the outer query only through equalities (inner = outer)",
+                select,
+            )
+        if aggregating:
+            block, terms, having_conditions = self.translate_aggregation(select, items, block, env)
+            block.body.extend(Condition(condition) for condition in having_conditions)
+        else:
+            terms = [self.translate_expression(e, block, env) for _, e in items]
+
+        if block.correlations or block.outer_conditions:
+            if correlations is None:
+                raise UnsupportedError.at_node("correlated subqueries are supported in WHERE EXISTS / IN only", select)
+            inner = self.inner_variables(block)
+            correlations.outer.extend(outer_column for _, outer_column in block.correlations)
+            correlations.inner.extend(inner)
+            correlations.conditions.extend(block.outer_conditions)
+            exposed = [term for term, _ in block.correlations] + [var(v) for v in inner]
+            terms.extend(exposed)
+            items = items + [(f"corr{i}", term) for i, term in enumerate(exposed)]
+
+        if target is None:
+            columns = tuple(name for name, _ in items)
+            target = self.new_relation(name_hint, columns, distinct=bool(select.args.get("distinct")))
+        self.add_rule(block.rule(target, terms), select)
+        return target

@@ -1,0 +1,75 @@
+"""Questions about the shape of a sqlglot tree, asked by several parts of the translator.
+
+Free functions of the SQL tree alone (no translator state): the branches of a UNION, the conjuncts of a
+condition, a select item's output name, the aggregate calls of an expression, where a column resolves.
+"""
+
+from __future__ import annotations
+
+from sqlglot import exp
+
+from translator.scope import Scope
+
+
+def flatten_union(node: exp.Expression) -> list[exp.Expression]:
+    """The branches of a tree of UNIONs (parentheses around branches dropped)."""
+    if isinstance(node, exp.Subquery) and not node.args.get("alias"):
+        return flatten_union(node.this)
+    if isinstance(node, exp.Union) and not node.args.get("order") and not node.args.get("limit") \
+            and not node.args.get("with_"):
+        return flatten_union(node.this) + flatten_union(node.expression)
+    return [node]
+
+
+def union_nodes(node: exp.Expression) -> list[exp.Union]:
+    if isinstance(node, exp.Subquery):
+        return union_nodes(node.this)
+    if isinstance(node, exp.Union):
+        return [node] + union_nodes(node.this) + union_nodes(node.expression)
+    return []
+
+
+def split_conjuncts(condition: exp.Expression) -> list[exp.Expression]:
+    if isinstance(condition, exp.And):
+        return split_conjuncts(condition.this) + split_conjuncts(condition.expression)
+    if isinstance(condition, exp.Paren) and isinstance(condition.this, exp.And):
+        return split_conjuncts(condition.this)
+    return [condition]
+
+
+def output_name(expression: exp.Expression, position: int) -> str:
+    if isinstance(expression, exp.Alias):
+        return expression.alias
+    if isinstance(expression, exp.Column):
+        return expression.name
+    return expression.sql(dialect="spark")
+
+
+def outermost_aggregates(expression: exp.Expression) -> list[exp.AggFunc]:
+    """Aggregate calls not nested in another aggregate or in a subquery."""
+    found = []
+
+    def visit(node: exp.Expression) -> None:
+        if isinstance(node, exp.Subquery):
+            return
+        if isinstance(node, exp.AggFunc):
+            found.append(node)
+            return
+        for child in node.iter_expressions():
+            visit(child)
+
+    visit(expression)
+    return found
+
+
+def column_depth(scope: Scope, column: exp.Column) -> int:
+    return scope.resolve(column)[1]
+
+
+def in_subquery(node: exp.Expression, root: exp.Expression) -> bool:
+    parent = node.parent
+    while parent is not None and parent is not root:
+        if isinstance(parent, exp.Subquery):
+            return True
+        parent = parent.parent
+    return False
