@@ -91,24 +91,23 @@ def new_facts(width: int) -> Query:
     return Query(tree, (CANDIDATES, FULL), lambda rules, **types: types[CANDIDATES])
 
 
-@lru_cache(maxsize=1024)
 def all_rows() -> Query:
     """The candidates as they are: a UNION ALL relation's delta."""
     return Query(everything(CANDIDATES), (CANDIDATES,), lambda rules, **types: types[CANDIDATES])
 
 
 @lru_cache(maxsize=1024)
-def best(relation: Relation, source: str = CANDIDATES) -> Query:
-    """The min()/max() of each group of `source`."""
+def best(relation: Relation) -> Query:
+    """The min()/max() of each group of the candidates."""
     names = column_names(len(relation.columns))
     function = relation.aggregate.function
     items = [aliased(exp.func(function, column(n)), n) if i == relation.aggregate.column else column(n)
              for i, n in enumerate(names)]
-    tree = select(items, table(source, "s"))
+    tree = select(items, table(CANDIDATES, "s"))
     keys = [column(names[i]) for i in relation.group_key]
     if keys:
         tree.set("group", exp.Group(expressions=keys))
-    return Query(tree, (source,), lambda rules, **types: types[source])
+    return Query(tree, (CANDIDATES,), lambda rules, **types: types[CANDIDATES])
 
 
 @lru_cache(maxsize=1024)
