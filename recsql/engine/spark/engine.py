@@ -13,8 +13,9 @@ Spark's union widening can change while iterating) to the local strategy.
 from __future__ import annotations
 
 import uuid
+import contextlib
 from dataclasses import dataclass
-from typing import Callable, Mapping, Sequence
+from typing import Callable, Iterator, Mapping, Sequence
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -47,20 +48,21 @@ def schema_frame(spark: SparkSession, schema: StructType) -> DataFrame:
 CONSTRAINTS = "spark.sql.constraintPropagation.enabled"
 
 
-def checkpoint(frame: DataFrame, eager: bool) -> DataFrame:
-    """`frame` computed once (in executor memory; `eager`: now, else by the first job that reads it).
+@contextlib.contextmanager
+def without_constraints(spark: SparkSession) -> Iterator[None]:
+    """Spark's constraint propagation off while a fixpoint plans its queries and checkpoints.
 
-    The checkpoint is taken without the constraints Spark would infer from `frame`'s plan and keep with it:
-    a query reading two checkpoints of one plan (a delta, and the full relation grown from it) would
-    otherwise fail in Spark's constraint propagation ("key not found"). The setting is off only while the
-    checkpoint's plan is made; a query planned meanwhile in another thread only infers fewer filters."""
-    conf = frame.sparkSession.conf
-    previous = conf.get(CONSTRAINTS, "true")
-    conf.set(CONSTRAINTS, "false")
+    A checkpoint keeps the constraints Spark inferred for its plan, and a query reading two checkpoints
+    of one plan (a delta, and the full relation grown from it) fails in the union's constraint rewriting
+    ("key not found"). Planned without constraint propagation, the queries infer no such constraints and
+    the checkpoints keep none, so the relations a fixpoint returns are safe to read afterwards. A query
+    that another thread plans meanwhile only infers fewer filters."""
+    previous = spark.conf.get(CONSTRAINTS, "true")
+    spark.conf.set(CONSTRAINTS, "false")
     try:
-        return frame.localCheckpoint(eager=eager)
+        yield
     finally:
-        conf.set(CONSTRAINTS, previous)
+        spark.conf.set(CONSTRAINTS, previous)
 
 
 class Views:
@@ -147,20 +149,20 @@ class SparkEngine:
         """Compute a delta once (one Spark job: the lazy checkpoint is filled by the count)."""
         if self.schema_only:
             return SparkFacts(schema_frame(self.spark, frame.schema))
-        delta = checkpoint(frame, eager=False)
+        delta = frame.localCheckpoint(eager=False)
         return SparkFacts(delta, delta.count())
 
     def cut(self, frame: DataFrame) -> DataFrame:
         if self.schema_only:
             return schema_frame(self.spark, frame.schema)
-        return checkpoint(frame.coalesce(self.partitions), eager=True)
+        return frame.coalesce(self.partitions).localCheckpoint(eager=True)
 
     def accumulate(self, frame: DataFrame) -> DataFrame:
         """`frame` as a new full relation. Its lineage is cut lazily: the checkpoint is filled by the next
         job that reads it, so no job runs for it here and no iteration recomputes an earlier one."""
         if self.schema_only:
             return schema_frame(self.spark, frame.schema)
-        return checkpoint(frame.coalesce(self.partitions), eager=False)
+        return frame.coalesce(self.partitions).localCheckpoint(eager=False)
 
     # ------------------------------------------------------------------ rules (fixpoint.RuleEngine)
 

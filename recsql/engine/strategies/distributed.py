@@ -6,7 +6,7 @@ from __future__ import annotations
 from pyspark.sql import DataFrame
 
 from recsql.engine.fixpoint import Fixpoint, Limits
-from recsql.engine.spark.engine import SparkEngine
+from recsql.engine.spark.engine import SparkEngine, without_constraints
 from recsql.engine.spark.context import StratumRun
 from recsql.planner import Stratum
 
@@ -14,5 +14,6 @@ from recsql.planner import Stratum
 def run_distributed(run: StratumRun, stratum: Stratum) -> dict[str, DataFrame]:
     run.materialize_inputs(stratum)
     engine = SparkEngine(run.spark, run.views, lambda atom: run.source(atom.relation), run.plan.order_variant)
-    facts = Fixpoint(engine, run.program, stratum).run(Limits(run.program, stratum, run.settings), run.report)
+    with without_constraints(run.spark):
+        facts = Fixpoint(engine, run.program, stratum).run(Limits(run.program, stratum, run.settings), run.report)
     return {name: relation.frame for name, relation in facts.items()}
