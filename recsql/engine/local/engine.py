@@ -24,11 +24,11 @@ from recsql.engine.progress import ProgressListener
 from recsql.engine.spark_settings import SparkSettings
 from recsql.engine.sql.printing import Dialect, Printer
 from recsql.engine.sql.queries import DERIVED, Query
-from recsql.engine.sql.rules import range_call, rule_query, table
+from recsql.engine.sql.rules import rule_query, versioned_sources
 from recsql.engine.states import Result
 from recsql.planner import Stratum, Variant, Version
 from recsql.settings import Settings
-from translator.ir import Atom, Program, Rule
+from translator.ir import Program, Rule
 
 
 @dataclass(frozen=True)
@@ -109,13 +109,8 @@ class DuckDBEngine:
         """The SQL of a rule reading the given versions (printed once: the table names stay the same)."""
         key = (rule, versions)
         if key not in self.rules:
-            def source(position: int, atom: Atom) -> exp.Expression:
-                if atom.call_args:
-                    return range_call(atom)
-                version = versions[position] if versions else None
-                return table(self.inputs[atom.relation] if version is None else
-                             self.version_names[(atom.relation, version)])
-
+            source = versioned_sources(versions, lambda atom: self.inputs[atom.relation],
+                                       lambda relation, version: self.version_names[(relation, version)])
             self.rules[key] = self.printer.sql(rule_query(rule, source, extra_terms))
         return self.rules[key]
 

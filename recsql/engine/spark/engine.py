@@ -26,7 +26,7 @@ from recsql.engine.columns import column_names
 from recsql.engine.fixpoint import Versions
 from recsql.engine.sql.printing import Dialect, Printer
 from recsql.engine.sql.queries import DERIVED, Query
-from recsql.engine.sql.rules import range_call, rule_query, table
+from recsql.engine.sql.rules import rule_query, versioned_sources
 from recsql.engine.states import Result
 from recsql.planner import Variant, Version
 from translator.ir import Atom, Rule
@@ -179,14 +179,8 @@ class SparkEngine:
         """The Spark SQL of a rule reading the given versions (printed once: the view names stay the same)."""
         key = (rule, versions)
         if key not in self.rules:
-            def source(position: int, atom: Atom) -> exp.Expression:
-                if atom.call_args:
-                    return range_call(atom)
-                version = versions[position] if versions else None
-                if version is None:
-                    return table(self.source(atom))
-                return table(self.views.prefix + version_view(atom.relation, version))
-
+            source = versioned_sources(versions, self.source,
+                                       lambda relation, version: self.views.prefix + version_view(relation, version))
             self.rules[key] = SPARK.sql(rule_query(rule, source, extra_terms))
         return self.rules[key]
 

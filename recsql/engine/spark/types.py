@@ -6,11 +6,10 @@ from __future__ import annotations
 
 from recsql.engine.fixpoint import Fixpoint
 from recsql.engine.spark.context import StratumRun
-from recsql.engine.spark.engine import SparkEngine
-from recsql.engine.sql.queries import CANDIDATES
-from recsql.engine.types.result_types import SETTLED, InferredTypes, StratumTypes, Versions, row_of
-from recsql.engine.types.spark_types import NotInferred
-from recsql.planner import Stratum, Version
+from recsql.engine.spark.engine import SparkEngine, SparkFacts
+from recsql.engine.types.result_types import SETTLED, InferredTypes, StratumTypes, row_of
+from recsql.engine.types.spark_types import NotInferred, Row
+from recsql.planner import Stratum
 from translator.ir import Program
 
 
@@ -24,18 +23,12 @@ class DistributedTypes(StratumTypes):
                                   lambda variant, _: variant, schema_only=True)
         self.fixpoint = Fixpoint(self.engine, program, stratum)
 
-    def advance(self) -> dict[str, Versions]:
-        if self.steps:
-            self.fixpoint.step()
-        else:
-            self.fixpoint.start()
-        candidates = self.engine.candidate_schemas
-        return {
-            name: {Version.FULL: row_of(state.full.frame.schema), Version.DELTA: row_of(state.delta.frame.schema),
-                   Version.OLD: row_of(state.old.frame.schema),
-                   CANDIDATES: row_of(candidates[name]) if name in candidates else None}
-            for name, state in self.fixpoint.states.items()
-        }
+    def row(self, facts: SparkFacts) -> Row:
+        return row_of(facts.frame.schema)
+
+    def candidates(self, relation: str) -> Row | None:
+        schema = self.engine.candidate_schemas.get(relation)
+        return row_of(schema) if schema is not None else None
 
 
 def stratum_types(run: StratumRun, stratum: Stratum) -> StratumTypes:

@@ -50,6 +50,19 @@ def range_call(atom: Atom) -> exp.Table:
     return table_function("range", [arg.copy() for arg in atom.call_args])
 
 
+def versioned_sources(versions: tuple | None, outside: Callable[[Atom], str],
+                      version_table: Callable[[str, object], str]) -> AtomSources:
+    """What a fixpoint's rule reads for each atom: range(...), a relation outside the component, or the
+    version of a relation of the component that `versions` names for its position."""
+    def source(position: int, atom: Atom) -> exp.Expression:
+        if atom.call_args:
+            return range_call(atom)
+        version = versions[position] if versions else None
+        return table(outside(atom) if version is None else version_table(atom.relation, version))
+
+    return source
+
+
 def select(items: list[exp.Expression], source: exp.Expression | None,
            where: exp.Expression | None = None) -> exp.Select:
     """SELECT items [FROM source] [WHERE where]; SQL has no empty SELECT list, so a query binding no

@@ -56,8 +56,26 @@ class StratumTypes:
         self.read = {version for variant in stratum.variants for version in variant.versions if version}
         self.steps: list[dict[str, Versions]] = []
 
+    fixpoint: Fixpoint  # stepped over facts that tell their types (`row`), one step per `advance`
+
     def advance(self) -> dict[str, Versions]:
         """The types after the next step (the exit rules first)."""
+        if self.steps:
+            self.fixpoint.step()
+        else:
+            self.fixpoint.start()
+        return {
+            name: {Version.FULL: self.row(s.full), Version.DELTA: self.row(s.delta), Version.OLD: self.row(s.old),
+                   CANDIDATES: self.candidates(name)}
+            for name, s in self.fixpoint.states.items()
+        }
+
+    def row(self, facts: object) -> Row:
+        """The types of the fixpoint's facts."""
+        raise NotImplementedError
+
+    def candidates(self, relation: str) -> Row | None:
+        """The types of a relation's candidates in the last step (None: it had none)."""
         raise NotImplementedError
 
     def at(self, iteration: int) -> dict[str, Versions]:
@@ -161,16 +179,11 @@ class InferredTypes(StratumTypes):
         self.engine = TypeEngine(tables)
         self.fixpoint = Fixpoint(self.engine, program, stratum)
 
-    def advance(self) -> dict[str, Versions]:
-        if self.steps:
-            self.fixpoint.step()
-        else:
-            self.fixpoint.start()
-        return {
-            name: {Version.FULL: s.full, Version.DELTA: s.delta, Version.OLD: s.old,
-                   CANDIDATES: self.engine.candidates.get(name)}
-            for name, s in self.fixpoint.states.items()
-        }
+    def row(self, facts: Row) -> Row:
+        return facts
+
+    def candidates(self, relation: str) -> Row | None:
+        return self.engine.candidates.get(relation)
 
 
 def outside_types(tables: TableTypes, atom: Atom) -> Row:
