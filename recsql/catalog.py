@@ -39,6 +39,7 @@ from recsql.catalog_entries import Entry, EntryStore, Kind, view_query_of
 from recsql.delta_tables import Commit, DataFile, ManagedTable, Snapshot
 from recsql.errors import ProgrammingError
 from recsql.registered import Registered
+from recsql.spark_tables import SparkTables
 from recsql.relation_names import FILE_COLUMN, FILES_MARK, split_version, version_name
 from recsql.statistics import ColumnStatistics, TableStatistics
 from recsql.statistics_files import StatisticsFiles
@@ -48,7 +49,7 @@ from recsql.warehouse_format import upgrade
 from translator import dialect
 
 DESCRIPTIONS = {Kind.VIEW: "a view", Kind.EXTERNAL: "a table over external files",
-                Kind.REGISTERED: "a registered DataFrame"}
+                Kind.REGISTERED: "a registered DataFrame", Kind.SPARK: "a table of Spark's catalog or files"}
 NOT_A_NAME = re.compile(r"\W")  # characters of relation names that Spark view names cannot hold
 
 
@@ -65,6 +66,7 @@ class Catalog:
         self.entries = EntryStore(self.metadata)
         self.statistics_files = StatisticsFiles(self.statistics_dir)
         self.registered = Registered()
+        self.spark_tables = SparkTables(spark)
         self.views: dict[str, tuple[str, str]] = {}  # relation → (the version it was read at, its Spark view)
         self.tables: dict[str, ManagedTable] = {}  # by directory: each keeps the log state it has read
         self.pinned: dict[str, Snapshot] | None = None  # the snapshots the running statement reads
@@ -77,6 +79,7 @@ class Catalog:
     def statement(self) -> Iterator[None]:
         """While a statement runs, each table it reads stays at the version it first read."""
         self.pinned = {}
+        self.spark_tables.begin_statement()
         try:
             yield
         finally:
@@ -86,16 +89,36 @@ class Catalog:
 
     def table_columns(self, name: str) -> tuple[str, ...] | None:
         name = name.lower()
-        if name in self.registered:
-            return tuple(self.registered[name].columns)
+        source = self.session_data(name)
+        if source is not None:
+            return tuple(source[name].columns)
         entry = self.entry(split_version(name)[0])
         if entry is None or entry.kind == Kind.VIEW:
             return None
         return tuple(self.schema(name).fieldNames())
 
+    def path_table(self, format: str, path: str) -> str:
+        """The relation name of a path table (`parquet.`/data/edges``), read by Spark (by recsql for
+        `delta`)."""
+        return self.spark_tables.path_table(format, path)
+
+    def session_data(self, name: str) -> Registered | SparkTables | None:
+        """Where a name that is not a stored table or view reads from: data registered in this session
+        (which hides a stored table of its name), or a table Spark knows (which a stored one hides)."""
+        if name in self.registered:
+            return self.registered
+        if self.entry(split_version(name)[0]) is None and name in self.spark_tables:
+            return self.spark_tables
+        return None
+
+    def is_spark_table(self, name: str) -> bool:
+        """Whether a name a statement changes is Spark's: not recsql's own, and qualified (`db.t`) or
+        known to Spark."""
+        return self.entry(name) is None and name not in self.registered and self.spark_tables.owns(name)
+
     def view_query(self, name: str) -> exp.Expression | None:
         name = name.lower()
-        if name in self.registered:
+        if self.session_data(name) is not None:
             return None
         entry = self.entry(name)
         if entry is None or entry.kind != Kind.VIEW:
@@ -119,11 +142,15 @@ class Catalog:
         table.snapshot(version)  # an error now if the table has no such version
         return version_name(name.lower(), version)
 
-    def names(self) -> dict[str, Kind]:
-        """Every table and view by name, with its kind: table, external, view, or registered (this
-        session's data, which hides a stored table of the same name)."""
+    def names(self, database: str | None = None) -> dict[str, Kind]:
+        """Every table and view by name, with its kind: table, external, view, registered (this
+        session's data, which hides a stored table of the same name), or Spark's (the temporary views
+        and the tables of Spark's current database, or of `database`)."""
+        spark = dict.fromkeys(self.spark_tables.names(database), Kind.SPARK)
+        if database is not None:
+            return dict(sorted(spark.items()))
         stored = {entry.name: entry.kind for entry in self.entries.all()}
-        return dict(sorted({**stored, **dict.fromkeys(self.registered, Kind.REGISTERED)}.items()))
+        return dict(sorted({**spark, **stored, **dict.fromkeys(self.registered, Kind.REGISTERED)}.items()))
 
     def entry(self, name: str) -> Entry | None:
         return self.entries.get(name)
@@ -140,7 +167,8 @@ class Catalog:
         another kind of name gets."""
         base = split_version(name)[0]
         entry = self.entry(base)
-        kind = Kind.REGISTERED if base in self.registered else entry.kind if entry is not None else None
+        kind = (Kind.REGISTERED if base in self.registered else entry.kind if entry is not None else
+                Kind.SPARK if base in self.spark_tables else None)
         if kind is None:
             raise ProgrammingError(f"table '{base}' not found")
         if kind != Kind.TABLE:
@@ -176,8 +204,9 @@ class Catalog:
 
     def dataframe(self, name: str) -> DataFrame:
         name = name.lower()
-        if name in self.registered:
-            return self.registered[name]
+        source = self.session_data(name)
+        if source is not None:
+            return source[name]
         entry = self.stored(name)
         if entry.kind == Kind.TABLE:
             return snapshot_frame(self.spark, self.snapshot(name), split_version(name)[2])
@@ -201,8 +230,9 @@ class Catalog:
     def file_version(self, name: str) -> str:
         """What a table is at present: a managed table's version, a fingerprint of an external one's files."""
         name = name.lower()
-        if name in self.registered:
-            return self.registered.versions[name]
+        source = self.session_data(name)
+        if source is not None:
+            return source.version(name)
         entry = self.stored(name)
         if entry.kind == Kind.TABLE:
             return self.snapshot(name).identity + (FILES_MARK if split_version(name)[2] else "")
@@ -226,8 +256,9 @@ class Catalog:
         """A table's rows as Arrow without a Spark job: registered Arrow data, or a managed table whose
         files are small; None otherwise."""
         name = name.lower()
-        if name in self.registered:
-            return self.registered.arrow.get(name)
+        source = self.session_data(name)
+        if source is not None:
+            return source.arrow.get(name)
         entry = self.entry(split_version(name)[0])
         if entry is None or entry.kind != Kind.TABLE:
             return None
@@ -239,7 +270,7 @@ class Catalog:
     def schema(self, name: str) -> StructType:
         """A table's Spark schema (from its log or entry: no Spark analysis)."""
         name = name.lower()
-        entry = self.entry(split_version(name)[0]) if name not in self.registered else None
+        entry = self.entry(split_version(name)[0]) if self.session_data(name) is None else None
         if entry is not None and entry.kind == Kind.TABLE:
             schema = self.snapshot(name).schema
             return with_file_column(schema) if split_version(name)[2] else schema
@@ -252,8 +283,9 @@ class Catalog:
     def table_statistics(self, name: str) -> TableStatistics | None:
         """Statistics of a table's current data, gathered on first use and cached per data version."""
         name = name.lower()
-        if name in self.registered:
-            return self.registered.table_statistics(name)
+        source = self.session_data(name)
+        if source is not None:
+            return source.table_statistics(name)
         base, version, with_files = split_version(name)
         entry = self.entry(base)
         if entry is None or entry.kind == Kind.VIEW:
@@ -271,7 +303,7 @@ class Catalog:
     def statistics_version(self, name: str) -> str:
         """The data statistics describe: a table's version, however few of its files a statement reads
         (the statistics of the whole version serve for the files a DELETE or UPDATE rewrites)."""
-        if name.lower() not in self.registered and self.stored(name).kind == Kind.TABLE:
+        if self.session_data(name.lower()) is None and self.stored(name).kind == Kind.TABLE:
             return self.snapshot(name).key
         return self.file_version(name)
 
@@ -281,8 +313,9 @@ class Catalog:
     def analyze(self, name: str) -> TableStatistics:
         """Gather a table's statistics now (ANALYZE TABLE) and cache them."""
         name = name.lower()
-        if name in self.registered:
-            return self.registered.analyze(name)
+        source = self.session_data(name)
+        if source is not None:
+            return source.analyze(name)
         version = self.statistics_version(name)
         table = self.arrow_table(name)
         if table is not None:

@@ -32,6 +32,7 @@ class Kind(StrEnum):
     EXTERNAL = "external"  # a table over files elsewhere (CSV, Parquet, JSON, ORC), read by Spark
     VIEW = "view"  # a stored query
     REGISTERED = "registered"  # this session's data (Connection.register): never stored
+    SPARK = "spark"  # a table or view of Spark's catalog, or a path table: read, never stored
 
 
 @dataclass

@@ -10,7 +10,7 @@ from typing import Any
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 
-from recsql import preflight
+from recsql import preflight, spark_logs
 from recsql.catalog import Catalog
 from recsql.cursor import Cursor
 from recsql.engine.progress import ProgressListener
@@ -27,13 +27,17 @@ DEFAULT_SPARK_CONF = {
 }
 
 
-def connect(master: str | None = None, conf: dict[str, Any] | None = None, warehouse: str | None = None) -> "Connection":
+def connect(master: str | None = None, conf: dict[str, Any] | None = None, warehouse: str | None = None,
+            log_level: str | None = None) -> "Connection":
     """Open a connection on an embedded local Spark (`local[*]`) or on `master`.
 
     `conf` holds Spark settings and recsql settings (`recsql.max_iterations`, ...); `warehouse` is where
-    tables persist (default `$RECSQL_WAREHOUSE` or `~/.recsql`)."""
+    tables persist (default `$RECSQL_WAREHOUSE` or `~/.recsql`); `log_level` (or `recsql.log_level`) puts
+    Spark's log on the terminal at that level (`warn`, `info`, ...): by default it goes to a log file
+    (spark_logs.log_file) and nothing is printed."""
     conf = {str(k): str(v) for k, v in (conf or {}).items()}
     warehouse = warehouse or conf.pop(PREFIX + "warehouse", None) or os.environ.get("RECSQL_WAREHOUSE") or "~/.recsql"
+    level = spark_logs.checked_level(log_level or conf.pop(PREFIX + "log_level", None))
     settings = Settings()
     # Spark's Python workers (the decomposed strategy's tasks) run this interpreter, with recsql installed
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -45,10 +49,11 @@ def connect(master: str | None = None, conf: dict[str, Any] | None = None, wareh
         else:
             builder = builder.config(key, value)
     try:
-        spark = builder.getOrCreate()
+        with spark_logs.jvm_output(level):
+            spark = builder.getOrCreate()
     except Exception as error:  # noqa: BLE001 - no Java, unreachable master
         raise OperationalError(f"cannot start Spark (master {master or 'local[*]'}): {str(error).splitlines()[0]}") from None
-    spark.sparkContext.setLogLevel("ERROR")
+    spark.sparkContext.setLogLevel(spark_logs.spark_level(level))
     return Connection(Session(spark, Catalog(spark, Path(warehouse)), settings))
 
 

@@ -44,6 +44,9 @@ class Registered(Mapping[str, DataFrame]):
             self.statistics[name] = statistics.from_arrow(data)
             self.arrow[name] = data
 
+    def version(self, name: str) -> str:
+        return self.versions[name]
+
     def remove(self, name: str) -> None:
         """DROP TABLE of registered data (the stored table it hid, if any, is seen again)."""
         del self.frames[name]

@@ -22,8 +22,6 @@ from shell.startup import Startup
 if TYPE_CHECKING:
     from recsql import Connection
 
-# Settings the command line passes to every connection; `--conf` overrides them.
-DEFAULT_CONF = {"spark.log.level": "ERROR"}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -32,7 +30,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_intermixed_args(argv)
     _check(parser, args)
     warnings.simplefilter("ignore")  # library warnings (pandas versions, ...) mean nothing to a user
-    with _native_stderr_silenced() as err:
+    with (_native_stderr_silenced() if args.log_level is None else contextlib.nullcontext(sys.stderr)) as err:
         try:
             return _run(args, sys.stdout, err)
         except KeyboardInterrupt:
@@ -60,8 +58,8 @@ def _run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 def _connect(args: argparse.Namespace) -> Connection:
     import recsql
 
-    conf = {**DEFAULT_CONF, **dict(args.conf)}
-    return recsql.connect(master=args.master, conf=conf, warehouse=args.warehouse)
+    return recsql.connect(master=args.master, conf=dict(args.conf), warehouse=args.warehouse,
+                          log_level=args.log_level)
 
 
 @contextlib.contextmanager
@@ -103,6 +101,10 @@ def _parser() -> argparse.ArgumentParser:
                         help="a Spark or recsql setting (repeatable)")
     parser.add_argument("--format", choices=FORMATS, default="table", help="output format (default: table)")
     parser.add_argument("--warehouse", metavar="DIR", help="directory of persistent tables (default: ~/.recsql)")
+    parser.add_argument("--verbose", dest="log_level", action="store_const", const="warn",
+                        help="show Spark's warnings and errors on the terminal (default: in a log file)")
+    parser.add_argument("--log-level", dest="log_level", metavar="LEVEL",
+                        help="show Spark's log on the terminal at this level (error, warn, info, debug)")
     parser.add_argument("--continue-on-error", action="store_true",
                         help="run the remaining statements after one fails (exit code still non-zero)")
     return parser

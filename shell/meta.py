@@ -73,7 +73,8 @@ def show_help(runner: Runner, args: list[str]) -> None:
 def describe(runner: Runner, args: list[str]) -> None:
     if len(args) > 1:
         raise UsageError("takes at most one name")
-    runner.run_source(f"DESCRIBE {identifier(args[0])}" if args else "SHOW TABLES", None)
+    name = ".".join(identifier(part) for part in args[0].split(".")) if args else None  # db.t: Spark's
+    runner.run_source(f"DESCRIBE {name}" if name else "SHOW TABLES", None)
 
 
 def load(runner: Runner, args: list[str]) -> None:

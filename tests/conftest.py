@@ -23,7 +23,8 @@ def warehouse(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def conn(warehouse):
-    connection = recsql.connect(master="local[2]", conf=TEST_CONF, warehouse=str(warehouse))
+    conf = {**TEST_CONF, "spark.sql.warehouse.dir": str(warehouse / "spark")}  # saveAsTable writes here
+    connection = recsql.connect(master="local[2]", conf=conf, warehouse=str(warehouse))
     # the suites check the distributed evaluation on their small data (which `auto` would run locally);
     # tests marked with strategies.under run again with the strategies they name
     cursor = connection.cursor()

@@ -16,8 +16,14 @@ from translator.errors import TranslationError
 from translator.ir import Program, Relation, Rule
 
 
+PATH_FORMATS = ("parquet", "csv", "json", "orc", "delta")  # `parquet.`/data/edges``: a path table
+
+
 class SchemaProvider(Protocol):
     """What the translator needs to know of stored tables and views."""
+
+    def path_table(self, format: str, path: str) -> str:
+        """The relation name of the files at `path`, read as `format` (one of PATH_FORMATS)."""
 
     def table_columns(self, name: str) -> tuple[str, ...] | None: ...
 
@@ -25,6 +31,14 @@ class SchemaProvider(Protocol):
 
     def versioned(self, name: str, kind: str, value: int | str) -> str:
         """The name of a table's version (kind VERSION: a number; TIMESTAMP: the version of that time)."""
+
+
+def table_name(node: exp.Table, catalog: SchemaProvider) -> str:
+    """The relation a table reference names: `t`, `db.t`, `catalog.db.t`, or a path table
+    (parquet.`/data/edges`, whose path keeps its case)."""
+    if node.db.lower() in PATH_FORMATS and node.this.quoted and not node.catalog:
+        return catalog.path_table(node.db, node.name)
+    return ".".join(part.name.lower() for part in node.parts)
 
 
 class TranslatorCore:

@@ -6,7 +6,7 @@ Additions over sqlglot's Spark dialect:
 * `MAX RECURSION LEVEL n` between a CTE's name (or column list) and AS.
 * RaSQL's parenthesization `name AS (base) UNION [ALL] (recursive)` besides `name AS (base UNION recursive)`.
 * `EXPLAIN [ANALYZE] statement` parses into an `Explain` node instead of an opaque command.
-* `SHOW TABLES` parses into `exp.Show` instead of an opaque command.
+* `SHOW TABLES [IN database]` parses into `exp.Show` instead of an opaque command.
 * `SET key = a, b, c` gives the setting the list of names "a,b,c" (recsql.disable_passes).
 """
 
@@ -64,9 +64,15 @@ class RecSQL(Spark):
                 self._advance()
                 analyze = self._match_text_seq("ANALYZE")
                 return self.expression(Explain(this=super()._parse_statement(), analyze=analyze))
-            if self._curr and self._curr.text.upper() == "SHOW" and self._next and self._next.text.upper() == "TABLES":
-                self._advance(2)  # SHOW is a command keyword: the tokenizer gives the rest as one string
-                return self.expression(exp.Show(this="TABLES"))
+            if self._curr and self._curr.text.upper() == "SHOW" and self._next:
+                words = self._next.text.split()  # SHOW is a command keyword: the rest is one string token
+                if [word.upper() for word in words[:1]] == ["TABLES"]:
+                    if len(words) == 1:
+                        self._advance(2)
+                        return self.expression(exp.Show(this="TABLES"))
+                    if len(words) == 3 and words[1].upper() in ("IN", "FROM"):
+                        self._advance(2)
+                        return self.expression(exp.Show(this="TABLES", db=exp.to_identifier(words[2])))
             if self._curr and self._curr.text.upper() == "VACUUM":
                 self._advance()
                 table = self._parse_table_parts()

@@ -17,7 +17,7 @@ from dataclasses import replace
 from sqlglot import exp
 
 from translator.block import Block
-from translator.core import TranslatorCore
+from translator.core import TranslatorCore, table_name
 from translator.errors import TranslationError, UnsupportedError
 from translator.ir import Atom
 from translator.scope import Source
@@ -89,9 +89,7 @@ class FromMixin(TranslatorCore):
             call_args = tuple(function.expressions)
             alias = alias or fname
         elif isinstance(node, exp.Table):
-            name = node.name.lower()
-            if node.args.get("db"):
-                raise UnsupportedError.at_node(f"qualified table names ('{node.sql()}') are not supported", node)
+            name = table_name(node, self.catalog)
             version = node.args.get("version")
             if version is not None:
                 relation, columns = self.resolve_table(self.table_version(name, version, env), {}, node)

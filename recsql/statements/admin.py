@@ -12,6 +12,7 @@ from recsql.errors import NotSupportedError, ProgrammingError
 from recsql.settings import PREFIX
 from recsql.statements.handler import Result, Services
 from recsql.statements.queries import relation_columns
+from translator.core import table_name
 from translator.dialect import Vacuum
 
 VACUUM_RETAIN_HOURS = 168  # Delta's default: a week of versions stays readable
@@ -38,8 +39,10 @@ def set_option(session: Services, statement: exp.Set, sql: str) -> Result:
 
 
 def show_tables(session: Services, statement: exp.Show, sql: str) -> Result:
-    """SHOW TABLES: every table and view with its kind and column names."""
-    names = session.catalog.names()
+    """SHOW TABLES [IN database]: every table and view with its kind and column names (IN: the tables
+    of one of Spark's databases)."""
+    database = statement.args.get("db")
+    names = session.catalog.names(database.name.lower() if database is not None else None)
     columns = [list(relation_columns(session.catalog, name)) for name in names]
     data = pa.table({"name": list(names), "kind": [str(kind) for kind in names.values()],
                      "columns": pa.array(columns, pa.list_(pa.string()))})
@@ -49,7 +52,7 @@ def show_tables(session: Services, statement: exp.Show, sql: str) -> Result:
 def describe(session: Services, statement: exp.Describe, sql: str) -> Result:
     """DESCRIBE name: the columns of a table or view and their types (a view's types are derived from
     its plan; only when they cannot be is its recursion computed). DESCRIBE HISTORY name: its versions."""
-    name = statement.this.name
+    name = table_name(statement.this, session.catalog)
     if (statement.args.get("style") or "").upper() == "HISTORY":
         return history(session, name)
     view = session.catalog.view_query(name)
@@ -82,10 +85,11 @@ def analyze(session: Services, statement: exp.Analyze, sql: str) -> Result:
         raise NotSupportedError("ANALYZE takes TABLE name")
     names, rows, distinct = [], [], []
     for table in statement.args["tables"]:
-        gathered = session.catalog.analyze(table.name)
-        columns = session.catalog.table_columns(table.name) or ()
+        name = table_name(table, session.catalog)
+        gathered = session.catalog.analyze(name)
+        columns = session.catalog.table_columns(name) or ()
         for column, column_statistics in zip(columns, gathered.columns):
-            names.append(f"{table.name.lower()}.{column}")
+            names.append(f"{name}.{column}")
             rows.append(gathered.rows)
             distinct.append(column_statistics.distinct)
     data = pa.table({"column": names, "rows": pa.array(rows, pa.int64()), "distinct": pa.array(distinct, pa.int64())})
@@ -97,4 +101,4 @@ def vacuum(session: Services, statement: Vacuum, sql: str) -> Result:
     and files that writers left without committing them; the rowcount is the files removed."""
     hours = statement.args.get("hours")
     retain = int(hours.name) if hours is not None else VACUUM_RETAIN_HOURS
-    return Result(rowcount=session.catalog.vacuum(statement.this.name, retain))
+    return Result(rowcount=session.catalog.vacuum(table_name(statement.this, session.catalog), retain))

@@ -11,6 +11,7 @@ from recsql.catalog_entries import Kind, view_query_of
 from recsql.errors import NotSupportedError, ProgrammingError
 from recsql.statements.handler import Result, Services
 from recsql.statements.queries import QUERY_TYPES, rows_of
+from translator.core import table_name
 
 EXTERNAL_FORMATS = ("csv", "parquet", "json", "orc")
 
@@ -19,7 +20,7 @@ def create(session: Services, create: exp.Create, sql: str) -> Result:
     """CREATE [OR REPLACE] TABLE | VIEW [IF NOT EXISTS]."""
     kind = (create.args.get("kind") or "").upper()
     target = create.this.this if isinstance(create.this, exp.Schema) else create.this
-    name = target.name
+    name = table_name(target, session.catalog)
     replace = bool(create.args.get("replace"))
     if create.args.get("exists") and (
         session.catalog.entry(name) is not None or session.catalog.table_columns(name) is not None
@@ -29,11 +30,16 @@ def create(session: Services, create: exp.Create, sql: str) -> Result:
         return create_view(session, create, name, replace, sql)
     if kind != "TABLE":
         raise NotSupportedError(f"CREATE {kind} is not supported")
+    if "." in name:
+        return create_spark_table(session, create, name, replace)
     return create_table(session, create, name, replace, sql)
 
 
 def create_view(session: Services, create: exp.Create, name: str, replace: bool, sql: str) -> Result:
     """A view is stored as its statement's text, once its query compiles."""
+    if "." in name:
+        raise NotSupportedError(f"CREATE VIEW {name}: recsql's views have one-part names (Spark's catalog "
+                                "cannot hold a view of recsql's SQL)")
     query = create.expression
     if not isinstance(query, QUERY_TYPES):
         raise ProgrammingError("CREATE VIEW needs AS followed by a query")
@@ -63,6 +69,15 @@ def create_table(session: Services, create: exp.Create, name: str, replace: bool
     return Result()
 
 
+def create_spark_table(session: Services, create: exp.Create, name: str, replace: bool) -> Result:
+    """CREATE TABLE db.t: a table of Spark's catalog, made by Spark (its rows computed by recsql)."""
+    if create.expression is None:
+        session.spark.sql(create.sql(dialect="spark"))
+        return Result()
+    _, rows = rows_of(session, create.expression)
+    return Result(rowcount=session.catalog.spark_tables.create(name, rows, replace))
+
+
 def create_external(session: Services, name: str, file_format: str, options: dict[str, str],
                     schema: StructType | None) -> None:
     """CREATE TABLE ... USING format OPTIONS (path '...'): a relative path is taken from the session's
@@ -83,8 +98,13 @@ def drop(session: Services, drop: exp.Drop, sql: str) -> Result:
     kind = (drop.args.get("kind") or "").lower()
     if kind not in (Kind.TABLE, Kind.VIEW):
         raise NotSupportedError(f"DROP {kind.upper()} is not supported")
+    exists = bool(drop.args.get("exists"))
     for table in drop.args.get("tables") or [drop.this]:
-        session.catalog.drop(table.name, Kind(kind), bool(drop.args.get("exists")))
+        name = table_name(table, session.catalog)
+        if session.catalog.is_spark_table(name):
+            session.spark.sql(f"DROP {kind.upper()} {'IF EXISTS ' if exists else ''}{table.sql(dialect='spark')}")
+        else:
+            session.catalog.drop(name, Kind(kind), exists)
     return Result()
 
 

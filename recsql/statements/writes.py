@@ -12,6 +12,7 @@ from recsql.errors import DataError, NotSupportedError, ProgrammingError
 from recsql.statements.handler import Result, Services
 from recsql.statements.queries import answer_of, count_of, relation_columns, rows_of
 from recsql.statements.values import arrow_columns, literal_row
+from translator.core import table_name
 from translator.translate import translate
 
 
@@ -25,9 +26,14 @@ def insert(session: Services, insert: exp.Insert, sql: str) -> Result:
         rows = [literal_row(row) for row in source.expressions]
         if all(row is not None for row in rows):
             return insert_rows(session, insert, rows, sql)
-    session.catalog.insertable(target.name)
+    name = table_name(target, session.catalog)
+    spark_table = session.catalog.is_spark_table(name)
+    if not spark_table:
+        session.catalog.insertable(name)
     _, rows = rows_of(session, source)
-    return Result(rowcount=session.catalog.insert(target.name, rows, "INSERT", sql))
+    if spark_table:
+        return Result(rowcount=session.catalog.spark_tables.insert(name, rows))
+    return Result(rowcount=session.catalog.insert(name, rows, "INSERT", sql))
 
 
 def one_row_of_parameters(statement: exp.Expression) -> bool:
@@ -40,11 +46,17 @@ def one_row_of_parameters(statement: exp.Expression) -> bool:
 
 def insert_rows(session: Services, insert: exp.Insert, rows: list[tuple], sql: str) -> Result:
     """Rows of Python values straight into a Parquet file: no Spark job for INSERT ... VALUES."""
-    name = insert.this.name
-    fields = session.catalog.insert_schema(name).fields
+    catalog = session.catalog
+    name = table_name(insert.this, catalog)
+    spark_table = catalog.is_spark_table(name)
+    fields = (catalog.schema(name) if spark_table else catalog.insert_schema(name)).fields
     columns = arrow_columns(name, rows, fields)
+    table = pa.Table.from_arrays(columns, names=[f.name for f in fields])
     try:
-        session.catalog.insert(name, pa.Table.from_arrays(columns, names=[f.name for f in fields]), "INSERT", sql)
+        if spark_table:
+            catalog.spark_tables.insert(name, table)
+        else:
+            catalog.insert(name, table, "INSERT", sql)
     except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as error:
         raise DataError(f"cannot store the values in '{name}': {error}") from None
     return Result(rowcount=len(rows))
@@ -86,7 +98,8 @@ def merge_source_columns(session: Services, using: exp.Expression) -> tuple[str,
     """The column names of MERGE's source (a table, view or subquery), lower-case."""
     if isinstance(using, exp.Subquery):
         return tuple(c.lower() for c in translate(using.this, session.catalog).output_columns)
-    columns = relation_columns(session.catalog, using.name)
+    name = table_name(using, session.catalog)
+    columns = relation_columns(session.catalog, name)
     if not columns:
-        raise ProgrammingError(f"table or view '{using.name}' not found")
+        raise ProgrammingError(f"table or view '{name}' not found")
     return tuple(c.lower() for c in columns)

@@ -12,8 +12,10 @@ Spark's union widening can change while iterating) to the local strategy.
 
 from __future__ import annotations
 
-import uuid
 import contextlib
+import hashlib
+import re
+import uuid
 from dataclasses import dataclass
 from typing import Callable, Iterator, Mapping, Sequence
 
@@ -31,6 +33,7 @@ from recsql.engine.states import Result
 from recsql.planner import Variant, Version
 from translator.ir import Atom, Rule
 
+NOT_A_WORD = re.compile(r"\W")
 ROUNDS_PER_CUT = 32  # iterations between copies of `full` into one frame (see append)
 SPARK = Printer(Dialect.SPARK)
 
@@ -76,7 +79,7 @@ class Views:
 
     def show(self, name: str, frame: DataFrame) -> str:
         """`frame` as the view `name` (made unique); the view's name."""
-        view = self.prefix + name
+        view = self.prefix + view_name(name)
         if self.shown.get(view) is not frame:
             frame.createOrReplaceTempView(view)
             self.shown[view] = frame
@@ -195,6 +198,15 @@ class SparkEngine:
 
     def seeded(self, facts: SparkFacts) -> str:
         raise NotImplementedError("the Spark engine derives its exit rules' facts itself")
+
+
+def view_name(name: str) -> str:
+    """`name` as one part of a view's name: a relation of Spark's catalog or a path table (`db.t`,
+    parquet.`/data`) has characters that a view's name cannot hold; a digest of the name keeps it apart
+    from another that differs only in those."""
+    if NOT_A_WORD.search(name) is None:
+        return name
+    return f"{NOT_A_WORD.sub('_', name)[:40]}_{hashlib.sha1(name.encode()).hexdigest()[:8]}"
 
 
 def version_view(relation: str, version: Version) -> str:
