@@ -10,7 +10,7 @@ from typing import Any
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 
-from recsql import preflight, spark_logs
+from recsql import preflight, shipping, spark_logs
 from recsql.catalog import Catalog
 from recsql.cursor import Cursor
 from recsql.engine.progress import ProgressListener
@@ -39,10 +39,14 @@ def connect(master: str | None = None, conf: dict[str, Any] | None = None, wareh
     warehouse = warehouse or conf.pop(PREFIX + "warehouse", None) or os.environ.get("RECSQL_WAREHOUSE") or "~/.recsql"
     level = spark_logs.checked_level(log_level or conf.pop(PREFIX + "log_level", None))
     settings = Settings()
-    # Spark's Python workers (the decomposed strategy's tasks) run this interpreter, with recsql installed
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    master = master or "local[*]"
+    workers_python = conf.get("spark.pyspark.python")
+    if workers_python:  # PySpark takes the workers' Python from the environment only
+        os.environ["PYSPARK_PYTHON"] = workers_python
+    elif not shipping.runs_elsewhere(master):  # the workers run this interpreter, with recsql installed
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     preflight.check(master)
-    builder = SparkSession.builder.master(master or "local[*]").appName("recsql")
+    builder = SparkSession.builder.master(master).appName("recsql")
     for key, value in {**DEFAULT_SPARK_CONF, **conf}.items():
         if key.startswith(PREFIX):
             settings.set(key, value)
@@ -52,8 +56,10 @@ def connect(master: str | None = None, conf: dict[str, Any] | None = None, wareh
         with spark_logs.jvm_output(level):
             spark = builder.getOrCreate()
     except Exception as error:  # noqa: BLE001 - no Java, unreachable master
-        raise OperationalError(f"cannot start Spark (master {master or 'local[*]'}): {str(error).splitlines()[0]}") from None
+        raise OperationalError(f"cannot start Spark (master {master}): {str(error).splitlines()[0]}") from None
     spark.sparkContext.setLogLevel(spark_logs.spark_level(level))
+    if shipping.runs_elsewhere(master):
+        shipping.ship_code(spark)
     return Connection(Session(spark, Catalog(spark, Path(warehouse)), settings))
 
 

@@ -9,6 +9,8 @@ from typing import Iterator
 from recsql.errors import DataError, Error, NotSupportedError, OperationalError, ProgrammingError
 
 _RAISED_IN_TASK = re.compile(r"recsql\.errors\.(\w+): ([^\n]+)")
+_PYTHON_WORKER = "An exception was thrown from the Python worker"
+_PYTHON_ERROR = re.compile(r"^(\w+(?:\.\w+)*(?:Error|Exception)): (.+)$", re.MULTILINE)
 _CONDITION = re.compile(r"^\[([A-Z_.]+)\]\s*")
 _SQL_ERRORS = ("AnalysisException", "ParseException", "IllegalArgumentException")
 _DATA_ERRORS = ("NumberFormatException", "ArithmeticException", "DateTimeException", "CAST_INVALID_INPUT",
@@ -34,6 +36,10 @@ def translate(error: Exception, context: str) -> Error:
         return kind.get(raised.group(1), OperationalError)(raised.group(2).strip())
     name = type(error).__name__
     text = first_line(getattr(error, "desc", None) or getattr(error, "getMessage", lambda: None)() or str(error))
+    if text.startswith(_PYTHON_WORKER):  # what the worker's traceback ends with, not that it has one
+        failures = _PYTHON_ERROR.findall(str(error))
+        if failures:
+            text = f"{_PYTHON_WORKER}: {failures[0][0]}: {failures[0][1].strip()}"
     if "cancelled" in text.lower() or "canceled" in text.lower():
         return OperationalError("query cancelled")
     prefix = f"{context}: " if context else ""

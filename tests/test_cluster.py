@@ -1,0 +1,98 @@
+"""recsql on a standalone Spark cluster (a master and two workers started from pyspark's own launcher),
+whose executors' Python has recsql's dependencies but not recsql: the driver ships its code.
+
+The driver runs in a process of its own (tests/cluster_session.py): a process holds one SparkContext,
+and the suite's is local."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import sysconfig
+import time
+from pathlib import Path
+
+import pytest
+from reference import assert_same_rows, single_source_shortest, transitive_closure
+
+import cluster_session
+
+DRIVER = Path(__file__).resolve().parent / "cluster_session.py"
+START_TIMEOUT = 120  # seconds for the master to listen
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def worker_python(directory: Path) -> str:
+    """A Python whose packages are this environment's (pyspark, pyarrow, duckdb, sqlglot, ...) but not
+    recsql: a virtual environment whose site-packages lists this one's as a plain path, so that the
+    editable install's import hooks (.pth files there) are not run."""
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(directory)], check=True)
+    python = directory / "bin" / "python"
+    purelib = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                             check=True, capture_output=True, text=True).stdout.strip()
+    Path(purelib, "dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    probe = subprocess.run([str(python), "-c", "import pyspark, pyarrow, duckdb, sqlglot, pandas\n"
+                            "try:\n import recsql\nexcept ImportError:\n print('without recsql')"],
+                           capture_output=True, text=True, cwd=directory)  # not beside a checkout of recsql
+    assert probe.stdout.strip() == "without recsql", f"the workers' Python is not as meant: {probe}"
+    return str(python)
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    from pyspark.find_spark_home import _find_spark_home
+
+    directory = tmp_path_factory.mktemp("cluster")
+    spark_class = str(Path(_find_spark_home()) / "bin" / "spark-class")
+    port = free_port()
+    master_url = f"spark://127.0.0.1:{port}"
+    environment = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_LOG_DIR": str(directory)}
+    log = open(directory / "cluster.log", "w")
+    processes = [subprocess.Popen([spark_class, "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
+                                   "--port", str(port), "--webui-port", str(free_port())],
+                                  env=environment, stdout=log, stderr=log)]
+    try:
+        deadline = time.monotonic() + START_TIMEOUT
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                assert time.monotonic() < deadline, (directory / "cluster.log").read_text()[-3000:]
+                time.sleep(0.5)
+        for n in range(2):
+            processes.append(subprocess.Popen(
+                [spark_class, "org.apache.spark.deploy.worker.Worker", master_url, "--host", "127.0.0.1",
+                 "--cores", "1", "--memory", "768m", "--webui-port", str(free_port()),
+                 "--work-dir", str(directory / f"worker{n}")], env=environment, stdout=log, stderr=log))
+        yield master_url, worker_python(directory / "python"), directory
+    finally:
+        for process in reversed(processes):
+            process.terminate()
+        for process in processes:
+            process.wait(timeout=60)
+        log.close()
+
+
+def test_every_strategy_on_a_cluster_whose_workers_lack_recsql(cluster):
+    master, python, directory = cluster
+    finished = subprocess.run([sys.executable, str(DRIVER), master, python, str(directory / "warehouse")],
+                              capture_output=True, text=True, timeout=600)
+    assert finished.returncode == 0, finished.stderr[-4000:]
+    outcomes = [json.loads(line[3:]) for line in finished.stdout.splitlines() if line.startswith("@@ ")]
+    assert [o["strategy"] for o in outcomes] == list(cluster_session.STRATEGIES)
+    closure = sorted(transitive_closure(cluster_session.EDGES))
+    distances = sorted(single_source_shortest(cluster_session.WEIGHTED, 1).items())
+    for outcome in outcomes:
+        strategy = outcome["strategy"]
+        assert_same_rows([tuple(r) for r in outcome["closure"]], closure, context=strategy)
+        assert_same_rows([tuple(r) for r in outcome["distances"]], distances, context=strategy)
+        assert f"semi-naive fixpoint, {strategy}" in outcome["closure explain"], outcome["closure explain"]
