@@ -96,3 +96,15 @@ def test_every_strategy_on_a_cluster_whose_workers_lack_recsql(cluster):
         assert_same_rows([tuple(r) for r in outcome["closure"]], closure, context=strategy)
         assert_same_rows([tuple(r) for r in outcome["distances"]], distances, context=strategy)
         assert f"semi-naive fixpoint, {strategy}" in outcome["closure explain"], outcome["closure explain"]
+
+
+def test_a_fixpoint_survives_losing_an_executor(cluster):
+    """With a checkpoint directory, the distributed fixpoint's iterations are kept in files: an executor
+    killed while it runs costs time, not the answer."""
+    master, python, directory = cluster
+    finished = subprocess.run([sys.executable, str(DRIVER), master, python, str(directory / "warehouse"), "kill"],
+                              capture_output=True, text=True, timeout=600)
+    assert finished.returncode == 0, finished.stderr[-4000:]
+    outcome = next(json.loads(line[3:]) for line in finished.stdout.splitlines() if line.startswith("@@ "))
+    assert len(outcome["killed"]) == 1
+    assert outcome["count"] == len(transitive_closure(cluster_session.CHAIN))

@@ -48,6 +48,15 @@ def schema_frame(spark: SparkSession, schema: StructType) -> DataFrame:
     return spark.range(0).select(*[F.lit(None).cast(field.dataType).alias(field.name) for field in schema])
 
 
+def checkpoint(frame: DataFrame, eager: bool) -> DataFrame:
+    """`frame` with its lineage cut. With a checkpoint directory (`spark.checkpoint.dir`), in files there,
+    which outlive an executor: a fixpoint survives losing one. Else in the executors' memory (local
+    checkpoints), faster, but a lost executor fails the query: they cannot be computed again."""
+    if frame.sparkSession.sparkContext.getCheckpointDir():
+        return frame.checkpoint(eager=eager)
+    return frame.localCheckpoint(eager=eager)
+
+
 CONSTRAINTS = "spark.sql.constraintPropagation.enabled"
 
 
@@ -152,20 +161,20 @@ class SparkEngine:
         """Compute a delta once (one Spark job: the lazy checkpoint is filled by the count)."""
         if self.schema_only:
             return SparkFacts(schema_frame(self.spark, frame.schema))
-        delta = frame.localCheckpoint(eager=False)
+        delta = checkpoint(frame, eager=False)
         return SparkFacts(delta, delta.count())
 
     def cut(self, frame: DataFrame) -> DataFrame:
         if self.schema_only:
             return schema_frame(self.spark, frame.schema)
-        return frame.coalesce(self.partitions).localCheckpoint(eager=True)
+        return checkpoint(frame.coalesce(self.partitions), eager=True)
 
     def accumulate(self, frame: DataFrame) -> DataFrame:
         """`frame` as a new full relation. Its lineage is cut lazily: the checkpoint is filled by the next
         job that reads it, so no job runs for it here and no iteration recomputes an earlier one."""
         if self.schema_only:
             return schema_frame(self.spark, frame.schema)
-        return frame.coalesce(self.partitions).localCheckpoint(eager=False)
+        return checkpoint(frame.coalesce(self.partitions), eager=False)
 
     # ------------------------------------------------------------------ rules (fixpoint.RuleEngine)
 

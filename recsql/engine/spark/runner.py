@@ -13,7 +13,7 @@ from pyspark.sql.types import StructType
 from recsql.engine.columns import column_names
 from recsql.engine.fixpoint import CapacityExceeded
 from recsql.engine.progress import Progress, ProgressListener
-from recsql.engine.spark.engine import SPARK, Views, empty_frame
+from recsql.engine.spark.engine import SPARK, Views, checkpoint, empty_frame
 from recsql.engine.spark_settings import SparkSettings
 from recsql.engine.sql.queries import answer_query, relation_query
 from recsql.engine.sql.rules import range_call, rule_query, table
@@ -84,7 +84,7 @@ class SparkRun:
             for name in stratum.relations:
                 self.frames[name] = self.combine(self.program.relations[name])
                 if self.trace is not None:
-                    self.frames[name] = self.frames[name].localCheckpoint(eager=True)
+                    self.frames[name] = checkpoint(self.frames[name], eager=True)
                     self.trace.record(Step((name,), None, {name: self.frames[name].count()},
                                            time.monotonic() - started))
 
@@ -144,7 +144,7 @@ class SparkRun:
     def materialize_inputs(self, stratum: Stratum) -> None:
         """Relations a fixpoint reads from outside itself are computed once, not once per iteration."""
         for name, atom in stratum.inputs.items():
-            frame = self.atom_frame(atom).localCheckpoint(eager=True)
+            frame = checkpoint(self.atom_frame(atom), eager=True)
             target = self.frames if name in self.frames else self.tables
             target[name] = frame
 

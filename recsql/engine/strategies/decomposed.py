@@ -29,7 +29,7 @@ from recsql.engine.local.database import Database
 from recsql.engine.local.engine import LocalFixpoint, RelationTypes
 from recsql.engine.progress import Progress
 from recsql.engine.spark.context import StratumRun
-from recsql.engine.spark.engine import SPARK, empty_frame
+from recsql.engine.spark.engine import SPARK, checkpoint, empty_frame
 from recsql.engine.spark.types import stratum_types
 from recsql.engine.spark_settings import SparkSettings
 from recsql.engine.sql.printing import inlined
@@ -123,7 +123,7 @@ class Decomposed:
             self.types.arrow(SETTLED), to_arrow_schema(seeds.schema, timezone=spark_settings.timezone),
             context.broadcast(self.broadcast_inputs()), statistics,
         )
-        result = seeds.mapInArrow(evaluation, schema).localCheckpoint(eager=True)
+        result = checkpoint(seeds.mapInArrow(evaluation, schema), eager=True)
         iterations, facts = statistics.value
         Limits(self.program, self.stratum, self.context.settings).check_rows(facts, iterations)
         self.context.report(Progress(self.stratum.relations, iterations, 0, facts,
