@@ -58,6 +58,7 @@ def connect(master: str | None = None, conf: dict[str, Any] | None = None, wareh
     except Exception as error:  # noqa: BLE001 - no Java, unreachable master
         raise OperationalError(f"cannot start Spark (master {master}): {str(error).splitlines()[0]}") from None
     spark.sparkContext.setLogLevel(spark_logs.spark_level(level))
+    spark_logs.quiet_pyspark(level)
     if shipping.runs_elsewhere(master):
         shipping.ship_code(spark)
     return Connection(Session(spark, Catalog(spark, Path(warehouse)), settings))

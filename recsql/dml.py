@@ -45,7 +45,9 @@ def count_where(source: exp.Expression, condition: exp.Expression, joins: list[e
 
 def target_table(node: exp.Expression, statement: str) -> tuple[str, str]:
     """The table a statement changes and the name its conditions call it by."""
-    if not isinstance(node, exp.Table) or node.args.get("db"):
+    if isinstance(node, exp.Table) and node.args.get("db"):
+        raise NotSupportedError(f"{statement} changes recsql's own tables only, not '{node.sql()}' of Spark's catalog")
+    if not isinstance(node, exp.Table):
         raise NotSupportedError(f"{statement} needs a table name")
     return node.name.lower(), (node.alias or node.name)
 

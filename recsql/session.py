@@ -98,7 +98,7 @@ def changed_table(statement: exp.Expression) -> str:
     target = statement.this.this if isinstance(statement.this, exp.Schema) else statement.this
     if verb is None or not isinstance(target, exp.Table):
         return ""
-    return f"{verb} {target.name.lower()}"
+    return f"{verb} {'.'.join(part.name.lower() for part in target.parts)}"
 
 
 def parse_single(sql: str) -> exp.Expression:

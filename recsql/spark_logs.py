@@ -24,6 +24,9 @@ LEVELS = ("off", "fatal", "error", "warn", "info", "debug", "trace", "all")
 QUIET = "off"  # nothing on the terminal: Spark's log goes to the log file, at level WARN
 FILE_LEVEL = "WARN"
 LOG_BYTES = 16 << 20  # a log file past this size is started afresh
+# PySpark's own loggers in this process, which print a failed query's JVM stack trace to stderr (recsql
+# turns the failure into an exception that says what went wrong)
+PYSPARK_LOGGERS = ("SQLQueryContextLogger", "DataFrameQueryContextLogger")
 
 
 def log_file() -> Path:
@@ -64,6 +67,16 @@ def jvm_output(level: str) -> Iterator[None]:
         os.dup2(saved, 2)
         os.close(saved)
         os.close(log)
+
+
+def quiet_pyspark(level: str) -> None:
+    """With `level` off, PySpark's loggers of failed queries print nothing."""
+    if level != QUIET:
+        return
+    from pyspark.logger import PySparkLogger
+
+    for name in PYSPARK_LOGGERS:
+        PySparkLogger.getLogger(name).disabled = True  # a PySparkLogger: PySpark logs with its arguments
 
 
 def jvm_starts() -> bool:
