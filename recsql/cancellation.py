@@ -1,9 +1,10 @@
 """Cancelling a running statement from another thread: the shell's Ctrl-C, `Connection.cancel()`.
 
 A statement stops at whichever comes first: Spark cancels the jobs it is running (each statement tags
-its jobs; a tag, unlike a job group, leaves a caller's own job group alone), an in-process DuckDB query
-it is running is interrupted, or its recursive evaluation reaches the next iteration (a loop of short
-jobs or of in-process queries may have nothing running at the moment of the cancel).
+its jobs, or on Spark Connect its operations; a tag, unlike a job group, leaves a caller's own job group
+alone), an in-process DuckDB query it is running is interrupted, or its recursive evaluation reaches the
+next iteration (a loop of short jobs or of in-process queries may have nothing running at the moment of
+the cancel).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from contextvars import ContextVar
 from typing import TYPE_CHECKING, Callable, Iterator
 
 from recsql.errors import QueryCancelled
+from recsql.spark_facts import is_connect
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -36,21 +38,38 @@ class Cancellation:
     def statement(self, sql: str) -> Iterator[None]:
         """Run a statement as cancellable; any error it ends with after a cancel is QueryCancelled."""
         self.requested.clear()
-        context = self.spark.sparkContext
         tag = f"recsql-{uuid.uuid4().hex[:12]}"
-        interrupting = context.getLocalProperty(INTERRUPT_ON_CANCEL)
-        context.addJobTag(tag)
-        context.setInterruptOnCancel(True)  # a cancelled task's thread is interrupted, not left to finish
-        self.tag = tag
         running = _running.set(self)
         try:
-            yield
+            with self.tagged(tag):
+                yield
         except Exception:  # whatever the interrupted work raised: Spark's, DuckDB's
             if self.requested.is_set():
                 raise QueryCancelled("query cancelled") from None
             raise
         finally:
             _running.reset(running)
+
+    @contextlib.contextmanager
+    def tagged(self, tag: str) -> Iterator[None]:
+        """The Spark jobs this thread starts inside the block carry `tag`, for `cancel` to stop them."""
+        if is_connect(self.spark):  # the server's operations, tagged by the session
+            self.spark.addTag(tag)
+            self.tag = tag
+            try:
+                yield
+            finally:
+                self.tag = None
+                self.spark.removeTag(tag)
+            return
+        context = self.spark.sparkContext
+        interrupting = context.getLocalProperty(INTERRUPT_ON_CANCEL)
+        context.addJobTag(tag)
+        context.setInterruptOnCancel(True)  # a cancelled task's thread is interrupted, not left to finish
+        self.tag = tag
+        try:
+            yield
+        finally:
             self.tag = None
             context.removeJobTag(tag)
             context.setLocalProperty(INTERRUPT_ON_CANCEL, interrupting)  # type: ignore[arg-type]
@@ -62,7 +81,11 @@ class Cancellation:
             for interrupt in self.interrupts:
                 interrupt()
         tag = self.tag
-        if tag is not None:
+        if tag is None:
+            return
+        if is_connect(self.spark):
+            self.spark.interruptTag(tag)
+        else:
             self.spark.sparkContext.cancelJobsWithTag(tag)
 
     def check(self) -> None:

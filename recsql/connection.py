@@ -3,64 +3,45 @@
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 
-from recsql import preflight, shipping, spark_logs
+from recsql import spark_logs, spark_start
 from recsql.catalog import Catalog
 from recsql.cursor import Cursor
 from recsql.engine.progress import ProgressListener
-from recsql.errors import InterfaceError, NotSupportedError, OperationalError
+from recsql.errors import InterfaceError, NotSupportedError
 from recsql.session import Session
 from recsql.settings import PREFIX, Settings
 from recsql.spark_errors import spark_errors
-
-DEFAULT_SPARK_CONF = {
-    "spark.ui.showConsoleProgress": "false",
-    "spark.sql.shuffle.partitions": "4",
-    # tables are Delta Lake tables: timestamps as Delta stores them (not Spark's legacy INT96)
-    "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
-}
+from recsql.spark_facts import arrow_frame
 
 
 def connect(master: str | None = None, conf: dict[str, Any] | None = None, warehouse: str | None = None,
-            log_level: str | None = None) -> "Connection":
-    """Open a connection on an embedded local Spark (`local[*]`) or on `master`.
+            log_level: str | None = None, remote: str | None = None) -> "Connection":
+    """Open a connection on an embedded local Spark (`local[*]`), on `master`, or on the Spark Connect
+    server `remote` (`sc://host:port`).
 
     `conf` holds Spark settings and recsql settings (`recsql.max_iterations`, ...); `warehouse` is where
     tables persist (default `$RECSQL_WAREHOUSE` or `~/.recsql`); `log_level` (or `recsql.log_level`) puts
     Spark's log on the terminal at that level (`warn`, `info`, ...): by default it goes to a log file
     (spark_logs.log_file) and nothing is printed."""
+    if master and remote:
+        raise InterfaceError(f"connect() takes a master or a remote Spark Connect server, not both ({master}, {remote})")
     conf = {str(k): str(v) for k, v in (conf or {}).items()}
     warehouse = warehouse or conf.pop(PREFIX + "warehouse", None) or os.environ.get("RECSQL_WAREHOUSE") or "~/.recsql"
     level = spark_logs.checked_level(log_level or conf.pop(PREFIX + "log_level", None))
     settings = Settings()
-    master = master or "local[*]"
-    workers_python = conf.get("spark.pyspark.python")
-    if workers_python:  # PySpark takes the workers' Python from the environment only
-        os.environ["PYSPARK_PYTHON"] = workers_python
-    elif not shipping.runs_elsewhere(master):  # the workers run this interpreter, with recsql installed
-        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    preflight.check(master)
-    builder = SparkSession.builder.master(master).appName("recsql")
-    for key, value in {**DEFAULT_SPARK_CONF, **conf}.items():
+    spark_conf = {}
+    for key, value in conf.items():
         if key.startswith(PREFIX):
             settings.set(key, value)
         else:
-            builder = builder.config(key, value)
-    try:
-        with spark_logs.jvm_output(level):
-            spark = builder.getOrCreate()
-    except Exception as error:  # noqa: BLE001 - no Java, unreachable master
-        raise OperationalError(f"cannot start Spark (master {master}): {str(error).splitlines()[0]}") from None
-    spark.sparkContext.setLogLevel(spark_logs.spark_level(level))
-    spark_logs.quiet_pyspark(level)
-    if shipping.runs_elsewhere(master):
-        shipping.ship_code(spark)
+            spark_conf[key] = value
+    spark = spark_start.remote(remote, spark_conf, level) if remote else spark_start.embedded(master, spark_conf, level)
     return Connection(Session(spark, Catalog(spark, Path(warehouse)), settings))
 
 
@@ -122,7 +103,7 @@ class Connection:
                 session.catalog.register(name, data)
             else:
                 table = as_arrow(data)
-                session.catalog.register(name, session.spark.createDataFrame(table), table)
+                session.catalog.register(name, arrow_frame(session.spark, table), table)
 
     @property
     def progress(self) -> ProgressListener | None:

@@ -1,6 +1,7 @@
-"""Checks made before starting Spark, for the two failures that otherwise come back late or as a JVM
-stack trace: no Java on this machine (the Spark driver is a JVM), and a standalone master that cannot be
-reached (Spark retries for about a minute before giving up)."""
+"""Checks made before starting Spark, for the failures that otherwise come back late or as a JVM stack
+trace: no Java on this machine (the Spark driver is a JVM), a standalone master that cannot be reached
+(Spark retries for about a minute before giving up), and a Spark Connect server that cannot be reached
+(the client retries for minutes)."""
 
 from __future__ import annotations
 
@@ -8,10 +9,12 @@ import os
 import shutil
 import socket
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from recsql.errors import OperationalError
 
-MASTER_TIMEOUT = 5.0  # seconds to wait for a standalone master to accept a connection
+MASTER_TIMEOUT = 5.0  # seconds to wait for a standalone master or a Connect server to accept a connection
+CONNECT_PORT = 15002  # a Spark Connect server's port when its URL names none
 
 
 def check(master: str | None) -> None:
@@ -38,10 +41,32 @@ def check_master(master: str) -> None:
     for address in master.removeprefix("spark://").split(","):
         host, _, port = address.rpartition(":")
         try:
-            with socket.create_connection((host, int(port)), timeout=MASTER_TIMEOUT):
+            if reachable(host, int(port), reasons):
                 return
         except ValueError:
             raise OperationalError(f"bad Spark master URL {master}: expected spark://host:port") from None
-        except OSError as error:
-            reasons.append(f"{address}: {error.strerror or error}")
     raise OperationalError(f"cannot start Spark: the master {master} cannot be reached ({'; '.join(reasons)})")
+
+
+def check_connect_server(url: str) -> None:
+    """A Spark Connect URL (`sc://host[:port][/;param=value...]`) names a server that accepts connections."""
+    parts = urlsplit(url)
+    try:
+        host, port = parts.hostname, parts.port or CONNECT_PORT
+    except ValueError:
+        host = None
+    if parts.scheme != "sc" or not host:
+        raise OperationalError(f"bad Spark Connect URL {url}: expected sc://host:port")
+    reasons: list[str] = []
+    if not reachable(host, port, reasons):
+        raise OperationalError(f"cannot reach Spark Connect at {url} ({reasons[0]})")
+
+
+def reachable(host: str, port: int, reasons: list[str]) -> bool:
+    """Whether `host:port` accepts a connection; if not, why is added to `reasons`."""
+    try:
+        with socket.create_connection((host, port), timeout=MASTER_TIMEOUT):
+            return True
+    except OSError as error:
+        reasons.append(f"{host}:{port}: {error.strerror or error}")
+        return False

@@ -2,9 +2,9 @@
 
 The decomposed strategy runs recsql's evaluator inside Spark's Python workers. On a cluster those run on
 other hosts, with whatever Python the cluster gives them: recsql's packages (pure Python) are zipped once
-per version of their files and added to the session (`addPyFile`), so that the workers import the
-driver's recsql; the workers' Python needs only recsql's dependencies (pyspark, pyarrow, pandas, duckdb,
-sqlglot).
+per version of their files and added to the session (`addPyFile`; on Spark Connect, as a Python artifact
+of the session), so that the workers import the driver's recsql; the workers' Python needs only
+recsql's dependencies (pyspark, pyarrow, pandas, duckdb, sqlglot).
 """
 
 from __future__ import annotations
@@ -16,6 +16,8 @@ import zipfile
 from pathlib import Path
 
 from pyspark.sql import SparkSession
+
+from recsql.spark_facts import is_connect
 
 PACKAGES = ("recsql", "translator")  # what the workers import: the engine and the IR it evaluates
 
@@ -47,7 +49,10 @@ def code_archive() -> Path:
 
 def ship_code(spark: SparkSession) -> None:
     """Add recsql's code to the session, for its Python workers to import."""
-    spark.sparkContext.addPyFile(str(code_archive()))
+    if is_connect(spark):
+        spark.addArtifacts(str(code_archive()), pyfile=True)
+    else:
+        spark.sparkContext.addPyFile(str(code_archive()))
 
 
 def runs_elsewhere(master: str) -> bool:

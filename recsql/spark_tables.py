@@ -21,6 +21,7 @@ from pyspark.sql import DataFrame, SparkSession
 from recsql import statistics
 from recsql.delta_tables import ManagedTable
 from recsql.errors import NotSupportedError
+from recsql.spark_facts import arrow_frame
 from recsql.statistics import ColumnStatistics, TableStatistics
 from recsql.table_files import snapshot_frame
 from recsql.table_writes import Rows
@@ -175,4 +176,4 @@ class SparkTables:
         return written
 
     def frame_of(self, rows: Rows) -> DataFrame:
-        return self.spark.createDataFrame(rows) if isinstance(rows, pa.Table) else rows
+        return arrow_frame(self.spark, rows) if isinstance(rows, pa.Table) else rows

@@ -59,7 +59,7 @@ def _connect(args: argparse.Namespace) -> Connection:
     import recsql
 
     return recsql.connect(master=args.master, conf=dict(args.conf), warehouse=args.warehouse,
-                          log_level=args.log_level)
+                          log_level=args.log_level, remote=args.remote)
 
 
 @contextlib.contextmanager
@@ -97,6 +97,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("files", nargs="*", metavar="FILE", help="SQL script (with `run`)")
     parser.add_argument("-c", dest="sql", metavar="SQL", help="run these ;-separated statements and exit")
     parser.add_argument("--master", help="Spark master URL (default: an embedded local Spark)")
+    parser.add_argument("--remote", metavar="URL",
+                        help="a Spark Connect server to run on (sc://host:port) instead of a Spark in this process")
     parser.add_argument("--conf", action="append", default=[], type=_setting, metavar="KEY=VALUE",
                         help="a Spark or recsql setting (repeatable)")
     parser.add_argument("--format", choices=FORMATS, default="table", help="output format (default: table)")
@@ -116,6 +118,8 @@ def _check(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
         parser.error("run needs at least one FILE")
     if args.sql is not None and (args.command or args.files):
         parser.error("-c cannot be combined with run or files")
+    if args.master and args.remote:
+        parser.error("--master and --remote cannot be combined: a Spark Connect server has its own master")
 
 
 def _setting(text: str) -> tuple[str, str]:

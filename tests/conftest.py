@@ -1,6 +1,11 @@
-"""Shared fixtures: one Spark session and one recsql connection for the whole run."""
+"""Shared fixtures: one Spark session and one recsql connection for the whole run.
+
+With RECSQL_TEST_REMOTE set (`sc://host:port`), the connection is a Spark Connect session on that server
+instead of an embedded Spark: tests/test_spark_connect.py runs suites so, in a process of their own."""
 
 from __future__ import annotations
+
+import os
 
 import pytest
 from strategies import counting_runs
@@ -23,8 +28,13 @@ def warehouse(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def conn(warehouse):
-    conf = {**TEST_CONF, "spark.sql.warehouse.dir": str(warehouse / "spark")}  # saveAsTable writes here
-    connection = recsql.connect(master="local[2]", conf=conf, warehouse=str(warehouse))
+    remote = os.environ.get("RECSQL_TEST_REMOTE")
+    if remote:  # the server's own settings are given when it starts
+        conf = {key: value for key, value in TEST_CONF.items() if key.startswith("spark.sql.")}
+        connection = recsql.connect(remote=remote, conf=conf, warehouse=str(warehouse))
+    else:
+        conf = {**TEST_CONF, "spark.sql.warehouse.dir": str(warehouse / "spark")}  # saveAsTable writes here
+        connection = recsql.connect(master="local[2]", conf=conf, warehouse=str(warehouse))
     # the suites check the distributed evaluation on their small data (which `auto` would run locally);
     # tests marked with strategies.under run again with the strategies they name
     cursor = connection.cursor()

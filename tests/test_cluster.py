@@ -8,50 +8,23 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
-import sysconfig
-import time
 from pathlib import Path
 
 import pytest
 from reference import assert_same_rows, single_source_shortest, transitive_closure
+from spark_processes import free_port, spark_home, wait_for_port, worker_python
 
 import cluster_session
 
 DRIVER = Path(__file__).resolve().parent / "cluster_session.py"
-START_TIMEOUT = 120  # seconds for the master to listen
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-def worker_python(directory: Path) -> str:
-    """A Python whose packages are this environment's (pyspark, pyarrow, duckdb, sqlglot, ...) but not
-    recsql: a virtual environment whose site-packages lists this one's as a plain path, so that the
-    editable install's import hooks (.pth files there) are not run."""
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(directory)], check=True)
-    python = directory / "bin" / "python"
-    purelib = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                             check=True, capture_output=True, text=True).stdout.strip()
-    Path(purelib, "dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
-    probe = subprocess.run([str(python), "-c", "import pyspark, pyarrow, duckdb, sqlglot, pandas\n"
-                            "try:\n import recsql\nexcept ImportError:\n print('without recsql')"],
-                           capture_output=True, text=True, cwd=directory)  # not beside a checkout of recsql
-    assert probe.stdout.strip() == "without recsql", f"the workers' Python is not as meant: {probe}"
-    return str(python)
 
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    from pyspark.find_spark_home import _find_spark_home
-
     directory = tmp_path_factory.mktemp("cluster")
-    spark_class = str(Path(_find_spark_home()) / "bin" / "spark-class")
+    spark_class = str(spark_home() / "bin" / "spark-class")
     port = free_port()
     master_url = f"spark://127.0.0.1:{port}"
     environment = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_LOG_DIR": str(directory)}
@@ -60,14 +33,7 @@ def cluster(tmp_path_factory):
                                    "--port", str(port), "--webui-port", str(free_port())],
                                   env=environment, stdout=log, stderr=log)]
     try:
-        deadline = time.monotonic() + START_TIMEOUT
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                assert time.monotonic() < deadline, (directory / "cluster.log").read_text()[-3000:]
-                time.sleep(0.5)
+        wait_for_port(port, directory / "cluster.log")
         for n in range(2):
             processes.append(subprocess.Popen(
                 [spark_class, "org.apache.spark.deploy.worker.Worker", master_url, "--host", "127.0.0.1",

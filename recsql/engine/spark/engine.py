@@ -31,6 +31,7 @@ from recsql.engine.sql.queries import DERIVED, Query
 from recsql.engine.sql.rules import rule_query, versioned_sources
 from recsql.engine.states import Result
 from recsql.planner import Variant, Version
+from recsql.spark_facts import checkpoint_dir, is_connect
 from translator.ir import Atom, Rule
 
 NOT_A_WORD = re.compile(r"\W")
@@ -52,7 +53,7 @@ def checkpoint(frame: DataFrame, eager: bool) -> DataFrame:
     """`frame` with its lineage cut. With a checkpoint directory (`spark.checkpoint.dir`), in files there,
     which outlive an executor: a fixpoint survives losing one. Else in the executors' memory (local
     checkpoints), faster, but a lost executor fails the query: they cannot be computed again."""
-    if frame.sparkSession.sparkContext.getCheckpointDir():
+    if checkpoint_dir(frame.sparkSession):
         return frame.checkpoint(eager=eager)
     return frame.localCheckpoint(eager=eager)
 
@@ -79,24 +80,50 @@ def without_constraints(spark: SparkSession) -> Iterator[None]:
 
 class Views:
     """Temporary views of the frames a query's SQL reads, under names no other query uses; dropped when the
-    query ends (the DataFrames built from them keep their plans)."""
+    query ends (the DataFrames built from them keep their plans).
+
+    On Spark Connect a DataFrame made from SQL is analysed again each time it runs, on the server, by
+    which time a view may show another frame or be gone: there the frames go with each query instead, as
+    its relations, and no view is made."""
 
     def __init__(self, spark: SparkSession):
         self.spark = spark
         self.prefix = f"recsql_{uuid.uuid4().hex[:12]}_"
         self.shown: dict[str, DataFrame] = {}
+        self.connect = is_connect(spark)
+        self.names = re.compile(re.escape(self.prefix) + r"\w+")
 
     def show(self, name: str, frame: DataFrame) -> str:
         """`frame` as the view `name` (made unique); the view's name."""
         view = self.prefix + view_name(name)
         if self.shown.get(view) is not frame:
-            frame.createOrReplaceTempView(view)
+            if not self.connect:
+                frame.createOrReplaceTempView(view)
             self.shown[view] = frame
         return view
 
+    def sql(self, query: str) -> DataFrame:
+        """The Spark SQL `query`, which reads views shown here, as a DataFrame."""
+        if not self.connect:
+            return self.spark.sql(query)
+        frames: dict[str, DataFrame] = {}
+
+        def relation(match: re.Match) -> str:
+            frames[f"v{len(frames)}"] = self.shown[match.group(0)]
+            return f"{{v{len(frames) - 1}}}"
+
+        text = self.names.sub(relation, query.replace("{", "{{").replace("}", "}}"))
+        frame = self.spark.sql(text, **frames)
+        # the server's plan of `frame` names the server-side data of checkpointed frames by id, which the
+        # client releases once nothing refers to those frames: the plan's client-side node keeps them, and
+        # every frame derived from `frame` keeps that node
+        frame._plan.recsql_reads = list(frames.values())
+        return frame
+
     def drop(self) -> None:
-        for view in self.shown:
-            self.spark.catalog.dropTempView(view)
+        if not self.connect:
+            for view in self.shown:
+                self.spark.catalog.dropTempView(view)
         self.shown.clear()
 
 
@@ -136,7 +163,7 @@ class SparkEngine:
         key = (id(query), tuple(sorted(names.items())))
         if key not in self.printed:  # the same names every iteration: printed once per evaluation
             self.printed[key] = query.sql(SPARK, names)
-        frame = self.spark.sql(SPARK.with_inputs(self.printed[key], inline))
+        frame = self.views.sql(SPARK.with_inputs(self.printed[key], inline))
         if result is Result.DELTA:
             return self.materialize(frame)
         return SparkFacts(self.accumulate(frame))
@@ -202,7 +229,7 @@ class SparkEngine:
     def union(self, relation: str, parts: list[object]) -> str:
         sql = SPARK.union_all(parts)
         if self.schema_only:
-            self.candidate_schemas[relation] = self.spark.sql(sql).schema
+            self.candidate_schemas[relation] = self.views.sql(sql).schema
         return sql
 
     def seeded(self, facts: SparkFacts) -> str:

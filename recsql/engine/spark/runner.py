@@ -94,14 +94,14 @@ class SparkRun:
         if not rules:
             return empty_frame(self.spark, len(relation.columns))
         parts = [rule_query(rule, lambda _, atom: self.atom_source(atom), hints=True) for rule in rules]
-        return self.spark.sql(SPARK.sql(relation_query(relation, parts)))
+        return self.views.sql(SPARK.sql(relation_query(relation, parts)))
 
     def output(self) -> DataFrame:
         """The output relation ordered, limited and named as the query says (one Spark SQL query)."""
         program = self.program
         width = len(program.relations[program.output].columns) - program.hidden_columns
         query = answer_query(table(self.source(program.output)), width, program.order_by, program.limit)
-        return self.spark.sql(SPARK.sql(query)).toDF(*program.output_columns)
+        return self.views.sql(SPARK.sql(query)).toDF(*program.output_columns)
 
     # ------------------------------------------------------------------ what strategies read
 

@@ -2,10 +2,12 @@
 ONE Spark job, with no job per iteration.
 
 The exit rules' facts are computed on Spark and hash-partitioned on the pivot (the one shuffle). The
-relations the recursive rules read go to every task once, as Arrow IPC in a broadcast variable. Each
-task then runs the local evaluator (LocalFixpoint: semi-naive evaluation, DuckDB over Arrow) from its
-part of the exit facts to its fixpoint and returns that part of the result as Arrow batches. The parts
-are disjoint (each fact keeps its pivot value), so their union is the component's fixpoint.
+relations the recursive rules read go to every task once, as Arrow IPC inside the task's function (which
+Spark broadcasts when it is large). Each task then runs the local evaluator (LocalFixpoint: semi-naive
+evaluation, DuckDB over Arrow) from its part of the exit facts to its fixpoint and returns that part of
+the result as Arrow batches, then one row of its statistics (iterations, facts) in columns of their own.
+The parts are disjoint (each fact keeps its pivot value), so their union is the component's fixpoint.
+Nothing here needs a SparkContext: it runs on Spark Connect as on a driver in this process.
 """
 
 from __future__ import annotations
@@ -15,12 +17,10 @@ from dataclasses import dataclass, replace
 from typing import Iterator, Mapping
 
 import pyarrow as pa
-from pyspark import AccumulatorParam
-from pyspark.broadcast import Broadcast
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import to_arrow_schema
-from pyspark.sql.types import StructType
+from pyspark.sql.types import LongType, StructField, StructType
 from sqlglot import exp
 
 from recsql.engine.columns import column_names
@@ -38,19 +38,14 @@ from recsql.engine.sql.rules import aliased, column, nested, rule_query, select
 from recsql.engine.types.result_types import SETTLED, StratumTypes, struct
 from recsql.planner import Stratum
 from recsql.settings import Settings
+from recsql.spark_facts import default_parallelism
 from translator.ir import Program
 
 TASKS_PER_CORE = 1  # each part pays the per-iteration overhead of the local evaluator: one part per core
 
 
-class PartStatistics(AccumulatorParam):
-    """(iterations, facts) over the parts: the deepest part's iterations, the sum of their facts."""
-
-    def zero(self, value: tuple[int, int]) -> tuple[int, int]:
-        return 0, 0
-
-    def addInPlace(self, value1: tuple[int, int], value2: tuple[int, int]) -> tuple[int, int]:
-        return max(value1[0], value2[0]), value1[1] + value2[1]
+ITERATIONS, FACTS = "recsql_part_iterations", "recsql_part_facts"  # a part's statistics row (else null)
+STATISTICS = (ITERATIONS, FACTS)
 
 
 @dataclass(frozen=True)
@@ -63,8 +58,7 @@ class PartEvaluation:
     spark_settings: SparkSettings
     types: Mapping[str, RelationTypes]
     seed_schema: pa.Schema  # the exit facts (for sum()/count(): their contributions)
-    inputs: Broadcast  # relation -> Arrow IPC stream of its facts
-    statistics: object  # an Accumulator of PartStatistics
+    inputs: Mapping[str, bytes]  # relation -> Arrow IPC stream of its facts
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         (name,) = self.stratum.relations
@@ -72,7 +66,7 @@ class PartEvaluation:
         if not parts:
             return
         seeds = pa.Table.from_batches(parts).cast(self.seed_schema)  # Spark may mark columns non-null
-        inputs = {relation: pa.ipc.open_stream(data).read_all() for relation, data in self.inputs.value.items()}
+        inputs = {relation: pa.ipc.open_stream(data).read_all() for relation, data in self.inputs.items()}
         fixpoint = LocalFixpoint(
             self.program, self.stratum, inputs, self.settings, types=lambda _: self.types,
             spark_settings=self.spark_settings, seeds={name: seeds},
@@ -82,8 +76,20 @@ class PartEvaluation:
             result = fixpoint.run()[name]
         finally:
             fixpoint.db.close()
-        self.statistics.add((fixpoint.iterations, result.num_rows))
-        yield from result.cast(self.types[name].full).to_batches()
+        schema = self.types[name].full
+        nothing = pa.nulls(result.num_rows, pa.int64())
+        for batch in result.cast(schema).to_batches():
+            yield pa.RecordBatch.from_arrays([*batch.columns, nothing[:batch.num_rows], nothing[:batch.num_rows]],
+                                             schema=self.output_schema)
+        statistics = [pa.nulls(1, field.type) for field in schema]
+        yield pa.RecordBatch.from_arrays([*statistics, pa.array([fixpoint.iterations]), pa.array([result.num_rows])],
+                                         schema=self.output_schema)
+
+    @property
+    def output_schema(self) -> pa.Schema:
+        """The relation's columns, then a part's statistics."""
+        schema = self.types[self.stratum.relations[0]].full
+        return schema.append(pa.field(ITERATIONS, pa.int64())).append(pa.field(FACTS, pa.int64()))
 
 
 def run_decomposed(run: StratumRun, stratum: Stratum) -> dict[str, DataFrame] | None:
@@ -115,16 +121,17 @@ class Decomposed:
         schema = struct(rows)
         pivot = column_names(len(rows))[self.stratum.decomposition.pivots[name]]
         seeds = self.exit_facts(name, schema).repartition(self.parts(), F.col(pivot))
-        context = self.spark.sparkContext
-        statistics = context.accumulator((0, 0), PartStatistics())
         spark_settings = self.context.spark_settings
         evaluation = PartEvaluation(
             self.program, self.stratum, self.context.settings, spark_settings,
             self.types.arrow(SETTLED), to_arrow_schema(seeds.schema, timezone=spark_settings.timezone),
-            context.broadcast(self.broadcast_inputs()), statistics,
+            self.broadcast_inputs(),
         )
-        result = checkpoint(seeds.mapInArrow(evaluation, schema), eager=True)
-        iterations, facts = statistics.value
+        output = StructType([*schema.fields, *(StructField(column, LongType()) for column in STATISTICS)])
+        parts = checkpoint(seeds.mapInArrow(evaluation, output), eager=True)
+        totals = parts.where(F.col(ITERATIONS).isNotNull()).agg(F.max(ITERATIONS), F.sum(FACTS)).collect()[0]
+        iterations, facts = int(totals[0] or 0), int(totals[1] or 0)
+        result = parts.where(F.col(ITERATIONS).isNull()).drop(*STATISTICS)
         Limits(self.program, self.stratum, self.context.settings).check_rows(facts, iterations)
         self.context.report(Progress(self.stratum.relations, iterations, 0, facts,
                                      time.monotonic() - started, {name: facts}))
@@ -145,7 +152,7 @@ class Decomposed:
                 contributions = contributions_of(relation, self.rule_ids[rule_key(rule)], len(extra))
                 derived = inlined(contributions.tree, {DERIVED: derived})
             parts.append(derived)
-        return self.spark.sql(SPARK.sql(union_all(parts)))
+        return self.context.views.sql(SPARK.sql(union_all(parts)))
 
     def broadcast_inputs(self) -> dict[str, bytes]:
         """Each relation the recursive rules read, as an Arrow IPC stream (columns c0 .. cN)."""
@@ -159,7 +166,7 @@ class Decomposed:
         return streams
 
     def parts(self) -> int:
-        return max(1, self.spark.sparkContext.defaultParallelism * TASKS_PER_CORE)
+        return default_parallelism(self.spark) * TASKS_PER_CORE
 
 
 def typed(query: exp.Query, schema: StructType) -> exp.Select:

@@ -1,0 +1,62 @@
+"""What recsql asks of a Spark session that a classic session (a driver in this process) and a Spark
+Connect session (a driver elsewhere, reached over gRPC: no SparkContext, no JVM here) answer differently.
+
+Everything else recsql does with Spark goes through the DataFrame and SQL API both kinds share."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+CHECKPOINT_DIR = "spark.checkpoint.dir"
+
+
+def is_connect(spark: SparkSession) -> bool:
+    """Whether `spark` is a Spark Connect session (its driver is a server, not this process)."""
+    return type(spark).__module__.startswith("pyspark.sql.connect")
+
+
+def default_parallelism(spark: SparkSession) -> int:
+    """How many tasks the session's executors run at once (its cores), as Spark's default parallelism.
+
+    A Connect session has no SparkContext to ask: Spark gives a range without a partition count its
+    default parallelism, so the number of partitions of such a range (read as the largest partition id,
+    one small job) is the answer. Asked once per session."""
+    known = _parallelism.get(id(spark))
+    if known is not None and known[0] is spark:
+        return known[1]
+    if is_connect(spark):
+        from pyspark.sql import functions as F
+
+        parts = spark.range(0, 1 << 12).select(F.spark_partition_id().alias("part"))
+        row = parts.agg(F.max("part").alias("last")).collect()[0]
+        parallelism = int(row.last or 0) + 1
+    else:
+        parallelism = spark.sparkContext.defaultParallelism
+    _parallelism[id(spark)] = (spark, parallelism)
+    return max(1, parallelism)
+
+
+_parallelism: dict[int, tuple[SparkSession, int]] = {}
+
+
+def checkpoint_dir(spark: SparkSession) -> str | None:
+    """Where the session's reliable checkpoints go (`spark.checkpoint.dir`), or None: then only local
+    checkpoints can be made."""
+    if is_connect(spark):
+        return spark.conf.get(CHECKPOINT_DIR, None) or None
+    return spark.sparkContext.getCheckpointDir()
+
+
+def arrow_frame(spark: SparkSession, table: pa.Table) -> DataFrame:
+    """An Arrow table as a DataFrame; its schema given outright when it has no rows, from which Spark
+    Connect infers none."""
+    if table.num_rows == 0:
+        from pyspark.sql.pandas.types import from_arrow_schema
+
+        return spark.createDataFrame(table, schema=from_arrow_schema(table.schema))
+    return spark.createDataFrame(table)

@@ -1,0 +1,80 @@
+"""Starting the Spark a connection runs on: a driver in this process (embedded `local[*]`, or a cluster's
+master), or a session on a Spark Connect server, whose driver runs elsewhere."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from pyspark import SparkContext
+from pyspark.sql import SparkSession
+from pyspark.sql.utils import is_remote
+
+from recsql import preflight, shipping, spark_logs
+from recsql.errors import OperationalError, ProgrammingError
+from recsql.spark_errors import first_line
+
+DEFAULT_SPARK_CONF = {
+    "spark.ui.showConsoleProgress": "false",
+    "spark.sql.shuffle.partitions": "4",
+    # tables are Delta Lake tables: timestamps as Delta stores them (not Spark's legacy INT96)
+    "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
+}
+# the settings a Spark Connect session takes from its client (the server's static settings are its own)
+REMOTE_DEFAULTS = {key: value for key, value in DEFAULT_SPARK_CONF.items() if key.startswith("spark.sql.")}
+
+
+def embedded(master: str | None, conf: dict[str, str], level: str) -> SparkSession:
+    """A Spark driver in this process on `master` (default `local[*]`); its JVM's output goes to the log
+    file unless `level` asks for it on the terminal."""
+    master = master or "local[*]"
+    if is_remote():
+        raise OperationalError("this process already has a Spark Connect session: a Spark driver of its own "
+                               f"(master {master}) needs another process")
+    workers_python = conf.get("spark.pyspark.python")
+    if workers_python:  # PySpark takes the workers' Python from the environment only
+        os.environ["PYSPARK_PYTHON"] = workers_python
+    elif not shipping.runs_elsewhere(master):  # the workers run this interpreter, with recsql installed
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    preflight.check(master)
+    builder = SparkSession.builder.master(master).appName("recsql")
+    for key, value in {**DEFAULT_SPARK_CONF, **conf}.items():
+        builder = builder.config(key, value)
+    try:
+        with spark_logs.jvm_output(level):
+            spark = builder.getOrCreate()
+    except Exception as error:  # noqa: BLE001 - no Java, unreachable master
+        raise OperationalError(f"cannot start Spark (master {master}): {str(error).splitlines()[0]}") from None
+    spark.sparkContext.setLogLevel(spark_logs.spark_level(level))
+    spark_logs.quiet_pyspark(level)
+    if shipping.runs_elsewhere(master):
+        shipping.ship_code(spark)
+    return spark
+
+
+def remote(url: str, conf: dict[str, str], level: str) -> SparkSession:
+    """A session on the Spark Connect server at `url` (`sc://host:port[/;param=value...]`), with recsql's
+    code added to it for the server's Python workers. `conf` holds settings of the session: Spark SQL's
+    runtime settings (the server's own are fixed when it starts, and asking for one is an error);
+    `level` off keeps PySpark's loggers of failed queries quiet."""
+    preflight.check_connect_server(url)
+    if SparkContext._active_spark_context is not None:
+        raise OperationalError(f"this process already runs a Spark driver: a Spark Connect session ({url}) "
+                               "needs another process")
+    try:
+        spark = SparkSession.builder.remote(url).getOrCreate()
+        spark.range(0).collect()  # the session is made on the server at its first request
+    except Exception as error:  # noqa: BLE001 - a refused or failed connection
+        raise OperationalError(f"cannot reach Spark Connect at {url}: {str(error).splitlines()[0]}") from None
+    spark_logs.quiet_pyspark(level)
+    refused = []
+    for key, value in {**REMOTE_DEFAULTS, **conf}.items():
+        try:
+            spark.conf.set(key, value)
+        except Exception as error:  # noqa: BLE001 - a static or unknown setting
+            refused.append(f"{key} ({first_line(str(error))})")
+    if refused:
+        raise ProgrammingError(f"settings a Spark Connect session cannot change: {'; '.join(refused)}; "
+                               f"give them to the server when it starts")
+    shipping.ship_code(spark)
+    return spark

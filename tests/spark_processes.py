@@ -1,0 +1,53 @@
+"""Spark processes that tests start beside the suite's own session: a standalone cluster's daemons, a
+Spark Connect server; and the Python their workers run, which lacks recsql."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import sysconfig
+import time
+from pathlib import Path
+
+START_TIMEOUT = 120  # seconds for a daemon to listen
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def wait_for_port(port: int, log: Path) -> None:
+    """Wait until something listens on `port` (else fail with the end of `log`)."""
+    deadline = time.monotonic() + START_TIMEOUT
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return
+        except OSError:
+            assert time.monotonic() < deadline, log.read_text()[-3000:] if log.exists() else "no log"
+            time.sleep(0.5)
+
+
+def spark_home() -> Path:
+    from pyspark.find_spark_home import _find_spark_home
+
+    return Path(_find_spark_home())
+
+
+def worker_python(directory: Path) -> str:
+    """A Python whose packages are this environment's (pyspark, pyarrow, duckdb, sqlglot, ...) but not
+    recsql: a virtual environment whose site-packages lists this one's as a plain path, so that the
+    editable install's import hooks (.pth files there) are not run."""
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(directory)], check=True)
+    python = directory / "bin" / "python"
+    purelib = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                             check=True, capture_output=True, text=True).stdout.strip()
+    Path(purelib, "dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    probe = subprocess.run([str(python), "-c", "import pyspark, pyarrow, duckdb, sqlglot, pandas\n"
+                            "try:\n import recsql\nexcept ImportError:\n print('without recsql')"],
+                           capture_output=True, text=True, cwd=directory)  # not beside a checkout of recsql
+    assert probe.stdout.strip() == "without recsql", f"the workers' Python is not as meant: {probe}"
+    return str(python)
