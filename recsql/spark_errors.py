@@ -13,6 +13,8 @@ _PYTHON_WORKER = "An exception was thrown from the Python worker"
 _PYTHON_ERROR = re.compile(r"^(\w+(?:\.\w+)*(?:Error|Exception)): (.+)$", re.MULTILINE)
 _CONDITION = re.compile(r"^\[([A-Z_.]+)\]\s*")
 _SQL_ERRORS = ("AnalysisException", "ParseException", "IllegalArgumentException")
+# Spark's words for data of a local checkpoint that went with the executor holding it
+_LOST_CHECKPOINT = re.compile(r"Checkpoint block \S+ not found|executor that originally checkpointed")
 _DATA_ERRORS = ("NumberFormatException", "ArithmeticException", "DateTimeException", "CAST_INVALID_INPUT",
                 "DIVIDE_BY_ZERO", "ARITHMETIC_OVERFLOW")
 
@@ -58,3 +60,9 @@ def first_line(text: str) -> str:
     message = re.sub(r"^\s*(py4j\.protocol\.)?Py4JJavaError: An error occurred while calling [^\n]*\.\s*", "", message)
     message = re.sub(r"^[\w.$]+(Exception|Error):\s*", "", message)
     return _CONDITION.sub("", message).strip()
+
+
+def lost_checkpoint(error: BaseException) -> bool:
+    """Whether Spark failed because an executor that held a local checkpoint was lost: computing the
+    same again from the start gives the answer."""
+    return _LOST_CHECKPOINT.search(str(error)) is not None

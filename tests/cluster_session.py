@@ -1,13 +1,16 @@
 """A driver process on a standalone Spark cluster, for tests/test_cluster.py.
 
-    python tests/cluster_session.py MASTER WORKER_PYTHON WAREHOUSE [kill]
+    python tests/cluster_session.py MASTER WORKER_PYTHON WAREHOUSE [kill STRATEGY [checkpoints]]
 
 Connects to MASTER with executors running WORKER_PYTHON, registers EDGES and WEIGHTED, and under each
 strategy runs a transitive closure and single-source shortest paths; prints `@@ ` and a JSON line per
 strategy: {"strategy", "closure": rows, "distances": rows, "explain": EXPLAIN's text}.
 
-With `kill`: with a checkpoint directory, runs the closure of CHAIN distributed and kills one executor
-(SIGKILL) at iteration KILLED_AT; prints `@@ {"killed": pid, "count": the closure's size}`.
+With `kill STRATEGY`: runs the closure of a chain under STRATEGY (with a checkpoint directory if
+`checkpoints` follows) and kills one executor (SIGKILL) while the fixpoint runs; prints `@@ {"killed":
+[pid], "count": the closure's size, "analyze": EXPLAIN ANALYZE's lines}`. Distributed: the chain CHAIN,
+killed at iteration KILLED_AT. Decomposed (one Spark job, no iterations seen from here): the chain of
+LONG_CHAIN nodes, killed once a task of the job has run for TASK_SECONDS.
 """
 
 from __future__ import annotations
@@ -17,6 +20,8 @@ import os
 import signal
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import pyarrow as pa
@@ -32,29 +37,63 @@ UNION SELECT tc.src, edge.dst FROM tc JOIN edge ON tc.dst = edge.src) SELECT src
 DISTANCES = """WITH RECURSIVE sp(node, min() AS d) AS (SELECT 1, 0
 UNION SELECT w.dst, sp.d + w.w FROM sp JOIN weighted w ON sp.node = w.src) SELECT node, d FROM sp"""
 STRATEGIES = ("local", "decomposed", "distributed")
-CHAIN = [(i, i + 1) for i in range(60)] + [(i, i + 2) for i in range(0, 60, 3)]  # 60 iterations
+LONG_CHAIN = 1500  # nodes: each part of a decomposed closure iterates for seconds
+TASK_SECONDS = 1.0
 KILLED_AT = 10
 
 
-def kill_an_executor(conn, cursor) -> None:
-    """The closure of CHAIN, distributed, losing an executor at iteration KILLED_AT."""
-    conn.register("chain", pa.table({"src": [a for a, _ in CHAIN], "dst": [b for _, b in CHAIN]}))
-    cursor.execute("SET recsql.strategy = distributed")
-    killed = []
-
-    def progress(event) -> None:
-        if event.iteration == KILLED_AT and not killed:
-            executors = subprocess.run(["pgrep", "-f", "CoarseGrainedExecutorBackend"], capture_output=True,
-                                       text=True).stdout.split()
-            os.kill(int(executors[0]), signal.SIGKILL)
-            killed.append(int(executors[0]))
-
-    conn.progress = progress
-    cursor.execute(CLOSURE.replace("edge", "chain").replace("SELECT src, dst FROM tc", "SELECT count(*) FROM tc"))
-    print("@@ " + json.dumps({"killed": killed, "count": cursor.fetchall()[0][0]}), flush=True)
+def chain(nodes: int) -> list[tuple[int, int]]:
+    """A path of `nodes` nodes, with a shortcut from every third node."""
+    return [(i, i + 1) for i in range(nodes - 1)] + [(i, i + 2) for i in range(0, nodes - 1, 3)]
 
 
-def main(master: str, worker_python: str, warehouse: str, mode: str = "strategies") -> None:
+CHAIN = chain(61)  # 60 iterations
+
+
+def kill_one_executor(killed: list[int]) -> None:
+    if not killed:
+        executors = subprocess.run(["pgrep", "-f", "CoarseGrainedExecutorBackend"], capture_output=True,
+                                   text=True).stdout.split()
+        os.kill(int(executors[0]), signal.SIGKILL)
+        killed.append(int(executors[0]))
+
+
+def kill_during_a_long_task(spark, killed: list[int], done: threading.Event) -> None:
+    """Kill an executor once some stage has had a task running for TASK_SECONDS."""
+    tracker = spark.sparkContext.statusTracker()
+    running_since: dict[int, float] = {}
+    while not done.is_set() and not killed:
+        for stage in tracker.getActiveStageIds():
+            info = tracker.getStageInfo(stage)
+            if info is not None and info.numActiveTasks > 0:
+                since = running_since.setdefault(stage, time.monotonic())
+                if time.monotonic() - since >= TASK_SECONDS:
+                    kill_one_executor(killed)
+        time.sleep(0.1)
+
+
+def kill_an_executor(conn, cursor, strategy: str) -> None:
+    """The closure of a chain under `strategy`, losing an executor while it runs."""
+    edges = chain(LONG_CHAIN) if strategy == "decomposed" else CHAIN
+    conn.register("chain", pa.table({"src": [a for a, _ in edges], "dst": [b for _, b in edges]}))
+    cursor.execute(f"SET recsql.strategy = {strategy}")
+    killed: list[int] = []
+    done = threading.Event()
+    if strategy == "decomposed":
+        threading.Thread(target=kill_during_a_long_task, args=(conn.spark_session, killed, done)).start()
+    else:
+        conn.progress = lambda event: kill_one_executor(killed) if event.iteration == KILLED_AT else None
+    try:
+        cursor.execute("EXPLAIN ANALYZE " + CLOSURE.replace("edge", "chain"))
+        analyze = [row[0] for row in cursor.fetchall()]
+    finally:
+        done.set()
+    count = next(int(line.split(": ")[1]) for line in analyze if line.startswith("answer rows: "))
+    print("@@ " + json.dumps({"killed": killed, "count": count, "analyze": analyze}), flush=True)
+
+
+def main(master: str, worker_python: str, warehouse: str, mode: str = "strategies", strategy: str = "",
+         checkpoints: str = "") -> None:
     conf = {
         "spark.pyspark.python": worker_python,
         "spark.executor.memory": "512m",
@@ -64,11 +103,11 @@ def main(master: str, worker_python: str, warehouse: str, mode: str = "strategie
         "spark.sql.shuffle.partitions": "2",
         "spark.default.parallelism": "2",
     }
-    if mode == "kill":
+    if checkpoints:
         conf["spark.checkpoint.dir"] = str(Path(warehouse).parent / "checkpoints")
     conn = recsql.connect(master=master, conf=conf, warehouse=warehouse)
     if mode == "kill":
-        kill_an_executor(conn, conn.cursor())
+        kill_an_executor(conn, conn.cursor(), strategy)
         return
     conn.register("edge", pa.table({"src": [a for a, _ in EDGES], "dst": [b for _, b in EDGES]}))
     conn.register("weighted", pa.table({"src": [a for a, _, _ in WEIGHTED], "dst": [b for _, b, _ in WEIGHTED],
@@ -86,4 +125,4 @@ def main(master: str, worker_python: str, warehouse: str, mode: str = "strategie
 
 
 if __name__ == "__main__":
-    main(*sys.argv[1:5])
+    main(*sys.argv[1:7])

@@ -20,6 +20,9 @@ from recsql.engine.types.result_types import row_of
 from recsql.engine.types.spark_types import NotInferred, Row
 from recsql.planner import Plan
 from recsql.settings import Settings
+from recsql.spark_errors import lost_checkpoint
+
+RESTARTS = 2  # evaluations started again after losing local checkpoints
 
 
 class Executor:
@@ -39,9 +42,22 @@ class Executor:
         self.outgrown: set[tuple[str, ...]] = set()  # strata that derived more facts than their capacity
 
     def fetch(self, plan: Plan) -> Answer:
-        """The answer of the plan's program as Arrow (collected from Spark when it ran there)."""
-        result = self.result(plan)
-        return result if isinstance(result, Answer) else Answer.of(result)
+        """The answer of the plan's program as Arrow (collected from Spark when it ran there).
+
+        Spark keeps a fixpoint's iterations in local checkpoints unless the session has a checkpoint
+        directory: an executor lost meanwhile takes some with it, and the evaluation starts again (at
+        most RESTARTS times) rather than fail."""
+        restarts = 0
+        while True:
+            try:
+                result = self.result(plan)
+                return result if isinstance(result, Answer) else Answer.of(result)
+            except Exception as error:  # noqa: BLE001 - Spark's failure, classified
+                if restarts == RESTARTS or not lost_checkpoint(error):
+                    raise
+                restarts += 1
+                if self.trace is not None:
+                    self.trace.restart("an executor holding local checkpoints was lost")
 
     def result(self, plan: Plan) -> Answer | DataFrame:
         """The answer computed in this process when the whole plan can be (no Spark job at all), else

@@ -17,9 +17,15 @@ class Step:
 @dataclass
 class Trace:
     steps: list[Step] = field(default_factory=list)
+    restarts: list[str] = field(default_factory=list)  # why the evaluation started again, each time
 
     def record(self, step: Step) -> None:
         self.steps.append(step)
+
+    def restart(self, reason: str) -> None:
+        """The whole evaluation starts again: what it recorded so far is gone."""
+        self.steps.clear()
+        self.restarts.append(reason)
 
     def forget(self, relations: tuple[str, ...]) -> None:
         """Drop the steps of a component whose evaluation starts again (elsewhere)."""
@@ -51,4 +57,5 @@ class Trace:
         lines.append("facts per relation: " + ", ".join(f"{r} {n}" for r, n in totals.items()))
         lines.append(f"total derived facts: {sum(totals.values())}")
         lines.append(f"total time: {sum(step.seconds for step in self.steps):.3f} s")
+        lines += [f"started again: {reason}" for reason in self.restarts]
         return lines
