@@ -4,8 +4,9 @@
 
 Checks what a Connect session adds to the suites that run over it: Spark's own names seen through
 recsql, settings the session cannot change, errors, cancelling a statement. Prints `@@ ` and one JSON
-line: {"view": rows, "path table": rows, "explain": [...], "refused": message, "unknown": [class,
-message], "cancelled": [class, seconds]}.
+line: {"view": rows, "path table": rows, "explain": {strategy: text}, "refused": message, "unknown":
+[class, message], "cancelled": [class, seconds], "after cancel": count, "written": rows, "registered":
+rows}.
 """
 
 from __future__ import annotations
@@ -65,6 +66,16 @@ def main(url: str, warehouse: str, data: str) -> None:
         result["cancelled"] = [type(error).__name__, time.monotonic() - started]
     cursor.execute("SELECT count(*) FROM sv")  # the session is usable after a cancel
     result["after cancel"] = cursor.fetchall()[0][0]
+    # a managed table written from a fixpoint computed on the server, changed, and read back
+    cursor.execute("DROP TABLE IF EXISTS reach")
+    cursor.execute("CREATE TABLE reach AS " + CLOSURE.format(edges="sv"))
+    cursor.execute("DELETE FROM reach WHERE src = dst")
+    cursor.execute("INSERT INTO reach SELECT src, dst FROM parquet.`%s`" % data)
+    cursor.execute("SELECT src, dst FROM reach ORDER BY src, dst")
+    result["written"] = [list(row) for row in cursor.fetchall()]
+    conn.register("pairs", spark.range(3).selectExpr("id AS src", "id + 1 AS dst"))  # a Connect DataFrame
+    cursor.execute(CLOSURE.format(edges="pairs"))
+    result["registered"] = [list(row) for row in cursor.fetchall()]
     print("@@ " + json.dumps(result), flush=True)
 
 

@@ -85,6 +85,9 @@ def test_spark_names_errors_and_cancelling_over_spark_connect(server):
     assert result["unknown"][0] == "ProgrammingError" and "no_such_table" in result["unknown"][1]
     assert result["cancelled"][0] == "QueryCancelled", result["cancelled"]
     assert result["after cancel"] == 4
+    written = sorted({(a, b) for a, b in view if a != b} | {(10, 11), (11, 12)})
+    assert [tuple(row) for row in result["written"]] == written
+    assert [tuple(row) for row in result["registered"]] == sorted(transitive_closure([(0, 1), (1, 2), (2, 3)]))
     assert finished.stderr == "", finished.stderr[-2000:]
 
 
