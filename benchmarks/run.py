@@ -34,6 +34,7 @@ import recsql
 from benchmarks.memory import peak_growth
 from benchmarks.timing import compare_medians, save_medians
 from benchmarks.workloads import Workload, workloads
+from recsql.spark_facts import is_connect
 
 SYSTEMS = ("recsql", "spark native", "pyspark loop", "duckdb")
 STRATEGIES = ("auto", "local", "decomposed", "distributed")
@@ -94,9 +95,10 @@ def run_workload(workload: Workload, conn, duck, repeat: int, systems: tuple[str
         return tuple(rows[0])
 
     def settle() -> None:
-        """Collect the garbage of this process and of Spark's JVM."""
+        """Collect the garbage of this process and of Spark's JVM (when it is this process's)."""
         gc.collect()
-        spark.sparkContext._jvm.System.gc()
+        if not is_connect(spark):
+            spark.sparkContext._jvm.System.gc()
 
     runs = {
         "recsql": lambda: first_row((cursor.execute(workload.recsql), cursor.fetchall())[1]),
@@ -168,6 +170,7 @@ def main() -> None:
     parser.add_argument("--only", nargs="*", help="workload names to run (default: all)")
     parser.add_argument("--chart", help="write a PNG chart of the times to this path")
     parser.add_argument("--driver-memory", default="8g", help="Spark driver memory (local mode: all of Spark)")
+    parser.add_argument("--remote", metavar="URL", help="run on this Spark Connect server (sc://host:port)")
     parser.add_argument("--strategy", choices=STRATEGIES, default="auto", help="SET recsql.strategy (default auto)")
     parser.add_argument("--systems", nargs="+", choices=SYSTEMS, default=list(SYSTEMS), help="the systems to run")
     parser.add_argument("--json", help="write recsql's medians (seconds) and the run conditions to this file")
@@ -180,8 +183,9 @@ def main() -> None:
 
     chosen = [w for w in workloads(args.quick) if not args.only or w.name in args.only]
     outcomes = []
-    conf = {"spark.driver.memory": args.driver_memory}
-    with tempfile.TemporaryDirectory() as warehouse, recsql.connect(warehouse=warehouse, conf=conf) as conn:
+    conf = {} if args.remote else {"spark.driver.memory": args.driver_memory}  # a server's memory is its own
+    with (tempfile.TemporaryDirectory() as warehouse,
+          recsql.connect(warehouse=warehouse, conf=conf, remote=args.remote) as conn):
         duck = duckdb.connect()
         conn.cursor().execute(f"SET recsql.strategy = {args.strategy}")
         for workload in chosen:
@@ -193,7 +197,7 @@ def main() -> None:
     if args.json:
         medians = {o.workload.name: o.results["recsql"].seconds for o in outcomes if "recsql" in o.results}
         conditions = {"quick": args.quick, "repeat": args.repeat, "strategy": args.strategy,
-                      "driver memory": args.driver_memory}
+                      "driver memory": args.driver_memory, "remote": args.remote}
         save_medians(args.json, medians, conditions)
     if args.chart:
         chart(outcomes, args.chart)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote, urlsplit
 
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
@@ -32,7 +33,8 @@ def connect(master: str | None = None, conf: dict[str, Any] | None = None, wareh
     if master and remote:
         raise InterfaceError(f"connect() takes a master or a remote Spark Connect server, not both ({master}, {remote})")
     conf = {str(k): str(v) for k, v in (conf or {}).items()}
-    warehouse = warehouse or conf.pop(PREFIX + "warehouse", None) or os.environ.get("RECSQL_WAREHOUSE") or "~/.recsql"
+    directory = warehouse_path(warehouse or conf.pop(PREFIX + "warehouse", None) or os.environ.get("RECSQL_WAREHOUSE")
+                               or "~/.recsql")
     level = spark_logs.checked_level(log_level or conf.pop(PREFIX + "log_level", None))
     settings = Settings()
     spark_conf = {}
@@ -42,7 +44,20 @@ def connect(master: str | None = None, conf: dict[str, Any] | None = None, wareh
         else:
             spark_conf[key] = value
     spark = spark_start.remote(remote, spark_conf, level) if remote else spark_start.embedded(master, spark_conf, level)
-    return Connection(Session(spark, Catalog(spark, Path(warehouse)), settings))
+    return Connection(Session(spark, Catalog(spark, directory), settings))
+
+
+def warehouse_path(location: str) -> Path:
+    """The directory of a warehouse given as a path or a `file:` URI. The warehouse is a directory of
+    this machine's file system: on a cluster, one mounted at the same path on every host (NFS, or an
+    object store or HDFS through a FUSE mount)."""
+    parts = urlsplit(location)
+    if len(parts.scheme) <= 1:  # a path (a Windows drive letter is no scheme)
+        return Path(location)
+    if parts.scheme == "file" and parts.netloc in ("", "localhost"):
+        return Path(unquote(parts.path))
+    raise NotSupportedError(f"the warehouse {location} is not on this machine's file system: give a path or a "
+                            "file: URI (a shared file system mounted at the same path on every host)")
 
 
 def as_arrow(data: Any) -> pa.Table:

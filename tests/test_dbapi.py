@@ -133,6 +133,24 @@ def test_tables_persist_in_the_warehouse(conn, cur, warehouse):
         other.close()
 
 
+def test_a_warehouse_given_as_a_file_uri(conn, cur, warehouse):
+    cur.execute("DROP TABLE IF EXISTS db_by_uri")
+    cur.execute("CREATE TABLE db_by_uri (k INT)")
+    cur.execute("INSERT INTO db_by_uri VALUES (7)")
+    other = recsql.connect(warehouse=warehouse.as_uri())
+    try:
+        other_cursor = other.cursor()
+        other_cursor.execute("SELECT k FROM db_by_uri")
+        assert other_cursor.fetchall() == [(7,)]
+    finally:
+        other.close()
+
+
+def test_a_warehouse_off_this_machine_is_refused_before_spark_starts():
+    with pytest.raises(recsql.NotSupportedError, match="s3a://bucket/warehouse is not on this machine's file"):
+        recsql.connect(warehouse="s3a://bucket/warehouse")
+
+
 def test_drop_and_if_exists(cur):
     cur.execute("DROP TABLE IF EXISTS db_gone")
     with pytest.raises(recsql.ProgrammingError, match="db_gone"):

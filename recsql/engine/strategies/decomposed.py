@@ -77,19 +77,13 @@ class PartEvaluation:
         finally:
             fixpoint.db.close()
         schema = self.types[name].full
-        nothing = pa.nulls(result.num_rows, pa.int64())
+        output = schema.append(pa.field(ITERATIONS, pa.int64())).append(pa.field(FACTS, pa.int64()))
         for batch in result.cast(schema).to_batches():
-            yield pa.RecordBatch.from_arrays([*batch.columns, nothing[:batch.num_rows], nothing[:batch.num_rows]],
-                                             schema=self.output_schema)
-        statistics = [pa.nulls(1, field.type) for field in schema]
-        yield pa.RecordBatch.from_arrays([*statistics, pa.array([fixpoint.iterations]), pa.array([result.num_rows])],
-                                         schema=self.output_schema)
-
-    @property
-    def output_schema(self) -> pa.Schema:
-        """The relation's columns, then a part's statistics."""
-        schema = self.types[self.stratum.relations[0]].full
-        return schema.append(pa.field(ITERATIONS, pa.int64())).append(pa.field(FACTS, pa.int64()))
+            nothing = pa.nulls(batch.num_rows, pa.int64())
+            yield pa.RecordBatch.from_arrays([*batch.columns, nothing, nothing], schema=output)
+        no_fact = [pa.nulls(1, field.type) for field in schema]
+        yield pa.RecordBatch.from_arrays([*no_fact, pa.array([fixpoint.iterations]), pa.array([result.num_rows])],
+                                         schema=output)
 
 
 def run_decomposed(run: StratumRun, stratum: Stratum) -> dict[str, DataFrame] | None:
