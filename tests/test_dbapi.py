@@ -120,28 +120,16 @@ def test_recursive_view(cur):
         cur.execute("SELECT * FROM db_reach")
 
 
-def test_tables_persist_in_the_warehouse(conn, cur, warehouse):
+@pytest.mark.parametrize("given_as", [str, lambda path: path.as_uri()], ids=["path", "file URI"])
+def test_tables_persist_in_the_warehouse(conn, cur, warehouse, given_as):
     cur.execute("DROP TABLE IF EXISTS db_kept")
     cur.execute("CREATE TABLE db_kept (k INT)")
     cur.execute("INSERT INTO db_kept VALUES (42)")
-    other = recsql.connect(warehouse=str(warehouse))  # a second connection reads the same warehouse files
+    other = recsql.connect(warehouse=given_as(warehouse))  # a second connection reads the same warehouse files
     try:
         other_cursor = other.cursor()
         other_cursor.execute("SELECT k FROM db_kept")
         assert other_cursor.fetchall() == [(42,)]
-    finally:
-        other.close()
-
-
-def test_a_warehouse_given_as_a_file_uri(conn, cur, warehouse):
-    cur.execute("DROP TABLE IF EXISTS db_by_uri")
-    cur.execute("CREATE TABLE db_by_uri (k INT)")
-    cur.execute("INSERT INTO db_by_uri VALUES (7)")
-    other = recsql.connect(warehouse=warehouse.as_uri())
-    try:
-        other_cursor = other.cursor()
-        other_cursor.execute("SELECT k FROM db_by_uri")
-        assert other_cursor.fetchall() == [(7,)]
     finally:
         other.close()
 
