@@ -122,9 +122,10 @@ class Decomposed:
             self.broadcast_inputs(),
         )
         output = StructType([*schema.fields, *(StructField(column, LongType()) for column in STATISTICS)])
-        parts = checkpoint(seeds.mapInArrow(evaluation, output), eager=True)
-        totals = parts.where(F.col(ITERATIONS).isNotNull()).agg(F.max(ITERATIONS), F.sum(FACTS)).collect()[0]
-        iterations, facts = int(totals[0] or 0), int(totals[1] or 0)
+        parts = checkpoint(seeds.mapInArrow(evaluation, output), eager=False)  # filled by the job below: one job
+        statistics = parts.where(F.col(ITERATIONS).isNotNull()).select(*STATISTICS).collect()  # a row a part
+        iterations = max((row[0] for row in statistics), default=0)
+        facts = sum(row[1] for row in statistics)
         result = parts.where(F.col(ITERATIONS).isNull()).drop(*STATISTICS)
         Limits(self.program, self.stratum, self.context.settings).check_rows(facts, iterations)
         self.context.report(Progress(self.stratum.relations, iterations, 0, facts,
