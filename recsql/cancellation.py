@@ -10,6 +10,7 @@ the cancel).
 from __future__ import annotations
 
 import contextlib
+import functools
 import threading
 import uuid
 from contextvars import ContextVar
@@ -29,6 +30,7 @@ class Cancellation:
 
     def __init__(self, spark: SparkSession):
         self.spark = spark
+        self.connect = is_connect(spark)
         self.requested = threading.Event()
         self.tag: str | None = None  # the Spark job tag of the running statement
         self.interrupts: list[Callable[[], None]] = []  # what stops the work in progress outside Spark
@@ -52,27 +54,26 @@ class Cancellation:
 
     @contextlib.contextmanager
     def tagged(self, tag: str) -> Iterator[None]:
-        """The Spark jobs this thread starts inside the block carry `tag`, for `cancel` to stop them."""
-        if is_connect(self.spark):  # the server's operations, tagged by the session
+        """The Spark jobs this thread starts inside the block carry `tag`, for `cancel` to stop them (on
+        Spark Connect: the server's operations, tagged by the session)."""
+        if self.connect:
             self.spark.addTag(tag)
-            self.tag = tag
-            try:
-                yield
-            finally:
-                self.tag = None
-                self.spark.removeTag(tag)
-            return
-        context = self.spark.sparkContext
-        interrupting = context.getLocalProperty(INTERRUPT_ON_CANCEL)
-        context.addJobTag(tag)
-        context.setInterruptOnCancel(True)  # a cancelled task's thread is interrupted, not left to finish
+            untag = functools.partial(self.spark.removeTag, tag)
+        else:
+            context = self.spark.sparkContext
+            interrupting = context.getLocalProperty(INTERRUPT_ON_CANCEL)
+            context.addJobTag(tag)
+            context.setInterruptOnCancel(True)  # a cancelled task's thread is interrupted, not left to finish
+
+            def untag() -> None:
+                context.removeJobTag(tag)
+                context.setLocalProperty(INTERRUPT_ON_CANCEL, interrupting)  # type: ignore[arg-type]
         self.tag = tag
         try:
             yield
         finally:
             self.tag = None
-            context.removeJobTag(tag)
-            context.setLocalProperty(INTERRUPT_ON_CANCEL, interrupting)  # type: ignore[arg-type]
+            untag()
 
     def cancel(self) -> None:
         """Stop the running statement, if any (safe to call from any thread, and more than once)."""
@@ -83,7 +84,7 @@ class Cancellation:
         tag = self.tag
         if tag is None:
             return
-        if is_connect(self.spark):
+        if self.connect:
             self.spark.interruptTag(tag)
         else:
             self.spark.sparkContext.cancelJobsWithTag(tag)

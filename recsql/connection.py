@@ -31,7 +31,7 @@ def connect(master: str | None = None, conf: dict[str, Any] | None = None, wareh
     Spark's log on the terminal at that level (`warn`, `info`, ...): by default it goes to a log file
     (spark_logs.log_file) and nothing is printed."""
     if master and remote:
-        raise InterfaceError(f"connect() takes a master or a remote Spark Connect server, not both ({master}, {remote})")
+        raise InterfaceError(f"connect() takes a master or a Spark Connect server, not both ({master}, {remote})")
     conf = {str(k): str(v) for k, v in (conf or {}).items()}
     directory = warehouse_path(warehouse or conf.pop(PREFIX + "warehouse", None) or os.environ.get("RECSQL_WAREHOUSE")
                                or "~/.recsql")

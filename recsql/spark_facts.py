@@ -25,23 +25,18 @@ def default_parallelism(spark: SparkSession) -> int:
 
     A Connect session has no SparkContext to ask: Spark gives a range without a partition count its
     default parallelism, so the number of partitions of such a range (read as the largest partition id,
-    one small job) is the answer. Asked once per session."""
-    known = _parallelism.get(id(spark))
-    if known is not None and known[0] is spark:
-        return known[1]
-    if is_connect(spark):
+    one small job) is the answer, asked once per session."""
+    if not is_connect(spark):
+        return max(1, spark.sparkContext.defaultParallelism)
+    if spark.session_id not in _connect_parallelism:
         from pyspark.sql import functions as F
 
         parts = spark.range(0, 1 << 12).select(F.spark_partition_id().alias("part"))
-        row = parts.agg(F.max("part").alias("last")).collect()[0]
-        parallelism = int(row.last or 0) + 1
-    else:
-        parallelism = spark.sparkContext.defaultParallelism
-    _parallelism[id(spark)] = (spark, parallelism)
-    return max(1, parallelism)
+        _connect_parallelism[spark.session_id] = parts.agg(F.max("part")).collect()[0][0] + 1
+    return _connect_parallelism[spark.session_id]
 
 
-_parallelism: dict[int, tuple[SparkSession, int]] = {}
+_connect_parallelism: dict[str, int] = {}  # by Spark Connect session id
 
 
 def checkpoint_dir(spark: SparkSession) -> str | None:

@@ -20,8 +20,9 @@ DEFAULT_SPARK_CONF = {
     # tables are Delta Lake tables: timestamps as Delta stores them (not Spark's legacy INT96)
     "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
 }
-# the settings a Spark Connect session takes from its client (the server's static settings are its own)
-REMOTE_DEFAULTS = {key: value for key, value in DEFAULT_SPARK_CONF.items() if key.startswith("spark.sql.")}
+# what a Spark Connect session is given by recsql: only what its tables need (the rest, such as the
+# shuffle partitions, is the server's to choose)
+REMOTE_DEFAULTS = {"spark.sql.parquet.outputTimestampType": DEFAULT_SPARK_CONF["spark.sql.parquet.outputTimestampType"]}
 
 
 def embedded(master: str | None, conf: dict[str, str], level: str) -> SparkSession:

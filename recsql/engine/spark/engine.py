@@ -109,8 +109,9 @@ class Views:
         frames: dict[str, DataFrame] = {}
 
         def relation(match: re.Match) -> str:
-            frames[f"v{len(frames)}"] = self.shown[match.group(0)]
-            return f"{{v{len(frames) - 1}}}"
+            key = f"v{len(frames)}"
+            frames[key] = self.shown[match.group(0)]
+            return "{" + key + "}"
 
         text = self.names.sub(relation, query.replace("{", "{{").replace("}", "}}"))
         frame = self.spark.sql(text, **frames)
