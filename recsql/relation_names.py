@@ -4,9 +4,11 @@ optimizer see them as ordinary names; the catalog reads what they name."""
 
 from __future__ import annotations
 
+from translator.scope import INTERNAL_COLUMN_PREFIX
+
 VERSION_MARK = "@"  # `t@3`: version 3 of table t, as a relation name (time travel)
 FILES_MARK = "#files"  # `t#files`: table t with a last column naming the file of each row (DELETE, UPDATE)
-FILE_COLUMN = "__recsql_file"
+FILE_COLUMN = INTERNAL_COLUMN_PREFIX + "file"
 
 
 def version_name(base: str, version: int | None) -> str:

@@ -728,6 +728,16 @@ def test_a_missing_table_is_named(cur, error_tables, sql, name):
 
 
 @pytest.mark.parametrize("sql", [
+    "DELETE FROM dml_err_base WHERE nosuch = 1",
+    "UPDATE dml_err_base SET b = 0 WHERE nosuch = 1",
+], ids=["delete", "update"])
+def test_an_unknown_column_offers_the_tables_columns_and_nothing_internal(cur, error_tables, sql):
+    error = raised(cur, sql, recsql.ProgrammingError, ["nosuch", "dml_err_base.a", "dml_err_base.c"])
+    assert "__recsql" not in str(error), str(error)
+    assert rows_of(cur, "dml_err_base") == bag(ERROR_BASE)
+
+
+@pytest.mark.parametrize("sql", [
     "DELETE FROM dml_err_view WHERE a = 1",
     "UPDATE dml_err_view SET b = 0",
     "MERGE INTO dml_err_view AS t USING dml_err_base AS s ON t.a = s.a WHEN MATCHED THEN DELETE",

@@ -8,6 +8,9 @@ from sqlglot import exp
 
 from translator.errors import TranslationError
 
+# columns recsql adds to a relation for its own use (such as the file of each row): never offered to users
+INTERNAL_COLUMN_PREFIX = "__recsql_"
+
 
 @dataclass
 class Source:
@@ -63,6 +66,7 @@ class Scope:
             for source in self.sources
             if qualifier is None or source.alias == qualifier
             for name in source.columns
+            if not name.startswith(INTERNAL_COLUMN_PREFIX)
         ]
         hint = f"; available: {', '.join(candidates)}" if candidates else ""
         return f"column '{column.sql()}' not found{hint}"
