@@ -97,31 +97,7 @@ def test_explain_shows_the_pivot_or_why_there_is_none(conn, cur, decomposed, sql
     plan = explain(cur, sql)
     assert expected in plan
     if expected.startswith("not decomposable"):
-        assert "distributed on Spark (" in plan
-
-
-@pytest.mark.parametrize(("sql", "expected"), [
-    (REACH, "distributed on Spark (one job, tasks owning facts by reach.n;"),
-    (CC, "distributed on Spark (one job, tasks owning facts by cc.n;"),
-    (NON_LINEAR, "distributed on Spark (a job per iteration)"),
-    (MUTUAL, "distributed on Spark (a job per iteration)"),
-], ids=["reachability", "min-moving-key", "non-linear", "mutual"])
-def test_explain_says_whether_a_distributed_recursion_runs_as_one_job(conn, cur, monkeypatch, sql, expected):
-    """Without a pivot, a linear recursion of one relation runs as one job whose tasks own the facts (by a
-    group key for min()); one reading its relation twice, or mutual recursion, as a job per iteration."""
-    load(conn, [(1, 2), (2, 3)])
-    with counting_runs(conn, monkeypatch, "distributed"):
-        assert expected in explain(cur, sql)
-
-
-def test_a_distributed_recursion_without_pivot_is_one_spark_job(conn, monkeypatch):
-    """Reachability along a 60-step chain: 60 iterations inside the tasks of one job (and a job for
-    its input's shuffle and one collecting the answer), not a job each."""
-    load(conn, [(i, i + 1) for i in range(60)])
-    with counting_runs(conn, monkeypatch, "distributed") as runs:
-        jobs = spark_jobs(conn, REACH, "exchanged-one-job")
-    assert runs == [("reach",)] and not runs.others
-    assert jobs <= 3
+        assert "distributed on Spark (a job per iteration)" in plan
 
 
 def test_auto_runs_a_recursion_over_large_inputs_decomposed(conn, cur):

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, replace
-from typing import Callable, Iterator, Mapping
+from typing import Iterator, Mapping
 
 import pyarrow as pa
 from pyspark.sql import DataFrame
@@ -76,18 +76,14 @@ class PartEvaluation:
             result = fixpoint.run()[name]
         finally:
             fixpoint.db.close()
-        yield from part_rows(result, self.types[name].full, fixpoint.iterations)
-
-
-def part_rows(result: pa.Table, schema: pa.Schema, iterations: int) -> Iterator[pa.RecordBatch]:
-    """A part's facts with `schema`, then one row of its statistics (the columns of STATISTICS)."""
-    output = schema.append(pa.field(ITERATIONS, pa.int64())).append(pa.field(FACTS, pa.int64()))
-    for batch in result.cast(schema).to_batches():
-        nothing = pa.nulls(batch.num_rows, pa.int64())
-        yield pa.RecordBatch.from_arrays([*batch.columns, nothing, nothing], schema=output)
-    no_fact = [pa.nulls(1, field.type) for field in schema]
-    yield pa.RecordBatch.from_arrays([*no_fact, pa.array([iterations]), pa.array([result.num_rows])],
-                                     schema=output)
+        schema = self.types[name].full
+        output = schema.append(pa.field(ITERATIONS, pa.int64())).append(pa.field(FACTS, pa.int64()))
+        for batch in result.cast(schema).to_batches():
+            nothing = pa.nulls(batch.num_rows, pa.int64())
+            yield pa.RecordBatch.from_arrays([*batch.columns, nothing, nothing], schema=output)
+        no_fact = [pa.nulls(1, field.type) for field in schema]
+        yield pa.RecordBatch.from_arrays([*no_fact, pa.array([fixpoint.iterations]), pa.array([result.num_rows])],
+                                         schema=output)
 
 
 def run_decomposed(run: StratumRun, stratum: Stratum) -> dict[str, DataFrame] | None:
@@ -117,13 +113,16 @@ class Decomposed:
         (name,) = self.stratum.relations
         rows = self.types.spark(SETTLED)[name]
         schema = struct(rows)
-        seeds = self.partitioned(self.exit_facts(name, schema))
-        seed_schema = to_arrow_schema(seeds.schema, timezone=self.context.spark_settings.timezone)
+        pivot = column_names(len(rows))[self.stratum.decomposition.pivots[name]]
+        seeds = self.exit_facts(name, schema).repartition(self.parts(), F.col(pivot))
+        spark_settings = self.context.spark_settings
+        evaluation = PartEvaluation(
+            self.program, self.stratum, self.context.settings, spark_settings,
+            self.types.arrow(SETTLED), to_arrow_schema(seeds.schema, timezone=spark_settings.timezone),
+            self.broadcast_inputs(),
+        )
         output = StructType([*schema.fields, *(StructField(column, LongType()) for column in STATISTICS)])
-        tasks = seeds.mapInArrow(self.evaluation(seed_schema), output, barrier=self.barrier)
-        if self.barrier:  # every job reading a barrier stage's output runs as one, unless a shuffle ends it
-            tasks = tasks.repartition(self.parts(), F.col(schema.fields[0].name))
-        parts = checkpoint(tasks, eager=False)  # filled by the job below: one job
+        parts = checkpoint(seeds.mapInArrow(evaluation, output), eager=False)  # filled by the job below: one job
         statistics = parts.where(F.col(ITERATIONS).isNotNull()).select(*STATISTICS).collect()  # a row a part
         iterations = max((row[0] for row in statistics), default=0)
         facts = sum(row[1] for row in statistics)
@@ -132,19 +131,6 @@ class Decomposed:
         self.context.report(Progress(self.stratum.relations, iterations, 0, facts,
                                      time.monotonic() - started, {name: facts}))
         return {name: result}
-
-    barrier = False  # the tasks run independently
-
-    def partitioned(self, seeds: DataFrame) -> DataFrame:
-        """The exit facts in the parts the tasks evaluate: hashed on the pivot."""
-        (name,) = self.stratum.relations
-        pivot = column_names(len(self.program.relations[name].columns))[self.stratum.decomposition.pivots[name]]
-        return seeds.repartition(self.parts(), F.col(pivot))
-
-    def evaluation(self, seed_schema: pa.Schema) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
-        """What each task runs over its part of the exit facts."""
-        return PartEvaluation(self.program, self.stratum, self.context.settings, self.context.spark_settings,
-                              self.types.arrow(SETTLED), seed_schema, self.broadcast_inputs())
 
     def exit_facts(self, name: str, schema: StructType) -> DataFrame:
         """The facts of the exit rules with the relation's types, before deduplication (each task absorbs
@@ -166,17 +152,13 @@ class Decomposed:
     def broadcast_inputs(self) -> dict[str, bytes]:
         """Each relation the recursive rules read, as an Arrow IPC stream (columns c0 .. cN)."""
         streams = {}
-        tables = self.context.local_inputs(self.stratum, self.broadcast())
+        tables = self.context.local_inputs(self.stratum, self.stratum.decomposition.broadcast)
         for relation, table in tables.items():
             sink = pa.BufferOutputStream()
             with pa.ipc.new_stream(sink, table.schema) as writer:
                 writer.write_table(table)
             streams[relation] = sink.getvalue().to_pybytes()
         return streams
-
-    def broadcast(self) -> tuple[str, ...]:
-        """The relations every task reads in full."""
-        return self.stratum.decomposition.broadcast
 
     def parts(self) -> int:
         return default_parallelism(self.spark) * TASKS_PER_CORE
