@@ -49,6 +49,7 @@ INFERRED = [
     "CAST(0 AS DECIMAL(10,2))", "CAST(l AS DECIMAL(5,1))", "CAST(m AS DOUBLE)", "CAST(m AS DECIMAL(12,4))",
     "CAST(NULL AS INT)", "0.0D", "10L", "CASE WHEN ok THEN i ELSE l END", "CASE WHEN ok THEN m END",
     "CASE WHEN ok THEN m ELSE i END", "COALESCE(i, s, l)", "COALESCE(m, w)", "COALESCE(NULL, d)",
+    "COALESCE(w, -(i + w))", "CASE WHEN ok THEN w ELSE l + w END", "greatest(w, m * m)",
     "least(i, l)", "greatest(m, n)", "count(*)", "count(DISTINCT i)", "sum(i)", "sum(s)", "sum(d)", "sum(f)",
     "sum(m)", "sum(w)", "min(str)", "max(m)", "avg(i)", "avg(d)", "sum(i) + 1", "max(i) * 2",
 ]

@@ -53,6 +53,13 @@ def bounded(precision: int, scale: int) -> T.DecimalType:
     return T.DecimalType(min(precision, MAX_PRECISION), min(scale, MAX_PRECISION))
 
 
+def bounded_keeping_integral_digits(precision: int, scale: int) -> T.DecimalType:
+    """A decimal past the maximum precision loses fractional digits, never integral ones (Spark 4's
+    boundedPreferIntegralDigits, used when widening)."""
+    excess = max(precision - MAX_PRECISION, 0)
+    return T.DecimalType(precision - excess, max(scale - excess, 0))
+
+
 def wider(left: T.DataType, right: T.DataType) -> T.DataType:
     """The type a union (or CASE, COALESCE) of the two gives."""
     if left == right or isinstance(right, T.NullType):
@@ -66,7 +73,7 @@ def wider(left: T.DataType, right: T.DataType) -> T.DataType:
         if a is None or b is None:
             raise NotInferred(f"no common type of {left.simpleString()} and {right.simpleString()}")
         scale = max(a.scale, b.scale)
-        return bounded(max(a.precision - a.scale, b.precision - b.scale) + scale, scale)
+        return bounded_keeping_integral_digits(max(a.precision - a.scale, b.precision - b.scale) + scale, scale)
     if isinstance(left, T.FloatType) != isinstance(right, T.FloatType):
         # float with an integral: float under Spark's legacy rules, double under ANSI; avoided
         if isinstance(left, T.DoubleType) or isinstance(right, T.DoubleType):
