@@ -1,6 +1,7 @@
 """Graph generators for the benchmarks, as Arrow tables (src, dst[, w]); seeded, so runs are repeatable.
 
-Node ids are int32 from 0; weights (when asked for) are int32 in [0, 100)."""
+Node ids are int32 from 0; weights (when asked for) are int32 in [0, 100) unless a graph is asked for
+other `weights` (the lowest and one past the highest)."""
 
 from __future__ import annotations
 
@@ -8,10 +9,14 @@ import numpy as np
 import pyarrow as pa
 
 
-def edge_table(pairs: np.ndarray, generator: np.random.Generator, weighted: bool) -> pa.Table:
+WEIGHTS = (0, 100)
+
+
+def edge_table(pairs: np.ndarray, generator: np.random.Generator, weighted: bool,
+               weights: tuple[int, int] = WEIGHTS) -> pa.Table:
     columns = {"src": pa.array(pairs[:, 0], pa.int32()), "dst": pa.array(pairs[:, 1], pa.int32())}
     if weighted:
-        columns["w"] = pa.array(generator.integers(0, 100, size=len(pairs)), pa.int32())
+        columns["w"] = pa.array(generator.integers(*weights, size=len(pairs)), pa.int32())
     return pa.table(columns)
 
 
@@ -21,11 +26,18 @@ def distinct_pairs(pairs: np.ndarray, edges: int, generator: np.random.Generator
     return pairs[generator.permutation(len(pairs))[:edges]]
 
 
-def erdos_renyi(nodes: int, edges: int, seed: int = 1, weighted: bool = False) -> pa.Table:
+def erdos_renyi(nodes: int, edges: int, seed: int = 1, weighted: bool = False,
+                weights: tuple[int, int] = WEIGHTS) -> pa.Table:
     """G(n, m): `edges` distinct directed edges drawn uniformly among `nodes` nodes (self-loops allowed)."""
     generator = np.random.default_rng(seed)
     pairs = distinct_pairs(generator.integers(0, nodes, size=(edges * 2, 2)), edges, generator)
-    return edge_table(pairs, generator, weighted)
+    return edge_table(pairs, generator, weighted, weights)
+
+
+def chain(length: int) -> pa.Table:
+    """A path 0 -> 1 -> ... -> length: the longest recursion for its size."""
+    ids = np.arange(length)
+    return edge_table(np.stack([ids, ids + 1], axis=1), np.random.default_rng(0), weighted=False)
 
 
 def gnp(nodes: int, probability: float, seed: int = 1, weighted: bool = False) -> pa.Table:

@@ -1,6 +1,6 @@
 """recsql beside the alternatives on the benchmark workloads, in one process, on the same data.
 
-    python -m benchmarks.run [--quick] [--repeat 3] [--only NAME ...] [--chart benchmarks.png]
+    python -m benchmarks.run [--quick | --scale] [--repeat 3] [--only NAME ...] [--chart benchmarks.png]
                              [--strategy auto|local|decomposed|distributed] [--systems recsql ...]
                              [--json FILE]
     python -m benchmarks.run --compare OLD.json NEW.json
@@ -8,14 +8,18 @@
 For each workload (benchmarks/workloads.py) it runs recsql, Spark's native recursive CTE (where it
 terminates: UNION ALL on DAGs and trees), a hand-written PySpark semi-naive loop (benchmarks/loops.py)
 and DuckDB's recursive CTE, checks that they give the same answer, and prints the median time of
-`--repeat` runs (after one run that warms up and samples memory), each alternative's time as a multiple of recsql's, the answer, where recsql ran the
-recursion, and the peak memory growth of the process tree (this process and Spark's JVM). `--chart`
-writes the times as a PNG bar chart (needs matplotlib: pip install -e '.[bench]').
+`--repeat` runs (after one run that warms up and samples memory), each alternative's time as a multiple
+of recsql's, the answer, where recsql ran the recursion, and the peak memory growth of the process tree
+(this process and Spark's JVM). `--chart` writes the times as a PNG bar chart (needs matplotlib:
+pip install -e '.[bench]').
 
 `--strategy` forces where recsql runs its recursion (SET recsql.strategy; `auto` by default), so the Spark
-strategies are measured and not only the one `auto` picks. `--systems` runs only some of the systems
-(`--systems recsql` to time recsql alone). `--json` writes recsql's medians and the run conditions;
-`--compare` prints two such files side by side (two versions of recsql, run in the same conditions).
+strategies are measured and not only the one `auto` picks. `--scale` runs the workloads at the sizes where
+Spark is the point (benchmarks/workloads.py, scale_workloads) with recsql under every strategy, each
+forced, beside the alternatives; a run that takes over a minute is timed once. `--systems` runs only
+some of the systems (`--systems recsql` to time recsql alone). `--json` writes recsql's medians and the
+run conditions; `--compare` prints two such files side by side (two versions of recsql, run in the same
+conditions).
 """
 
 from __future__ import annotations
@@ -33,12 +37,14 @@ import duckdb
 import recsql
 from benchmarks.memory import peak_growth
 from benchmarks.timing import compare_medians, save_medians
-from benchmarks.workloads import Workload, workloads
+from benchmarks.workloads import Workload, scale_workloads, workloads
 from recsql.spark_facts import is_connect
 
 SYSTEMS = ("recsql", "spark native", "pyspark loop", "duckdb")
+ALTERNATIVES = SYSTEMS[1:]
 STRATEGIES = ("auto", "local", "decomposed", "distributed")
 COMPARED = ("quick", "repeat", "strategy", "driver memory")
+ONCE_PAST_SECONDS = 60.0  # a first run longer than this is the measurement: no repeats
 
 
 @dataclass
@@ -51,7 +57,7 @@ class Measurement:
 @dataclass
 class Outcome:
     workload: Workload
-    where: str
+    where: dict[str, str]  # recsql's runs: where each ran its recursion
     results: dict[str, Measurement] = field(default_factory=dict)
 
 
@@ -60,7 +66,11 @@ def measure(run: Callable[[], Any], repeat: int, settle: Callable[[], None]) -> 
     nothing sampling beside them, give the median time. `settle` runs before each, untimed, so that no
     run pays for garbage an earlier one (of any system) left behind."""
     settle()
+    started = time.perf_counter()
     answer, memory = peak_growth(run)
+    first = time.perf_counter() - started
+    if first > ONCE_PAST_SECONDS:
+        return Measurement(first, memory, tuple(int(value) for value in answer))
     times = []
     for _ in range(repeat):
         settle()
@@ -81,7 +91,9 @@ def where_recsql_runs(cursor, sql: str) -> str:
     return "distributed"
 
 
-def run_workload(workload: Workload, conn, duck, repeat: int, systems: tuple[str, ...]) -> Outcome:
+def run_workload(workload: Workload, conn, duck, repeat: int, systems: tuple[str, ...],
+                 recsql_runs: dict[str, str]) -> Outcome:
+    """Each system's measurement; `recsql_runs` names recsql's runs and the strategy each forces."""
     spark = conn.spark_session
     edges = workload.edges()
     conn.register("edge", edges)
@@ -89,7 +101,11 @@ def run_workload(workload: Workload, conn, duck, repeat: int, systems: tuple[str
     spark.table("edge").count()
     duck.register("edge", edges)
     cursor = conn.cursor()
-    outcome = Outcome(workload, where_recsql_runs(cursor, workload.recsql))
+    where = {}
+    for name, strategy in recsql_runs.items():
+        cursor.execute(f"SET recsql.strategy = {strategy}")
+        where[name] = where_recsql_runs(cursor, workload.recsql)
+    outcome = Outcome(workload, where)
 
     def first_row(rows) -> tuple:
         return tuple(rows[0])
@@ -100,8 +116,16 @@ def run_workload(workload: Workload, conn, duck, repeat: int, systems: tuple[str
         if not is_connect(spark):
             spark.sparkContext._jvm.System.gc()
 
+    def recsql_run() -> tuple:
+        return first_row((cursor.execute(workload.recsql), cursor.fetchall())[1])
+
+    def forcing(strategy: str) -> Callable[[], None]:
+        return lambda: (settle(), cursor.execute(f"SET recsql.strategy = {strategy}"))
+
+    if "recsql" in systems:
+        for name, strategy in recsql_runs.items():
+            outcome.results[name] = measure(recsql_run, repeat, forcing(strategy))
     runs = {
-        "recsql": lambda: first_row((cursor.execute(workload.recsql), cursor.fetchall())[1]),
         "spark native": (lambda: first_row(spark.sql(workload.spark).collect())) if workload.spark else None,
         "pyspark loop": lambda: workload.loop(spark),
         "duckdb": lambda: duck.execute(workload.duckdb).fetchall()[0],
@@ -116,29 +140,49 @@ def run_workload(workload: Workload, conn, duck, repeat: int, systems: tuple[str
     return outcome
 
 
-def table(outcomes: list[Outcome], repeat: int) -> str:
-    header = ["workload", "graph", "answer", "recsql runs"] + [f"{s} (s)" for s in SYSTEMS] + ["ratios x recsql", "peak MB"]
+def table(outcomes: list[Outcome], repeat: int, columns: list[str]) -> str:
+    """Times of every system in `columns`; each alternative's time as a multiple of the first recsql
+    run's that is forced onto Spark (or of the only one), and each recsql run's as a multiple of the first."""
+    recsql_columns = [c for c in columns if c.startswith("recsql")]
+    base = next((c for c in recsql_columns if "local" not in c and "auto" not in c), recsql_columns[0])
+    header = ["workload", "graph", "answer"] + [f"{c} (s)" for c in columns]
+    header += [f"x {base}: " + " / ".join(ALTERNATIVES)]
+    if len(recsql_columns) > 1:
+        header += [f"x {recsql_columns[0]}: " + " / ".join(c.removeprefix("recsql ") for c in recsql_columns[1:])]
     rows = [header]
     for outcome in outcomes:
         results = outcome.results
-        base = results["recsql"].seconds if "recsql" in results else float("nan")
-        times = [f"{results[s].seconds:.3f}" if s in results else "n/a" for s in SYSTEMS]
-        ratios = " / ".join(f"{results[s].seconds / base:.1f}" if s in results else "-" for s in SYSTEMS[1:])
-        memory = " / ".join(f"{results[s].memory / 2**20:.0f}" if s in results else "-" for s in SYSTEMS)
+
+        def ratios(names: list[str], over: str) -> str:
+            return " / ".join(f"{results[n].seconds / results[over].seconds:.2f}"
+                              if n in results and over in results else "-" for n in names)
+
+        cells = []
+        for column in columns:
+            cell = f"{results[column].seconds:.3f}" if column in results else "n/a"
+            ran = outcome.where.get(column)
+            if ran and ran not in column:
+                cell += f" ({ran})"
+            cells.append(cell)
         answer = ", ".join(f"{value:,}" for value in next(iter(results.values())).answer)
-        rows.append([outcome.workload.name, outcome.workload.graph, answer, outcome.where] + times + [ratios, memory])
+        row = [outcome.workload.name, outcome.workload.graph, answer] + cells + [ratios(list(ALTERNATIVES), base)]
+        if len(recsql_columns) > 1:
+            row.append(ratios(recsql_columns[1:], recsql_columns[0]))
+        rows.append(row)
     widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
     lines = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths)) for row in rows]
     lines.insert(1, "-" * len(lines[0]))
     notes = [
-        f"medians of {repeat} runs; ratios: time of spark native / pyspark loop / duckdb over recsql's "
-        "(above 1: recsql is faster); peak MB: growth of this process and Spark's JVM, "
-        "recsql / spark native / pyspark loop / duckdb",
+        f"medians of {repeat} runs (one run where the first took over {ONCE_PAST_SECONDS:.0f} s); (x) after a "
+        "recsql time: where it ran the recursion, when not what the column says; ratios above 1: recsql is faster",
+        f"peak MB, growth of this process and Spark's JVM ({' / '.join(columns)}): " + "; ".join(
+            o.workload.name + " " + " / ".join(f"{o.results[c].memory / 2**20:.0f}" if c in o.results else "-"
+                                               for c in columns) for o in outcomes),
     ]
     return "\n".join(lines + [""] + notes)
 
 
-def chart(outcomes: list[Outcome], path: str) -> None:
+def chart(outcomes: list[Outcome], path: str, columns: list[str]) -> None:
     try:
         import matplotlib
 
@@ -148,9 +192,9 @@ def chart(outcomes: list[Outcome], path: str) -> None:
         print("no chart: matplotlib is missing (pip install -e '.[bench]')")
         return
     figure, axes = plt.subplots(figsize=(12, 5))
-    width = 0.2
-    for i, system in enumerate(SYSTEMS):
-        positions = [n + (i - 1.5) * width for n in range(len(outcomes))]
+    width = 0.8 / len(columns)
+    for i, system in enumerate(columns):
+        positions = [n + (i - (len(columns) - 1) / 2) * width for n in range(len(outcomes))]
         values = [o.results[system].seconds if system in o.results else 0 for o in outcomes]
         axes.bar(positions, values, width, label=system)
     axes.set_yscale("log")
@@ -165,7 +209,10 @@ def chart(outcomes: list[Outcome], path: str) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--quick", action="store_true", help="small graphs: a smoke run of a minute or two")
+    sizes = parser.add_mutually_exclusive_group()
+    sizes.add_argument("--quick", action="store_true", help="small graphs: a smoke run of a minute or two")
+    sizes.add_argument("--scale", action="store_true",
+                       help="sizes past the local bound, recsql under every strategy (forced): an hour or more")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--only", nargs="*", help="workload names to run (default: all)")
     parser.add_argument("--chart", help="write a PNG chart of the times to this path")
@@ -181,26 +228,32 @@ def main() -> None:
         print(compare_medians(*args.compare, COMPARED))
         return
 
-    chosen = [w for w in workloads(args.quick) if not args.only or w.name in args.only]
+    every = scale_workloads() if args.scale else workloads(args.quick)
+    chosen = [w for w in every if not args.only or w.name in args.only]
+    if args.scale:
+        recsql_runs = {f"recsql {strategy}": strategy for strategy in ("local", "decomposed", "distributed", "auto")}
+    else:
+        recsql_runs = {"recsql": args.strategy}
+    columns = [*(recsql_runs if "recsql" in args.systems else ()), *(s for s in ALTERNATIVES if s in args.systems)]
     outcomes = []
     conf = {} if args.remote else {"spark.driver.memory": args.driver_memory}  # a server's memory is its own
     with (tempfile.TemporaryDirectory() as warehouse,
           recsql.connect(warehouse=warehouse, conf=conf, remote=args.remote) as conn):
         duck = duckdb.connect()
-        conn.cursor().execute(f"SET recsql.strategy = {args.strategy}")
         for workload in chosen:
             print(f"running {workload.name} ({workload.graph}) ...", flush=True)
-            outcomes.append(run_workload(workload, conn, duck, args.repeat, tuple(args.systems)))
+            outcomes.append(run_workload(workload, conn, duck, args.repeat, tuple(args.systems), recsql_runs))
             seconds = ", ".join(f"{system} {m.seconds:.3f} s" for system, m in outcomes[-1].results.items())
             print(f"  {seconds}", flush=True)
-    print(table(outcomes, args.repeat))
+    print(table(outcomes, args.repeat, columns))
     if args.json:
-        medians = {o.workload.name: o.results["recsql"].seconds for o in outcomes if "recsql" in o.results}
+        medians = {f"{o.workload.name} {name}".removesuffix(" recsql"): o.results[name].seconds
+                   for o in outcomes for name in recsql_runs if name in o.results}
         conditions = {"quick": args.quick, "repeat": args.repeat, "strategy": args.strategy,
-                      "driver memory": args.driver_memory, "remote": args.remote}
+                      "driver memory": args.driver_memory, "remote": args.remote, "scale": args.scale}
         save_medians(args.json, medians, conditions)
     if args.chart:
-        chart(outcomes, args.chart)
+        chart(outcomes, args.chart, columns)
 
 
 if __name__ == "__main__":

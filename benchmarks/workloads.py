@@ -44,6 +44,8 @@ SELECT a.dst, b.dst FROM sg JOIN edge a ON a.src = sg.x JOIN edge b ON b.src = s
 
 REACH = """WITH RECURSIVE reach(y) AS (SELECT 0 UNION SELECT e.dst FROM reach JOIN edge e ON e.src = reach.y)
 SELECT count(*) FROM reach"""
+REACH_SPARK = """WITH RECURSIVE reach(y) MAX RECURSION LEVEL 100000 AS (SELECT 0 UNION ALL
+SELECT e.dst FROM reach JOIN edge e ON e.src = reach.y) SELECT count(*) FROM (SELECT DISTINCT y FROM reach)"""
 
 CC = """WITH RECURSIVE cc(node, min() AS label) AS (SELECT src, src FROM edge UNION
 SELECT e.dst, cc.label FROM cc JOIN edge e ON cc.node = e.src) SELECT count(DISTINCT label) FROM cc"""
@@ -117,3 +119,24 @@ def workloads(quick: bool) -> list[Workload]:
                  REPORTS_UNION_ALL.format(level=SPARK_LEVEL)),
     ]
 
+
+
+def scale_workloads() -> list[Workload]:
+    """The sizes where Spark is the point: results past recsql.local_rows, graphs of hundreds of thousands
+    of nodes, a recursion of hundreds of iterations (`python -m benchmarks.run --scale`)."""
+    return [
+        Workload("tc-cyclic-22m", "G(n, m), 5,000 nodes, 15,000 edges (seed 7)",
+                 lambda: graphs.erdos_renyi(5_000, 15_000, seed=7), TC, TC, loops.closure_pairs),
+        Workload("tc-dag", "random DAG, 10,000 nodes, 30,000 edges",
+                 lambda: graphs.random_dag(10_000, 30_000), TC, TC, loops.closure_pairs, TC_SPARK),
+        Workload("connected-components", "G(n, m), 200,000 nodes, 400,000 edges, undirected",
+                 lambda: symmetric(graphs.erdos_renyi(200_000, 400_000)), CC, CC_DUCKDB, loops.connected_components),
+        Workload("sssp-50k", "G(n, m), 50,000 nodes, 200,000 edges, weights in [1, 100]",
+                 lambda: graphs.erdos_renyi(50_000, 200_000, weighted=True, weights=(1, 101)), SSSP, SSSP_DUCKDB,
+                 loops.shortest_paths),
+        Workload("sssp-200k", "G(n, m), 200,000 nodes, 800,000 edges, weights in [1, 100]",
+                 lambda: graphs.erdos_renyi(200_000, 800_000, weighted=True, weights=(1, 101)), SSSP, SSSP_DUCKDB,
+                 loops.shortest_paths),
+        Workload("chain-300", "a path of 300 edges", lambda: graphs.chain(300), REACH, REACH, loops.reachable,
+                 REACH_SPARK),
+    ]

@@ -65,3 +65,10 @@ class ProgrammingError(DatabaseError):
 
 class NotSupportedError(DatabaseError):
     """Valid SQL that recsql does not implement."""
+
+
+def error_class(name: str) -> type[Error]:
+    """The recsql exception class called `name` (an error reported as text by a Spark task);
+    OperationalError for a name that is none."""
+    found = globals().get(name)
+    return found if isinstance(found, type) and issubclass(found, Error) else OperationalError

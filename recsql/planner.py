@@ -20,6 +20,7 @@ from recsql.optimizer.cardinality import atom_estimate
 from recsql.optimizer.decomposition import Decomposition, NotDecomposable, decompose
 from recsql.optimizer.explain import explain_passes
 from recsql.optimizer.join_order import order_body
+from recsql.optimizer.ownership import owner_column
 from recsql.settings import Settings, Strategy
 from translator.ir import Atom, Iteration, Program, Rule
 
@@ -65,6 +66,7 @@ class Stratum:
     strategy: Strategy = Strategy.DISTRIBUTED
     capacity: int | None = None  # LOCAL chosen from estimates: past this many facts it moves to Spark
     decomposition: Decomposition | None = None  # its pivots, when DECOMPOSED or when LOCAL may move there
+    owner: int | None = None  # DISTRIBUTED as one job: the column that says which task owns a fact
     reason: str = ""  # why the strategy, for EXPLAIN
 
     @property
@@ -125,7 +127,12 @@ class Plan:
         if stratum.strategy == Strategy.DECOMPOSED:
             return decomposed
         if stratum.strategy == Strategy.DISTRIBUTED:
-            return "distributed on Spark (a job per iteration)"
+            if stratum.owner is None:
+                return "distributed on Spark (a job per iteration)"
+            (name,) = stratum.relations
+            relation = self.program.relations[name]
+            return (f"distributed on Spark (one job, tasks owning facts by {relation.display_name}."
+                    f"{relation.columns[stratum.owner]}; a job per iteration off a local master)")
         where = "local, in one process"
         if stratum.capacity is not None:
             where += f"; past {stratum.capacity:,} facts {decomposed or 'distributed on Spark'}"
@@ -161,7 +168,8 @@ def plan(optimized: Optimized, components: list[Component], settings: Settings) 
             for rule in recursive_rules
             for variant in delta_variants(rule, component, iteration)
         )
-        strata.append(Stratum(component, exit_rules, variants, iteration, **vars(choice)))
+        owner = owner_column(program, component, recursive_rules)
+        strata.append(Stratum(component, exit_rules, variants, iteration, owner=owner, **vars(choice)))
     return Plan(optimized, tuple(strata))
 
 

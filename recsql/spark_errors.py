@@ -6,9 +6,8 @@ import contextlib
 import re
 from typing import Iterator
 
-from recsql.errors import DataError, Error, NotSupportedError, OperationalError, ProgrammingError
+from recsql.errors import DataError, Error, OperationalError, ProgrammingError
 
-_RAISED_IN_TASK = re.compile(r"recsql\.errors\.(\w+): ([^\n]+)")
 _PYTHON_WORKER = "An exception was thrown from the Python worker"
 _PYTHON_ERROR = re.compile(r"^(\w+(?:\.\w+)*(?:Error|Exception)): (.+)$", re.MULTILINE)
 _CONDITION = re.compile(r"^\[([A-Z_.]+)\]\s*")
@@ -32,10 +31,6 @@ def spark_errors(context: str = "") -> Iterator[None]:
 
 
 def translate(error: Exception, context: str) -> Error:
-    raised = _RAISED_IN_TASK.search(str(error))
-    if raised:  # a recsql error raised inside a Spark task (the decomposed strategy's evaluation)
-        kind = {cls.__name__: cls for cls in (DataError, OperationalError, ProgrammingError, NotSupportedError)}
-        return kind.get(raised.group(1), OperationalError)(raised.group(2).strip())
     name = type(error).__name__
     text = first_line(getattr(error, "desc", None) or getattr(error, "getMessage", lambda: None)() or str(error))
     if text.startswith(_PYTHON_WORKER):  # what the worker's traceback ends with, not that it has one

@@ -14,6 +14,7 @@ import pytest
 from recsql.engine.fixpoint import Fixpoint
 from recsql.engine.local.engine import DuckDBEngine
 from recsql.engine.strategies.decomposed import Decomposed
+from recsql.engine.strategies.exchanged import Exchanged
 
 EXPLAINED = {  # how EXPLAIN says a recursive stratum runs with each strategy
     "local": "local, in one process",
@@ -58,7 +59,7 @@ class Runs(list):
 def counting_runs(conn, monkeypatch, strategy: str) -> Iterator[Runs]:
     """SET recsql.strategy = `strategy` inside the block (the previous one again after it); yields the
     strata that ran, by strategy (a fixpoint in DuckDB is local, on Spark distributed; a decomposed
-    stratum runs its fixpoints inside Spark's workers)."""
+    stratum runs its fixpoints inside Spark's workers, and so does a distributed one run as one job)."""
     runs = Runs(strategy)
     run_fixpoint, run_decomposed = Fixpoint.run, Decomposed.run
 
@@ -67,7 +68,7 @@ def counting_runs(conn, monkeypatch, strategy: str) -> Iterator[Runs]:
         return run_fixpoint(self, *args, **kwargs)
 
     def decomposed(self):
-        runs.record("decomposed", self.stratum.relations)
+        runs.record("distributed" if isinstance(self, Exchanged) else "decomposed", self.stratum.relations)
         return run_decomposed(self)
 
     monkeypatch.setattr(Fixpoint, "run", fixpoint)

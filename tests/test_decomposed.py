@@ -97,7 +97,44 @@ def test_explain_shows_the_pivot_or_why_there_is_none(conn, cur, decomposed, sql
     plan = explain(cur, sql)
     assert expected in plan
     if expected.startswith("not decomposable"):
-        assert "distributed on Spark (a job per iteration)" in plan
+        assert "distributed on Spark (" in plan
+
+
+@pytest.mark.parametrize(("sql", "expected"), [
+    (REACH, "distributed on Spark (one job, tasks owning facts by reach.n;"),
+    (CC, "distributed on Spark (one job, tasks owning facts by cc.n;"),
+    (NON_LINEAR, "distributed on Spark (a job per iteration)"),
+    (MUTUAL, "distributed on Spark (a job per iteration)"),
+], ids=["reachability", "min-moving-key", "non-linear", "mutual"])
+def test_explain_says_whether_a_distributed_recursion_runs_as_one_job(conn, cur, monkeypatch, sql, expected):
+    """Without a pivot, a linear recursion of one relation runs as one job whose tasks own the facts (by a
+    group key for min()); one reading its relation twice, or mutual recursion, as a job per iteration."""
+    load(conn, [(1, 2), (2, 3)])
+    with counting_runs(conn, monkeypatch, "distributed"):
+        assert expected in explain(cur, sql)
+
+
+def test_a_distributed_recursion_without_pivot_is_one_spark_job(conn, monkeypatch):
+    """Reachability along a 60-step chain: 60 iterations inside the tasks of one job (and a job for
+    its input's shuffle and one collecting the answer), not a job each."""
+    load(conn, [(i, i + 1) for i in range(60)])
+    with counting_runs(conn, monkeypatch, "distributed") as runs:
+        jobs = spark_jobs(conn, REACH, "exchanged-one-job")
+    assert runs == [("reach",)] and not runs.others
+    assert jobs <= 3
+
+
+def test_a_task_failing_in_one_job_fails_the_statement_with_its_error(conn, cur, monkeypatch):
+    """A division by zero in one task's facts (iteration 30 of a chain) and a recursion past its
+    iteration limit: the user gets the error raised in the task, the other tasks stop waiting for it."""
+    load(conn, [(i, i + 1) for i in range(60)])
+    dividing = REACH.replace("SELECT e.dst FROM", "SELECT e.dst + 0 * (1 / (e.dst - 30)) FROM")
+    with counting_runs(conn, monkeypatch, "distributed") as runs:
+        with pytest.raises(recsql.DataError, match="(?i)divi"):
+            cur.execute(dividing)
+        with pytest.raises(recsql.OperationalError, match="MAX RECURSION LEVEL 5"):
+            cur.execute(REACH.replace("reach(n) AS", "reach(n) MAX RECURSION LEVEL 5 AS"))
+    assert runs == [("reach",), ("reach",)]
 
 
 def test_auto_runs_a_recursion_over_large_inputs_decomposed(conn, cur):

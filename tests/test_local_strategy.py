@@ -198,7 +198,7 @@ def test_no_spark_job_per_iteration(conn, local):
     local_jobs = spark_jobs(conn, sql, "local-strategy-local")
     set_strategy(conn, "distributed")
     distributed_jobs = spark_jobs(conn, sql, "local-strategy-distributed")
-    assert distributed_jobs >= 40
+    assert distributed_jobs >= 1  # the counting sees Spark's jobs (one: the fixpoint runs in its tasks)
     assert local_jobs == 0  # the whole query runs in this process
 
 

@@ -14,18 +14,19 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, replace
-from typing import Iterator, Mapping
+from typing import Callable, Iterable, Iterator, Mapping
 
 import pyarrow as pa
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import to_arrow_schema
-from pyspark.sql.types import LongType, StructField, StructType
+from pyspark.sql.types import LongType, StringType, StructField, StructType
 from sqlglot import exp
 
 from recsql.engine.columns import column_names
 from recsql.engine.fixpoint import Limits, contributor_terms, rule_ids, rule_key
-from recsql.engine.local.database import Database
+from recsql.engine.local.database import Database, first_line
+from recsql.engine.local.exchange import Stopped
 from recsql.engine.local.engine import LocalFixpoint, RelationTypes
 from recsql.engine.progress import Progress
 from recsql.engine.spark.context import StratumRun
@@ -36,6 +37,7 @@ from recsql.engine.sql.printing import inlined
 from recsql.engine.sql.queries import DERIVED, contributions_of, union_all
 from recsql.engine.sql.rules import aliased, column, nested, rule_query, select
 from recsql.engine.types.result_types import SETTLED, StratumTypes, struct
+from recsql.errors import Error, error_class
 from recsql.planner import Stratum
 from recsql.settings import Settings
 from recsql.spark_facts import default_parallelism
@@ -44,8 +46,11 @@ from translator.ir import Program
 TASKS_PER_CORE = 1  # each part pays the per-iteration overhead of the local evaluator: one part per core
 
 
-ITERATIONS, FACTS = "recsql_part_iterations", "recsql_part_facts"  # a part's statistics row (else null)
-STATISTICS = (ITERATIONS, FACTS)
+# a part's statistics row (null in its facts' rows); a failed part's statistics row names its error
+ITERATIONS, FACTS, FAILURE = "recsql_part_iterations", "recsql_part_facts", "recsql_part_failure"
+STATISTICS = (ITERATIONS, FACTS, FAILURE)
+STATISTICS_TYPES = (LongType(), LongType(), StringType())
+STOPPED = f"{Stopped.__name__}: "  # the failure of a part stopped because another part failed
 
 
 @dataclass(frozen=True)
@@ -62,28 +67,72 @@ class PartEvaluation:
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         (name,) = self.stratum.relations
-        parts = [batch for batch in batches if batch.num_rows]
-        if not parts:
+        seeds = seed_table(batches, self.seed_schema)
+        if not seeds.num_rows:
             return
-        seeds = pa.Table.from_batches(parts).cast(self.seed_schema)  # Spark may mark columns non-null
         inputs = {relation: pa.ipc.open_stream(data).read_all() for relation, data in self.inputs.items()}
         fixpoint = LocalFixpoint(
             self.program, self.stratum, inputs, self.settings, types=lambda _: self.types,
             spark_settings=self.spark_settings, seeds={name: seeds},
             database=Database(self.spark_settings.timezone, threads=1),
         )
+        schema = self.types[name].full
         try:
             result = fixpoint.run()[name]
+        except Exception as error:  # noqa: BLE001 - reported to the driver; a second attempt would fail alike
+            yield failure_row(schema, error)
+            return
         finally:
             fixpoint.db.close()
-        schema = self.types[name].full
-        output = schema.append(pa.field(ITERATIONS, pa.int64())).append(pa.field(FACTS, pa.int64()))
-        for batch in result.cast(schema).to_batches():
-            nothing = pa.nulls(batch.num_rows, pa.int64())
-            yield pa.RecordBatch.from_arrays([*batch.columns, nothing, nothing], schema=output)
-        no_fact = [pa.nulls(1, field.type) for field in schema]
-        yield pa.RecordBatch.from_arrays([*no_fact, pa.array([fixpoint.iterations]), pa.array([result.num_rows])],
-                                         schema=output)
+        yield from part_rows(result, schema, fixpoint.iterations)
+
+
+def seed_table(batches: Iterator[pa.RecordBatch], schema: pa.Schema) -> pa.Table:
+    """A task's exit facts with `schema` (Spark may mark a column non-null in some batches only)."""
+    return pa.Table.from_batches([batch.cast(schema) for batch in batches], schema=schema)
+
+
+def part_rows(result: pa.Table, schema: pa.Schema, iterations: int) -> Iterator[pa.RecordBatch]:
+    """A part's facts with `schema`, then one row of its statistics (the columns of STATISTICS)."""
+    output = with_statistics(schema)
+    for batch in result.cast(schema).to_batches():
+        nothing = [pa.nulls(batch.num_rows, field.type) for field in output][len(schema):]
+        yield pa.RecordBatch.from_arrays([*batch.columns, *nothing], schema=output)
+    yield statistics_row(schema, iterations, result.num_rows, None)
+
+
+def failure_row(schema: pa.Schema, error: Exception) -> pa.RecordBatch:
+    """The statistics row of a part whose evaluation failed: the error travels as data, since Spark
+    reports a failed task's exception only as text (and a failed barrier stage not even so). An error
+    that is not recsql's is a bug: InternalError."""
+    if isinstance(error, Error):
+        failure = f"{type(error).__name__}: {error.message}"
+    else:
+        failure = f"InternalError: a Spark task failed: {type(error).__name__}: {first_line(error)}"
+    return statistics_row(schema, 0, 0, failure)
+
+
+def statistics_row(schema: pa.Schema, iterations: int, facts: int, failure: str | None) -> pa.RecordBatch:
+    output = with_statistics(schema)
+    no_fact = [pa.nulls(1, field.type) for field in schema]
+    return pa.RecordBatch.from_arrays(
+        [*no_fact, pa.array([iterations], pa.int64()), pa.array([facts], pa.int64()), pa.array([failure], pa.string())],
+        schema=output)
+
+
+def with_statistics(schema: pa.Schema) -> pa.Schema:
+    return pa.schema([*schema, pa.field(ITERATIONS, pa.int64()), pa.field(FACTS, pa.int64()),
+                      pa.field(FAILURE, pa.string())])
+
+
+def raise_failure(failures: Iterable[str | None]) -> None:
+    """Raise an error a part reported, as the recsql exception class it was raised as: one that
+    failed before one that only stopped because another did."""
+    reported = sorted((failure for failure in failures if failure is not None),
+                      key=lambda failure: failure.startswith(STOPPED))
+    if reported:
+        kind, _, message = reported[0].partition(": ")
+        raise error_class(kind)(message)
 
 
 def run_decomposed(run: StratumRun, stratum: Stratum) -> dict[str, DataFrame] | None:
@@ -113,24 +162,39 @@ class Decomposed:
         (name,) = self.stratum.relations
         rows = self.types.spark(SETTLED)[name]
         schema = struct(rows)
-        pivot = column_names(len(rows))[self.stratum.decomposition.pivots[name]]
-        seeds = self.exit_facts(name, schema).repartition(self.parts(), F.col(pivot))
-        spark_settings = self.context.spark_settings
-        evaluation = PartEvaluation(
-            self.program, self.stratum, self.context.settings, spark_settings,
-            self.types.arrow(SETTLED), to_arrow_schema(seeds.schema, timezone=spark_settings.timezone),
-            self.broadcast_inputs(),
-        )
-        output = StructType([*schema.fields, *(StructField(column, LongType()) for column in STATISTICS)])
-        parts = checkpoint(seeds.mapInArrow(evaluation, output), eager=False)  # filled by the job below: one job
+        seeds = self.partitioned(self.exit_facts(name, schema))
+        seed_schema = to_arrow_schema(seeds.schema, timezone=self.context.spark_settings.timezone)
+        output = StructType([*schema.fields, *map(StructField, STATISTICS, STATISTICS_TYPES)])
+        tasks = seeds.mapInArrow(self.evaluation(seed_schema), output, barrier=self.barrier)
+        if self.barrier:  # every job reading a barrier stage's output runs as one, unless a shuffle ends it
+            tasks = tasks.repartition(self.parts(), F.col(schema.fields[0].name))
+        parts = checkpoint(tasks, eager=False)  # filled by the job below: one job
         statistics = parts.where(F.col(ITERATIONS).isNotNull()).select(*STATISTICS).collect()  # a row a part
+        raise_failure(row[2] for row in statistics)
         iterations = max((row[0] for row in statistics), default=0)
         facts = sum(row[1] for row in statistics)
         result = parts.where(F.col(ITERATIONS).isNull()).drop(*STATISTICS)
         Limits(self.program, self.stratum, self.context.settings).check_rows(facts, iterations)
-        self.context.report(Progress(self.stratum.relations, iterations, 0, facts,
-                                     time.monotonic() - started, {name: facts}))
+        self.report_end(iterations, facts, time.monotonic() - started)
         return {name: result}
+
+    def report_end(self, iterations: int, facts: int, elapsed: float) -> None:
+        """The progress listener hears of the parts' fixpoint once, when every part has reached its own."""
+        (name,) = self.stratum.relations
+        self.context.report(Progress(self.stratum.relations, iterations, 0, facts, elapsed, {name: facts}))
+
+    barrier = False  # the tasks run independently
+
+    def partitioned(self, seeds: DataFrame) -> DataFrame:
+        """The exit facts in the parts the tasks evaluate: hashed on the pivot."""
+        (name,) = self.stratum.relations
+        pivot = column_names(len(self.program.relations[name].columns))[self.stratum.decomposition.pivots[name]]
+        return seeds.repartition(self.parts(), F.col(pivot))
+
+    def evaluation(self, seed_schema: pa.Schema) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+        """What each task runs over its part of the exit facts."""
+        return PartEvaluation(self.program, self.stratum, self.context.settings, self.context.spark_settings,
+                              self.types.arrow(SETTLED), seed_schema, self.broadcast_inputs())
 
     def exit_facts(self, name: str, schema: StructType) -> DataFrame:
         """The facts of the exit rules with the relation's types, before deduplication (each task absorbs
@@ -152,13 +216,17 @@ class Decomposed:
     def broadcast_inputs(self) -> dict[str, bytes]:
         """Each relation the recursive rules read, as an Arrow IPC stream (columns c0 .. cN)."""
         streams = {}
-        tables = self.context.local_inputs(self.stratum, self.stratum.decomposition.broadcast)
+        tables = self.context.local_inputs(self.stratum, self.broadcast())
         for relation, table in tables.items():
             sink = pa.BufferOutputStream()
             with pa.ipc.new_stream(sink, table.schema) as writer:
                 writer.write_table(table)
             streams[relation] = sink.getvalue().to_pybytes()
         return streams
+
+    def broadcast(self) -> tuple[str, ...]:
+        """The relations every task reads in full."""
+        return self.stratum.decomposition.broadcast
 
     def parts(self) -> int:
         return default_parallelism(self.spark) * TASKS_PER_CORE
