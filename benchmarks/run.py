@@ -141,10 +141,10 @@ def run_workload(workload: Workload, conn, duck, repeat: int, systems: tuple[str
 
 
 def table(outcomes: list[Outcome], repeat: int, columns: list[str]) -> str:
-    """Times of every system in `columns`; each alternative's time as a multiple of the first recsql
-    run's that is forced onto Spark (or of the only one), and each recsql run's as a multiple of the first."""
+    """Times of every system in `columns`; each alternative's time as a multiple of recsql's forced
+    distributed (or of the only recsql run), and each recsql run's as a multiple of the first."""
     recsql_columns = [c for c in columns if c.startswith("recsql")]
-    base = next((c for c in recsql_columns if "local" not in c and "auto" not in c), recsql_columns[0])
+    base = next((c for c in recsql_columns if c.endswith("distributed")), recsql_columns[0])
     header = ["workload", "graph", "answer"] + [f"{c} (s)" for c in columns]
     header += [f"x {base}: " + " / ".join(ALTERNATIVES)]
     if len(recsql_columns) > 1:

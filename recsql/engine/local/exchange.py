@@ -12,6 +12,7 @@ round. Spark's own barrier call is not used per round: it waits in steps of a se
 from __future__ import annotations
 
 import os
+import shutil
 import time
 
 import pyarrow as pa
@@ -21,6 +22,7 @@ from recsql.errors import OperationalError
 
 POLL_SECONDS = (0.0002, 0.01)  # the first and the longest pause between looks for the other tasks' files
 STOP = "stop"  # the marker that stops every task of the exchange
+REMOVAL_PAUSES = (0.01, 0.1, 0.5, 2.0)  # between attempts to remove a directory tasks may still write to
 
 
 class Stopped(OperationalError):
@@ -34,6 +36,16 @@ def stop(directory: str) -> None:
     """Stop every task of the exchange under `directory` at its next round."""
     with open(os.path.join(directory, STOP), "w"):
         pass
+
+
+def remove(directory: str) -> None:
+    """Remove the exchange's directory, once tasks still writing (a cancelled job's) have stopped."""
+    stop(directory)
+    for pause in REMOVAL_PAUSES:
+        shutil.rmtree(directory, ignore_errors=True)
+        if not os.path.exists(directory):
+            return
+        time.sleep(pause)
 
 
 class DirectoryExchange:
@@ -77,7 +89,13 @@ class DirectoryExchange:
     def next_round(self) -> str:
         self.round += 1
         folder = os.path.join(self.folder, str(self.round))
-        os.makedirs(folder, exist_ok=True)
+        for path in (self.folder, folder):  # never the exchange's directory: gone, the driver is done
+            try:
+                os.mkdir(path)
+            except FileExistsError:
+                pass
+            except FileNotFoundError:
+                raise Stopped() from None
         return folder
 
     def write(self, path: str, table: pa.Table) -> None:

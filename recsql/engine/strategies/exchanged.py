@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import tempfile
 import threading
 import time
@@ -31,7 +30,7 @@ from recsql.engine.columns import column_names
 from recsql.engine.fixpoint import Fixpoint, Limits, iterate
 from recsql.engine.local.database import Database, duckdb_errors, quote
 from recsql.engine.local.engine import DuckDBEngine, RelationTypes, ResultTypes
-from recsql.engine.local.exchange import DirectoryExchange, Stopped, TotalsReader, stop
+from recsql.engine.local.exchange import DirectoryExchange, Stopped, TotalsReader, remove, stop
 from recsql.engine.progress import Progress, ProgressListener
 from recsql.engine.spark.context import StratumRun
 from recsql.engine.spark.types import stratum_types
@@ -62,7 +61,7 @@ def run_exchanged(run: StratumRun, stratum: Stratum) -> dict[str, DataFrame] | N
     try:
         return Exchanged(run, stratum, types, directory, slots).run()
     finally:
-        shutil.rmtree(directory, ignore_errors=True)
+        remove(directory)
 
 
 def local_slots(run: StratumRun) -> int | None:
