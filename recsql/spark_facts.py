@@ -5,6 +5,8 @@ Everything else recsql does with Spark goes through the DataFrame and SQL API bo
 
 from __future__ import annotations
 
+import os
+import re
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
@@ -55,3 +57,22 @@ def arrow_frame(spark: SparkSession, table: pa.Table) -> DataFrame:
 
         return spark.createDataFrame(table, schema=from_arrow_schema(table.schema))
     return spark.createDataFrame(table)
+
+
+LOCAL_MASTER = re.compile(r"local\[(\d+|\*)(?:,\s*\d+)?\]")  # local[N], local[*], local[N, retries]
+
+
+def local_slots(spark: SparkSession) -> int | None:
+    """How many tasks Spark runs at once when its tasks run on this machine (a local master, in this
+    process's driver: they share its files); None elsewhere."""
+    if is_connect(spark):
+        return None
+    master = spark.conf.get("spark.master", "") or ""
+    if master == "local":
+        return 1
+    cores = LOCAL_MASTER.fullmatch(master)
+    if cores is None:
+        return None
+    if cores.group(1) == "*":
+        return os.cpu_count() or 1
+    return int(cores.group(1))

@@ -155,6 +155,31 @@ def test_auto_runs_a_recursion_over_large_inputs_decomposed(conn, cur):
         cur.execute("SET recsql.local_rows = 10000000")
 
 
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(edges=st.lists(st.tuples(st.integers(0, 14), st.integers(0, 14)), min_size=5, max_size=40, unique=True),
+       bound=st.integers(5, 60), query=st.sampled_from(["tc", "apsp", "walks"]))
+def test_a_local_run_past_its_bound_goes_on_decomposed_from_where_it_stopped(conn, cur, edges, bound, query):
+    """auto with a small recsql.local_rows: the local evaluation stops past the bound and the decomposed
+    one goes on from its facts (EXPLAIN ANALYZE says after which iteration); the answer is DuckDB's."""
+    sql, duck_sql = {"tc": (LEFT, None), "apsp": (APSP, APSP_DUCKDB), "walks": (WALKS, None)}[query]
+    edges = [(a, b) for a, b in edges if query != "walks" or a < b]  # UNION ALL ends on a DAG only
+    if not edges:
+        return
+    duck = load(conn, edges)
+    previous = conn.session.settings.strategy
+    set_strategy(conn, "auto")
+    cur.execute(f"SET recsql.local_rows = {bound}")
+    try:
+        check(cur, duck, sql, duck_sql)
+        analyzed = explain(cur, sql, analyze=True)
+    finally:
+        set_strategy(conn, previous)
+        cur.execute("SET recsql.local_rows = 10000000")
+    cur.execute(f"SELECT count(*) FROM ({sql})")
+    if len(edges) <= bound < cur.fetchall()[0][0]:  # planned local, the run outgrew the bound before its end
+        assert "past recsql.local_rows after iteration" in analyzed and "went on from there on Spark" in analyzed
+
+
 # --- answers against DuckDB -----------------------------------------------------------------------------------
 
 

@@ -10,7 +10,7 @@ from pyspark.sql.types import DataType
 
 from recsql.engine.answer import Answer
 from recsql.engine.columns import column_names
-from recsql.engine.fixpoint import CapacityExceeded
+from recsql.engine.fixpoint import CapacityExceeded, Reached
 from recsql.engine.local.program import LocalProgram
 from recsql.engine.progress import ProgressListener
 from recsql.engine.spark.runner import SparkRun, TableSource, read_spark_settings
@@ -39,7 +39,7 @@ class Executor:
         self.settings = settings
         self.progress = progress
         self.trace = trace
-        self.outgrown: set[tuple[str, ...]] = set()  # strata that derived more facts than their capacity
+        self.outgrown: dict[tuple[str, ...], Reached | None] = {}  # strata past their capacity: where they stopped
 
     def fetch(self, plan: Plan) -> Answer:
         """The answer of the plan's program as Arrow (collected from Spark when it ran there).
@@ -69,7 +69,7 @@ class Executor:
                 table, types = local.run(tables)
                 return Answer(list(plan.program.output_columns), list(types), table)
             except CapacityExceeded as exceeded:
-                self.outgrown.add(exceeded.relations)
+                self.outgrown[exceeded.relations] = exceeded.reached
                 if self.trace is not None:
                     self.trace.forget(exceeded.relations)
         return self.run(plan)

@@ -6,6 +6,7 @@ the limits of `recsql.max_iterations`, `recsql.max_rows` and a local evaluation'
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import Generic, Iterable, Mapping, Protocol, Sequence
 
 from sqlglot import exp
@@ -47,12 +48,26 @@ class RuleEngine(Engine[Facts], Protocol):
         """Facts computed elsewhere, as candidates."""
 
 
+@dataclass(frozen=True)
+class Reached(Generic[Facts]):
+    """Where a fixpoint stopped short of its end: per relation, the facts known before the last iteration
+    and the new facts of that iteration (the next one's input), after `iterations` iterations. Another
+    evaluation given this goes on from there (Fixpoint's `reached`)."""
+
+    known: Mapping[str, Facts]
+    new: Mapping[str, Facts]
+    iterations: int
+    seconds: float = 0.0  # how long the evaluation took to get there
+
+
 class CapacityExceeded(Exception):
-    """A local evaluation derived more facts than its stratum's capacity: the component belongs on Spark."""
+    """A local evaluation derived more facts than its stratum's capacity: the component belongs on Spark.
+    `reached`: where the evaluation stopped (set by the fixpoint that raised it)."""
 
     def __init__(self, relations: tuple[str, ...]):
         super().__init__(f"{', '.join(relations)} outgrew local evaluation")
         self.relations = relations
+        self.reached: Reached | None = None
 
 
 class Limits:
@@ -104,11 +119,12 @@ class Limits:
         return ", ".join(f"'{self.program.relations[n].display_name}'" for n in self.stratum.relations)
 
 
-def iterate(evaluation: Fixpoint, limits: Limits, progress: ProgressListener | None) -> int:
-    """Run `evaluation` until an iteration derives nothing new; returns the number of iterations."""
+def iterate(evaluation: Fixpoint, limits: Limits, progress: ProgressListener | None, after: int = 0) -> int:
+    """Run `evaluation` until an iteration derives nothing new; returns the number of iterations.
+    `after`: the iterations an evaluation handed over to this one had made (its start is the next one)."""
     started = time.monotonic()
     new_rows = derived = evaluation.start()
-    iteration = 0
+    iteration = after
 
     def report() -> None:
         if progress is not None:
@@ -152,28 +168,40 @@ def rule_key(rule: Rule) -> tuple:
 
 class Fixpoint(Generic[Facts]):
     """One recursive component evaluated semi-naively by `engine`; `seeds`: the candidates of the exit
-    rules, derived elsewhere (a part of them, under the decomposed strategy)."""
+    rules, derived elsewhere (a part of them, under the decomposed strategy); `reached`: where another
+    evaluation of the component stopped, to go on from (its new facts being the seeds)."""
 
     def __init__(self, engine: RuleEngine[Facts], program: Program, stratum: Stratum,
-                 seeds: Mapping[str, Facts] | None = None):
+                 seeds: Mapping[str, Facts] | None = None, reached: Reached | None = None):
         self.engine = engine
         self.program = program
         self.stratum = stratum
-        self.seeds = seeds
+        self.seeds = reached.new if reached is not None else seeds
+        self.known = reached.known if reached is not None else None
         self.states: dict[str, State] = {
             name: state_for(engine, program.relations[name], stratum.iteration) for name in stratum.relations
         }
         self.rule_ids = rule_ids(program)
-        self.iterations = 0
+        self.iterations = reached.iterations if reached is not None else 0
 
     def run(self, limits: Limits, progress: ProgressListener | None = None) -> dict[str, Facts]:
         """The facts of each relation of the component."""
-        iterate(self, limits, progress)
+        started = time.monotonic()
+        try:
+            iterate(self, limits, progress, self.iterations)
+        except CapacityExceeded as exceeded:
+            exceeded.reached = Reached({name: state.old for name, state in self.states.items()},
+                                       {name: state.delta for name, state in self.states.items()},
+                                       self.iterations, time.monotonic() - started)
+            raise
         return {name: state.full for name, state in self.states.items()}
 
     def start(self) -> int:
-        """Absorb the facts of the exit rules; the number of new facts."""
-        self.engine.begin(0)
+        """Absorb the facts of the exit rules (or those known and new where another evaluation stopped);
+        the number of new facts."""
+        self.engine.begin(self.iterations)
+        if self.known is not None:
+            self.absorb({name: self.engine.seeded(facts) for name, facts in self.known.items()})
         if self.seeds is not None:
             return self.absorb({name: self.engine.seeded(facts) for name, facts in self.seeds.items()})
         return self.absorb(self.derive([(rule, None) for rule in self.stratum.exit_rules]))

@@ -18,6 +18,7 @@ class Step:
 class Trace:
     steps: list[Step] = field(default_factory=list)
     restarts: list[str] = field(default_factory=list)  # why the evaluation started again, each time
+    notes: list[str] = field(default_factory=list)  # what else happened (a component handed over)
 
     def record(self, step: Step) -> None:
         self.steps.append(step)
@@ -57,5 +58,6 @@ class Trace:
         lines.append("facts per relation: " + ", ".join(f"{r} {n}" for r, n in totals.items()))
         lines.append(f"total derived facts: {sum(totals.values())}")
         lines.append(f"total time: {sum(step.seconds for step in self.steps):.3f} s")
+        lines += self.notes
         lines += [f"started again: {reason}" for reason in self.restarts]
         return lines

@@ -18,7 +18,7 @@ import pyarrow as pa
 from sqlglot import exp
 
 from recsql.engine.columns import column_names
-from recsql.engine.fixpoint import Fixpoint, Limits, Versions
+from recsql.engine.fixpoint import Fixpoint, Limits, Reached, Versions
 from recsql.engine.local.database import Database, duckdb_errors, null_table
 from recsql.engine.progress import ProgressListener
 from recsql.engine.spark_settings import SparkSettings
@@ -145,9 +145,11 @@ class LocalFixpoint:
         spark_settings: SparkSettings = SparkSettings(),
         database: Database | None = None,
         seeds: Mapping[str, pa.Table] | None = None,
+        reached: Reached | None = None,
     ):
         """`database`: evaluate in this DuckDB connection (left open) instead of a new one. `seeds`: the
-        facts of the exit rules, derived elsewhere (one part of them, under the decomposed strategy)."""
+        facts of the exit rules, derived elsewhere (one part of them, under the decomposed strategy).
+        `reached`: where an evaluation of the component stopped, to go on from."""
         self.program = program
         self.stratum = stratum
         self.settings = settings
@@ -155,7 +157,7 @@ class LocalFixpoint:
         self.db = database or Database(spark_settings.timezone)
         self.owns_db = database is None
         engine = DuckDBEngine(self.db, inputs, types, Printer(Dialect.DUCKDB, spark_settings.ansi))
-        self.fixpoint = Fixpoint(engine, program, stratum, seeds)
+        self.fixpoint = Fixpoint(engine, program, stratum, seeds, reached)
 
     @property
     def iterations(self) -> int:

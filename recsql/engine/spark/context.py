@@ -11,7 +11,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType
 from sqlglot import exp
 
-from recsql.engine.fixpoint import CapacityExceeded
+from recsql.engine.fixpoint import CapacityExceeded, Reached
 from recsql.engine.progress import Progress
 from recsql.engine.spark.engine import Views
 from recsql.engine.spark_settings import SparkSettings
@@ -27,13 +27,16 @@ class StratumRun(Protocol):
     plan: Plan
     program: Program
     views: Views
-    outgrown: set[tuple[str, ...]]
+    outgrown: dict[tuple[str, ...], Reached | None]  # strata past their local capacity: where they stopped
 
     def report(self, event: Progress) -> None:
         """Progress of a recursive component (to the listener and EXPLAIN ANALYZE's trace)."""
 
     def outgrow(self, exceeded: CapacityExceeded) -> None:
-        """A stratum run in this process outgrew its capacity: it starts again on Spark."""
+        """A stratum run in this process outgrew its capacity: it goes on (or starts again) on Spark."""
+
+    def note(self, text: str) -> None:
+        """A line for EXPLAIN ANALYZE: what happened beside the iterations."""
 
     def source(self, relation: str) -> str:
         """The view a rule's SQL reads for a relation outside the stratum."""

@@ -11,7 +11,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
 from recsql.engine.columns import column_names
-from recsql.engine.fixpoint import CapacityExceeded
+from recsql.engine.fixpoint import CapacityExceeded, Reached
 from recsql.engine.progress import Progress, ProgressListener
 from recsql.engine.spark.engine import SPARK, Views, checkpoint, empty_frame
 from recsql.engine.spark_settings import SparkSettings
@@ -53,7 +53,7 @@ class SparkRun:
 
     def __init__(self, spark: SparkSession, tables: TableSource, settings: Settings, plan: Plan,
                  progress: ProgressListener | None = None, trace: Trace | None = None,
-                 outgrown: set[tuple[str, ...]] | None = None):
+                 outgrown: dict[tuple[str, ...], Reached | None] | None = None):
         self.spark = spark
         self.source_tables = tables
         self.settings = settings
@@ -61,7 +61,7 @@ class SparkRun:
         self.program = plan.program
         self.progress = progress
         self.trace = trace
-        self.outgrown = outgrown if outgrown is not None else set()  # strata past their local capacity
+        self.outgrown = outgrown if outgrown is not None else {}  # strata past their local capacity
         self.frames: dict[str, DataFrame] = {}
         self.tables: dict[str, DataFrame] = {}
         self.views = Views(spark)
@@ -114,10 +114,15 @@ class SparkRun:
             self.progress(event)
 
     def outgrow(self, exceeded: CapacityExceeded) -> None:
-        """A stratum planned LOCAL derived more facts than its capacity: it runs on Spark from scratch."""
-        self.outgrown.add(exceeded.relations)
+        """A stratum planned LOCAL derived more facts than its capacity: it goes on on Spark from where
+        it stopped (strategies/decomposed.py) or starts again there."""
+        self.outgrown[exceeded.relations] = exceeded.reached
         if self.trace is not None:
             self.trace.forget(exceeded.relations)
+
+    def note(self, text: str) -> None:
+        if self.trace is not None:
+            self.trace.notes.append(text)
 
     def atom_source(self, atom: Atom):
         """What a rule's SQL reads for `atom`: a table function call, or a view of its relation."""

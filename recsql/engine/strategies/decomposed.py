@@ -12,6 +12,7 @@ Nothing here needs a SparkContext: it runs on Spark Connect as on a driver in th
 
 from __future__ import annotations
 
+import tempfile
 import time
 from dataclasses import dataclass, replace
 from typing import Callable, Iterable, Iterator, Mapping
@@ -24,11 +25,12 @@ from pyspark.sql.types import LongType, StringType, StructField, StructType
 from sqlglot import exp
 
 from recsql.engine.columns import column_names
-from recsql.engine.fixpoint import Limits, contributor_terms, rule_ids, rule_key
+from recsql.engine.fixpoint import Limits, Reached, contributor_terms, rule_ids, rule_key
 from recsql.engine.local.database import Database, first_line
 from recsql.engine.local.exchange import Stopped
 from recsql.engine.local.engine import LocalFixpoint, RelationTypes
 from recsql.engine.progress import Progress
+from recsql.engine.strategies.handover import HandOver, worth_handing_over
 from recsql.engine.spark.context import StratumRun
 from recsql.engine.spark.engine import SPARK, checkpoint, empty_frame
 from recsql.engine.spark.types import stratum_types
@@ -40,7 +42,7 @@ from recsql.engine.types.result_types import SETTLED, StratumTypes, struct
 from recsql.errors import Error, error_class
 from recsql.planner import Stratum
 from recsql.settings import Settings
-from recsql.spark_facts import default_parallelism
+from recsql.spark_facts import default_parallelism, local_slots
 from translator.ir import Program
 
 TASKS_PER_CORE = 1  # each part pays the per-iteration overhead of the local evaluator: one part per core
@@ -64,6 +66,7 @@ class PartEvaluation:
     types: Mapping[str, RelationTypes]
     seed_schema: pa.Schema  # the exit facts (for sum()/count(): their contributions)
     inputs: Mapping[str, bytes]  # relation -> Arrow IPC stream of its facts
+    handed_over: HandOver | None = None  # the seeds are part numbers of where a local evaluation stopped
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         (name,) = self.stratum.relations
@@ -71,9 +74,12 @@ class PartEvaluation:
         if not seeds.num_rows:
             return
         inputs = {relation: pa.ipc.open_stream(data).read_all() for relation, data in self.inputs.items()}
+        reached = None
+        if self.handed_over is not None:
+            reached = self.handed_over.read(name, seeds.column(0).to_pylist())
         fixpoint = LocalFixpoint(
             self.program, self.stratum, inputs, self.settings, types=lambda _: self.types,
-            spark_settings=self.spark_settings, seeds={name: seeds},
+            spark_settings=self.spark_settings, seeds={name: seeds} if reached is None else None, reached=reached,
             database=Database(self.spark_settings.timezone, threads=1),
         )
         schema = self.types[name].full
@@ -137,24 +143,42 @@ def raise_failure(failures: Iterable[str | None]) -> None:
 
 def run_decomposed(run: StratumRun, stratum: Stratum) -> dict[str, DataFrame] | None:
     """The stratum as one Spark job when it has a pivot and its column types stay the same from the exit
-    rules on (each part stops after its own number of iterations); else None."""
+    rules on (each part stops after its own number of iterations); else None. A local evaluation of
+    the stratum that outgrew its capacity is gone on from where it stopped (handover.py) on a local
+    master."""
     if stratum.decomposition is None:
         return None
     types = stratum_types(run, stratum)
     if not types.settled_from_start():
         return None
-    return Decomposed(run, stratum, types).run()
+    reached = run.outgrown.get(stratum.relations)
+    if reached is not None:
+        why = ("its tasks do not share this machine's files" if local_slots(run.spark) is None else
+               None if worth_handing_over(reached) else "that costs less than moving its facts")
+        if why is not None:
+            run.note(f"{', '.join(stratum.relations)}: past recsql.local_rows after iteration {reached.iterations} "
+                     f"in this process ({reached.seconds:.3f} s); started again decomposed on Spark: {why}")
+            reached = None
+    if reached is None:
+        return Decomposed(run, stratum, types).run()
+    with tempfile.TemporaryDirectory(prefix="recsql-handover-") as directory:
+        return Decomposed(run, stratum, types, reached, directory).run()
 
 
 class Decomposed:
-    """Runs one decomposable stratum as a single Spark job (see the module docstring)."""
+    """Runs one decomposable stratum as a single Spark job (see the module docstring), from its exit
+    rules or from where a local evaluation stopped (`reached`)."""
 
-    def __init__(self, run: StratumRun, stratum: Stratum, types: StratumTypes):
+    def __init__(self, run: StratumRun, stratum: Stratum, types: StratumTypes, reached: Reached | None = None,
+                 directory: str | None = None):
+        """`reached`: where a local evaluation stopped, handed over through files in `directory`."""
         self.context = run
         self.spark = run.spark
         self.program = run.program
         self.stratum = replace(stratum, capacity=None)  # a part is never moved elsewhere
         self.types = types
+        self.reached = reached
+        self.handed_over = HandOver(directory, reached.iterations) if reached is not None and directory else None
         self.rule_ids = rule_ids(run.program)
 
     def run(self) -> dict[str, DataFrame]:
@@ -162,7 +186,7 @@ class Decomposed:
         (name,) = self.stratum.relations
         rows = self.types.spark(SETTLED)[name]
         schema = struct(rows)
-        seeds = self.partitioned(self.exit_facts(name, schema))
+        seeds = self.partitioned(self.exit_facts(name, schema)) if self.handed_over is None else self.hand_over(name)
         seed_schema = to_arrow_schema(seeds.schema, timezone=self.context.spark_settings.timezone)
         output = StructType([*schema.fields, *map(StructField, STATISTICS, STATISTICS_TYPES)])
         tasks = seeds.mapInArrow(self.evaluation(seed_schema), output, barrier=self.barrier)
@@ -194,7 +218,20 @@ class Decomposed:
     def evaluation(self, seed_schema: pa.Schema) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
         """What each task runs over its part of the exit facts."""
         return PartEvaluation(self.program, self.stratum, self.context.settings, self.context.spark_settings,
-                              self.types.arrow(SETTLED), seed_schema, self.broadcast_inputs())
+                              self.types.arrow(SETTLED), seed_schema, self.broadcast_inputs(), self.handed_over)
+
+    def hand_over(self, name: str) -> DataFrame:
+        """The part files of where the local evaluation stopped, and a frame of one part number per
+        partition: the tasks' seeds."""
+        assert self.reached is not None and self.handed_over is not None
+        parts = self.parts()
+        facts = self.handed_over.write(self.reached, name, self.types.arrow(SETTLED)[name].full,
+                                       self.stratum.decomposition.pivots[name], parts,
+                                       self.context.spark_settings.timezone)
+        self.context.note(f"{', '.join(self.stratum.relations)}: past recsql.local_rows after iteration "
+                          f"{self.reached.iterations} in this process ({facts:,} facts); went on from there "
+                          "decomposed on Spark")
+        return self.spark.range(0, parts, 1, parts)
 
     def exit_facts(self, name: str, schema: StructType) -> DataFrame:
         """The facts of the exit rules with the relation's types, before deduplication (each task absorbs

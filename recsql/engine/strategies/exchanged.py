@@ -15,8 +15,6 @@ master); elsewhere the distributed strategy runs its Spark job per iteration.
 
 from __future__ import annotations
 
-import os
-import re
 import tempfile
 import threading
 import time
@@ -40,10 +38,9 @@ from recsql.engine.strategies.decomposed import Decomposed, failure_row, part_ro
 from recsql.engine.types.result_types import SETTLED, StratumTypes
 from recsql.planner import Stratum
 from recsql.settings import Settings
-from recsql.spark_facts import is_connect
+from recsql.spark_facts import local_slots
 from translator.ir import Program
 
-LOCAL_MASTER = re.compile(r"local\[(\d+|\*)(?:,\s*\d+)?\]")  # local[N], local[*], local[N, retries]
 ANSWER_SECONDS = 600.0  # how long a task waits for the others in one round before it fails the stage
 WATCH_SECONDS = 0.1  # how often the driver looks for iterations the tasks completed
 
@@ -51,7 +48,7 @@ WATCH_SECONDS = 0.1  # how often the driver looks for iterations the tasks compl
 def run_exchanged(run: StratumRun, stratum: Stratum) -> dict[str, DataFrame] | None:
     """The stratum as one Spark job, or None when it cannot run so (without an owner column, see
     optimizer/ownership.py, or where the tasks do not share this machine's files)."""
-    slots = local_slots(run)
+    slots = local_slots(run.spark)
     if stratum.owner is None or slots is None:
         return None
     types = stratum_types(run, stratum)
@@ -62,22 +59,6 @@ def run_exchanged(run: StratumRun, stratum: Stratum) -> dict[str, DataFrame] | N
         return Exchanged(run, stratum, types, directory, slots).run()
     finally:
         remove(directory)
-
-
-def local_slots(run: StratumRun) -> int | None:
-    """How many tasks Spark runs at once when its tasks run on this machine (a local master, in this
-    process's driver); None elsewhere."""
-    if is_connect(run.spark):
-        return None
-    master = run.spark.conf.get("spark.master", "") or ""
-    if master == "local":
-        return 1
-    cores = LOCAL_MASTER.fullmatch(master)
-    if cores is None:
-        return None
-    if cores.group(1) == "*":
-        return os.cpu_count() or 1
-    return int(cores.group(1))
 
 
 class Exchanged(Decomposed):
