@@ -177,7 +177,7 @@ def test_a_local_run_past_its_bound_goes_on_decomposed_from_where_it_stopped(con
         cur.execute("SET recsql.local_rows = 10000000")
     cur.execute(f"SELECT count(*) FROM ({sql})")
     if len(edges) <= bound < cur.fetchall()[0][0]:  # planned local, the run outgrew the bound before its end
-        assert "past recsql.local_rows after iteration" in analyzed and "went on from there on Spark" in analyzed
+        assert "past recsql.local_rows after iteration" in analyzed and "went on from there decomposed on Spark" in analyzed
 
 
 # --- answers against DuckDB -----------------------------------------------------------------------------------
