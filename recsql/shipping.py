@@ -17,7 +17,7 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
-from recsql.spark_facts import is_connect
+from recsql.spark_facts import is_connect, local_cores
 
 PACKAGES = ("recsql", "translator")  # what the workers import: the engine and the IR it evaluates
 
@@ -57,4 +57,4 @@ def ship_code(spark: SparkSession) -> None:
 
 def runs_elsewhere(master: str) -> bool:
     """Whether a master's Python workers may run on other hosts, with another Python than this one."""
-    return not master.startswith("local[") and master != "local"
+    return local_cores(master) is None

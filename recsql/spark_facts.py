@@ -65,14 +65,15 @@ LOCAL_MASTER = re.compile(r"local\[(\d+|\*)(?:,\s*\d+)?\]")  # local[N], local[*
 def local_slots(spark: SparkSession) -> int | None:
     """How many tasks Spark runs at once when its tasks run on this machine (a local master, in this
     process's driver: they share its files); None elsewhere."""
-    if is_connect(spark):
-        return None
-    master = spark.conf.get("spark.master", "") or ""
+    return None if is_connect(spark) else local_cores(spark.conf.get("spark.master", "") or "")
+
+
+def local_cores(master: str) -> int | None:
+    """The cores of a local master (`local`, `local[N]`, `local[*]`, `local[N, retries]`); None for a
+    master whose workers may run elsewhere."""
     if master == "local":
         return 1
     cores = LOCAL_MASTER.fullmatch(master)
     if cores is None:
         return None
-    if cores.group(1) == "*":
-        return os.cpu_count() or 1
-    return int(cores.group(1))
+    return os.cpu_count() or 1 if cores.group(1) == "*" else int(cores.group(1))

@@ -102,7 +102,7 @@ def part_rows(result: pa.Table, schema: pa.Schema, iterations: int) -> Iterator[
     """A part's facts with `schema`, then one row of its statistics (the columns of STATISTICS)."""
     output = with_statistics(schema)
     for batch in result.cast(schema).to_batches():
-        nothing = [pa.nulls(batch.num_rows, field.type) for field in output][len(schema):]
+        nothing = [pa.nulls(batch.num_rows, output.field(i).type) for i in range(len(schema), len(output))]
         yield pa.RecordBatch.from_arrays([*batch.columns, *nothing], schema=output)
     yield statistics_row(schema, iterations, result.num_rows, None)
 
@@ -156,13 +156,18 @@ def run_decomposed(run: StratumRun, stratum: Stratum) -> dict[str, DataFrame] | 
         why = ("its tasks do not share this machine's files" if local_slots(run.spark) is None else
                None if worth_handing_over(reached) else "that costs less than moving its facts")
         if why is not None:
-            run.note(f"{', '.join(stratum.relations)}: past recsql.local_rows after iteration {reached.iterations} "
-                     f"in this process ({reached.seconds:.3f} s); started again decomposed on Spark: {why}")
+            run.note(handover_note(stratum, reached, f"started again decomposed on Spark: {why}"))
             reached = None
     if reached is None:
         return Decomposed(run, stratum, types).run()
     with tempfile.TemporaryDirectory(prefix="recsql-handover-") as directory:
         return Decomposed(run, stratum, types, reached, directory).run()
+
+
+def handover_note(stratum: Stratum, reached: Reached, outcome: str) -> str:
+    """EXPLAIN ANALYZE's line on a local evaluation that outgrew recsql.local_rows."""
+    return (f"{', '.join(stratum.relations)}: past recsql.local_rows after iteration {reached.iterations} in "
+            f"this process ({reached.seconds:.3f} s); {outcome}")
 
 
 class Decomposed:
@@ -228,9 +233,8 @@ class Decomposed:
         facts = self.handed_over.write(self.reached, name, self.types.arrow(SETTLED)[name].full,
                                        self.stratum.decomposition.pivots[name], parts,
                                        self.context.spark_settings.timezone)
-        self.context.note(f"{', '.join(self.stratum.relations)}: past recsql.local_rows after iteration "
-                          f"{self.reached.iterations} in this process ({facts:,} facts); went on from there "
-                          "decomposed on Spark")
+        self.context.note(handover_note(self.stratum, self.reached,
+                                        f"went on from there decomposed on Spark ({facts:,} facts)"))
         return self.spark.range(0, parts, 1, parts)
 
     def exit_facts(self, name: str, schema: StructType) -> DataFrame:
