@@ -17,6 +17,7 @@ from recsql.cancellation import Cancellation
 from recsql.catalog import Catalog
 from recsql.engine.executor import Executor
 from recsql.engine.progress import Progress, ProgressListener
+from recsql.engine.scratch import Scratch
 from recsql.engine.trace import Trace
 from recsql.errors import NotSupportedError, ProgrammingError
 from recsql.optimizer import optimize
@@ -40,13 +41,14 @@ class Session:
         self.base_dir = Path.cwd()
         self.progress: ProgressListener | None = None
         self.cancellation = Cancellation(spark)
+        self.scratch = Scratch()  # files a statement's evaluation writes for itself
 
     # -------------------------------------------------------------- entry points
 
     def execute(self, sql: str, params: Sequence[Any] | None = None) -> Result:
         statement = bind(parse_single(sql), params)
-        with (self.cancellation.statement(sql), self.catalog.statement(), translation_errors(),
-              spark_errors(changed_table(statement))):
+        with (self.cancellation.statement(sql), self.catalog.statement(), self.scratch.statement(),
+              translation_errors(), spark_errors(changed_table(statement))):
             return handler_for(statement)(self, statement, sql)
 
     def execute_many(self, sql: str, rows: Sequence[Sequence[Any]]) -> Result:
@@ -71,7 +73,7 @@ class Session:
 
     def executor(self, trace: Trace | None = None) -> Executor:
         """The one place executors are made: every statement's queries run through it."""
-        return Executor(self.spark, self.catalog, self.settings, self.report, trace)
+        return Executor(self.spark, self.catalog, self.settings, self.scratch, self.report, trace)
 
     def plan(self, query: exp.Expression) -> planner.Plan:
         program = translate(query, self.catalog)

@@ -5,8 +5,13 @@ evaluation give, and say in EXPLAIN when a recursion has no pivot and why.
 
 from __future__ import annotations
 
+import glob
+import os
 import random
+import re
+import tempfile
 from collections import Counter
+from datetime import date, datetime, timezone
 from decimal import Decimal
 
 import duckdb
@@ -24,6 +29,8 @@ from spark_jobs import spark_jobs
 from strategies import counting_runs, set_strategy
 
 import recsql
+from recsql.engine.scratch import Scratch
+from recsql.engine.strategies.decomposed import Decomposed
 
 
 @pytest.fixture
@@ -124,6 +131,33 @@ def test_a_distributed_recursion_without_pivot_is_one_spark_job(conn, monkeypatc
     assert jobs <= 3
 
 
+@pytest.mark.parametrize(("strategy", "sql", "shuffle"), [
+    ("decomposed", LEFT, "hashpartitioning(c0"),
+    ("distributed", REACH, "RoundRobinPartitioning"),
+])
+def test_the_accumulated_relation_never_moves_through_spark(conn, cur, monkeypatch, strategy, sql, shuffle):
+    """The physical plan of the one job: one shuffle, of the exit facts (hashed on the pivot, or spread
+    evenly for the tasks to send to their owners), under the tasks that keep the relation until its
+    fixpoint; no Exchange above them: what is derived never goes through a Spark shuffle."""
+    plans = []
+    collected = Decomposed.collected
+
+    def recording(self, tasks, schema, directory):
+        plans.append(tasks._jdf.queryExecution().executedPlan().toString())
+        return collected(self, tasks, schema, directory)
+
+    monkeypatch.setattr(Decomposed, "collected", recording)
+    load(conn, [(i, i + 1) for i in range(20)] + [(20, 0)])
+    with counting_runs(conn, monkeypatch, strategy) as runs:
+        cur.execute(sql)
+        assert cur.fetchall()
+    assert len(runs) == 1 and len(plans) == 1
+    above, tasks, below = plans[0].partition("MapInArrow")
+    exchanges = re.compile(r"\bExchange\b")
+    assert tasks and not exchanges.findall(above)
+    assert len(exchanges.findall(below)) == 1 and shuffle in below
+
+
 def test_a_task_failing_in_one_job_fails_the_statement_with_its_error(conn, cur, monkeypatch):
     """A division by zero in one task's facts (iteration 30 of a chain) and a recursion past its
     iteration limit: the user gets the error raised in the task, the other tasks stop waiting for it."""
@@ -177,7 +211,7 @@ def test_a_local_run_past_its_bound_goes_on_decomposed_from_where_it_stopped(con
         cur.execute("SET recsql.local_rows = 10000000")
     cur.execute(f"SELECT count(*) FROM ({sql})")
     if len(edges) <= bound < cur.fetchall()[0][0]:  # planned local, the run outgrew the bound before its end
-        assert "past recsql.local_rows after iteration" in analyzed and "went on from there decomposed on Spark" in analyzed
+        assert "past recsql.local_rows" in analyzed and "went on from there decomposed on Spark" in analyzed
 
 
 # --- answers against DuckDB -----------------------------------------------------------------------------------
@@ -294,3 +328,55 @@ def test_types_and_values_equal_the_distributed_evaluation(conn, cur, decomposed
     answers = both_strategies(conn, cur, widening)
     assert answers["decomposed"] == answers["distributed"]
     assert decomposed == [("r",)]
+
+
+KINDS = pa.table({
+    "src": pa.array([1, 2, 3, 4], pa.int32()),
+    "dst": pa.array([2, 3, 4, 1], pa.int32()),
+    "day": pa.array([date(1000, 1, 1), date(1582, 10, 4), None, date(2024, 2, 29)]),
+    "at": pa.array([datetime(1500, 1, 1, 12), None, datetime(2020, 5, 1, 1, 2, 3, 456789), datetime(1970, 1, 1)],
+                   pa.timestamp("us", tz="UTC")),
+    "amount": pa.array([Decimal("12345678901234567890.1234567891"), None, Decimal("-0.0000000001"), Decimal(0)],
+                       pa.decimal128(38, 10)),
+    "tiny": pa.array([-128, 127, None, 0], pa.int8()),
+    "small": pa.array([-32768, None, 32767, 1], pa.int16()),
+    "flag": pa.array([True, False, None, True]),
+    "ratio": pa.array([1.5, -2.25, None, 1e300]),
+    "raw": pa.array([b"\x00\xff", b"", None, b"abc"]),
+    "label": pa.array(["\u00fcn\u00ef", "", None, "a'b\"c"]),
+})
+
+
+def test_facts_in_part_files_keep_every_type_and_value(conn, cur, monkeypatch):
+    """On a local master the tasks write their facts to Parquet files that Spark reads back: dates before
+    1582, timestamps, decimals of 38 digits, small integers, booleans, doubles, bytes, strings and NULLs
+    come back as they went in, under both one-job strategies as in this process; the files are gone
+    when the statement ends."""
+    conn.register("dc_kinds", KINDS)
+    payload = KINDS.column_names[2:]
+    sql = (f"WITH RECURSIVE r(a, b, {', '.join(payload)}) AS (SELECT src, dst, {', '.join(payload)} FROM dc_kinds "
+           f"UNION SELECT r.a, k.dst, {', '.join('r.' + name for name in payload)} FROM r JOIN dc_kinds k "
+           "ON r.b = k.src) SELECT * FROM r")
+    rows = KINDS.to_pylist()  # a cycle: every node reaches every node, keeping its own row's values
+    at = [value.replace(tzinfo=timezone.utc) if value else value for value in KINDS.column("at").to_pylist()]
+    expected = Counter((row["src"], node, *[row[name] for name in payload[:1]], at[i],
+                        *[row[name] for name in payload[2:]])
+                       for i, row in enumerate(rows) for node in KINDS.column("src").to_pylist())
+    scratch = os.path.join(tempfile.gettempdir(), "recsql-scratch-*")
+    before = set(glob.glob(scratch))
+    made = []  # the directories of part files
+    directory = Scratch.directory
+    monkeypatch.setattr(Scratch, "directory", lambda self, prefix: made.append(directory(self, prefix)) or made[-1])
+    previous = conn.session.settings.strategy
+    try:
+        for strategy in ("local", "decomposed", "distributed"):
+            set_strategy(conn, strategy)
+            cur.execute(sql)
+            assert Counter(cur.fetchall()) == expected, strategy
+            assert [column[1] for column in cur.description][2:] == [
+                "date", "timestamp", "decimal(38,10)", "tinyint", "smallint", "boolean", "double", "binary",
+                "string"], strategy
+            assert set(glob.glob(scratch)) <= before
+    finally:
+        set_strategy(conn, previous)
+    assert len(made) == 2 and not any(map(os.path.exists, made))

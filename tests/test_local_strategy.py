@@ -240,3 +240,38 @@ def test_auto_moves_an_outgrown_recursion_to_spark(conn, cur):
     finally:
         set_strategy(conn, previous)
         cur.execute("SET recsql.local_rows = 10000000")
+
+
+def test_auto_leaves_the_local_run_before_the_iteration_that_would_pass_its_bound(conn, cur):
+    """The closure of a de Bruijn graph (i -> 2i, 2i + 1 mod 64) nearly doubles each iteration: with
+    recsql.local_rows = 1000 the local run stops as soon as its facts plus the next iteration's expected
+    new facts (this iteration's, grown as much as they did from the previous one) pass the bound, before
+    the iteration that would pass it; the decomposed run goes on from there. The counts come from a
+    semi-naive evaluation in plain Python."""
+    successors = {node: {2 * node % 64, (2 * node + 1) % 64} for node in range(64)}
+    edges = sorted((a, b) for a, bs in successors.items() for b in bs)
+    known, new, derived, iteration = set(edges), set(edges), len(edges), 0
+    while True:
+        iteration += 1
+        previous, new = len(new), {(a, c) for a, b in new for c in successors[b]} - known
+        known |= new
+        derived += len(new)
+        expected = derived + len(new) * len(new) // previous
+        if expected > 1000:
+            break
+    conn.register("lc_debruijn", pd.DataFrame(edges, columns=["src", "dst"]))
+    sql = ("WITH RECURSIVE tc(a, b) AS (SELECT src, dst FROM lc_debruijn UNION "
+           "SELECT tc.a, e.dst FROM tc JOIN lc_debruijn e ON tc.b = e.src) SELECT * FROM tc")
+    previous_strategy = conn.session.settings.strategy
+    set_strategy(conn, "auto")
+    cur.execute("SET recsql.local_rows = 1000")
+    try:
+        analyzed = explain(cur, sql, analyze=True)
+        cur.execute(sql)
+        assert set(cur.fetchall()) == transitive_closure(edges)
+    finally:
+        set_strategy(conn, previous_strategy)
+        cur.execute("SET recsql.local_rows = 10000000")
+    assert derived <= 1000 < expected
+    assert (f"tc: {derived:,} facts after iteration {iteration} in this process" in analyzed
+            and f"~{expected:,} expected after the next: past recsql.local_rows; went on from there" in analyzed)

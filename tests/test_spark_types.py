@@ -143,13 +143,14 @@ def test_stratum_types_follow_spark_iteration_by_iteration(conn, sql):
         conn.register(name, table)
     session = conn.session
     plan = session.plan(dialect.parse(sql)[0])
-    run = SparkRun(session.spark, session.catalog, session.settings, plan)
-    run.answer()  # the relations the strata read from outside, for Spark's analysis
-    timezone = session.spark.conf.get("spark.sql.session.timeZone")
-    recursive = [stratum for stratum in plan.strata if stratum.component.recursive]
-    assert recursive
-    for stratum in recursive:
-        inferred = InferredTypes(plan.program, stratum, lambda name: row_of(run.schema(name)), timezone)
-        analysed = DistributedTypes(run, plan.program, stratum, timezone)
-        for iteration in range(5):
-            assert inferred.at(iteration) == analysed.at(iteration), f"iteration {iteration}"
+    with session.scratch.statement():
+        run = SparkRun(session.spark, session.catalog, session.settings, plan, session.scratch)
+        run.answer()  # the relations the strata read from outside, for Spark's analysis
+        timezone = session.spark.conf.get("spark.sql.session.timeZone")
+        recursive = [stratum for stratum in plan.strata if stratum.component.recursive]
+        assert recursive
+        for stratum in recursive:
+            inferred = InferredTypes(plan.program, stratum, lambda name: row_of(run.schema(name)), timezone)
+            analysed = DistributedTypes(run, plan.program, stratum, timezone)
+            for iteration in range(5):
+                assert inferred.at(iteration) == analysed.at(iteration), f"iteration {iteration}"

@@ -13,6 +13,7 @@ from recsql.engine.columns import column_names
 from recsql.engine.fixpoint import CapacityExceeded, Reached
 from recsql.engine.local.program import LocalProgram
 from recsql.engine.progress import ProgressListener
+from recsql.engine.scratch import Scratch
 from recsql.engine.spark.runner import SparkRun, TableSource, read_spark_settings
 from recsql.engine.trace import Trace
 from recsql.engine.types.plan_types import PlanTyping
@@ -31,6 +32,7 @@ class Executor:
         spark: SparkSession,
         tables: TableSource,
         settings: Settings,
+        scratch: Scratch,
         progress: ProgressListener | None = None,
         trace: Trace | None = None,
     ):
@@ -39,6 +41,7 @@ class Executor:
         self.settings = settings
         self.progress = progress
         self.trace = trace
+        self.scratch = scratch  # the statement's files on this machine
         self.outgrown: dict[tuple[str, ...], Reached | None] = {}  # strata past their capacity: where they stopped
 
     def fetch(self, plan: Plan) -> Answer:
@@ -76,7 +79,7 @@ class Executor:
 
     def run(self, plan: Plan) -> DataFrame:
         """The answer of the plan's program on Spark, as a DataFrame named after the output columns."""
-        return SparkRun(self.spark, self.source, self.settings, plan, self.progress, self.trace,
+        return SparkRun(self.spark, self.source, self.settings, plan, self.scratch, self.progress, self.trace,
                         self.outgrown).answer()
 
     def local_program(self, plan: Plan) -> LocalProgram | None:

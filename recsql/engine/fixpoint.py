@@ -58,15 +58,20 @@ class Reached(Generic[Facts]):
     new: Mapping[str, Facts]
     iterations: int
     seconds: float = 0.0  # how long the evaluation took to get there
+    facts: int = 0  # how many facts it had derived
+    expected: int = 0  # how many it was expected to have after its next iteration
 
 
 class CapacityExceeded(Exception):
-    """A local evaluation derived more facts than its stratum's capacity: the component belongs on Spark.
-    `reached`: where the evaluation stopped (set by the fixpoint that raised it)."""
+    """A local evaluation derived, or was about to derive, more facts than its stratum's capacity: the
+    component belongs on Spark. `reached`: where the evaluation stopped (set by the fixpoint that raised
+    it)."""
 
-    def __init__(self, relations: tuple[str, ...]):
+    def __init__(self, relations: tuple[str, ...], facts: int, expected: int):
         super().__init__(f"{', '.join(relations)} outgrew local evaluation")
         self.relations = relations
+        self.facts = facts
+        self.expected = expected
         self.reached: Reached | None = None
 
 
@@ -74,7 +79,9 @@ class Limits:
     """The bounds of one component's evaluation: iterations (`recsql.max_iterations`, or a CTE's smaller
     MAX RECURSION LEVEL) and derived rows (`recsql.max_rows`). Exceeding one is an error, never a
     silent truncation. `capacity`: derived rows past which the evaluation stops with CapacityExceeded
-    (a local evaluation planned from estimates)."""
+    (a local evaluation planned from estimates), as soon as its growth says the next iteration would pass
+    them: the iterations before are cheap, the one that passes them the costliest, and its work would be
+    thrown away or moved."""
 
     def __init__(self, program: Program, stratum: Stratum, settings: Settings, capacity: int | None = None):
         self.program = program
@@ -92,9 +99,11 @@ class Limits:
         if iteration > self.max_iterations:
             raise OperationalError(self.iteration_message())
 
-    def check_rows(self, derived: int, iteration: int) -> None:
-        if self.capacity is not None and derived > self.capacity:
-            raise CapacityExceeded(self.stratum.relations)
+    def check_rows(self, derived: int, iteration: int, new_rows: int = 0, previous_rows: int = 0) -> None:
+        """`new_rows`, `previous_rows`: the new facts of this iteration and of the one before."""
+        expected = derived + next_rows(new_rows, previous_rows)
+        if self.capacity is not None and expected > self.capacity:
+            raise CapacityExceeded(self.stratum.relations, derived, expected)
         if derived > self.max_rows:
             raise OperationalError(
                 f"recursive query over {self.names()} derived more than {self.max_rows} rows by iteration "
@@ -119,6 +128,12 @@ class Limits:
         return ", ".join(f"'{self.program.relations[n].display_name}'" for n in self.stratum.relations)
 
 
+def next_rows(new_rows: int, previous_rows: int) -> int:
+    """The new facts the next iteration is expected to derive: this iteration's, grown (or shrunk) as
+    much as they did from the previous one."""
+    return new_rows * new_rows // previous_rows if previous_rows else 0
+
+
 def iterate(evaluation: Fixpoint, limits: Limits, progress: ProgressListener | None, after: int = 0) -> int:
     """Run `evaluation` until an iteration derives nothing new; returns the number of iterations.
     `after`: the iterations an evaluation handed over to this one had made (its start is the next one)."""
@@ -135,9 +150,9 @@ def iterate(evaluation: Fixpoint, limits: Limits, progress: ProgressListener | N
     while new_rows:
         iteration += 1
         limits.check_iteration(iteration)
-        new_rows = evaluation.step()
+        previous_rows, new_rows = new_rows, evaluation.step()
         derived += new_rows
-        limits.check_rows(derived, iteration)
+        limits.check_rows(derived, iteration, new_rows, previous_rows)
         report()
     return iteration
 
@@ -192,7 +207,8 @@ class Fixpoint(Generic[Facts]):
         except CapacityExceeded as exceeded:
             exceeded.reached = Reached({name: state.old for name, state in self.states.items()},
                                        {name: state.delta for name, state in self.states.items()},
-                                       self.iterations, time.monotonic() - started)
+                                       self.iterations, time.monotonic() - started, exceeded.facts,
+                                       exceeded.expected)
             raise
         return {name: state.full for name, state in self.states.items()}
 

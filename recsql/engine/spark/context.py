@@ -13,6 +13,7 @@ from sqlglot import exp
 
 from recsql.engine.fixpoint import CapacityExceeded, Reached
 from recsql.engine.progress import Progress
+from recsql.engine.scratch import Scratch
 from recsql.engine.spark.engine import Views
 from recsql.engine.spark_settings import SparkSettings
 from recsql.planner import Plan, Stratum
@@ -28,6 +29,7 @@ class StratumRun(Protocol):
     program: Program
     views: Views
     outgrown: dict[tuple[str, ...], Reached | None]  # strata past their local capacity: where they stopped
+    scratch: Scratch  # the statement's files on this machine
 
     def report(self, event: Progress) -> None:
         """Progress of a recursive component (to the listener and EXPLAIN ANALYZE's trace)."""

@@ -13,6 +13,7 @@ from pyspark.sql.types import StructType
 from recsql.engine.columns import column_names
 from recsql.engine.fixpoint import CapacityExceeded, Reached
 from recsql.engine.progress import Progress, ProgressListener
+from recsql.engine.scratch import Scratch
 from recsql.engine.spark.engine import SPARK, Views, checkpoint, empty_frame
 from recsql.engine.spark_settings import SparkSettings
 from recsql.engine.sql.queries import answer_query, relation_query
@@ -51,7 +52,7 @@ class SparkRun:
     """The evaluation of one plan on Spark: the frames of the relations computed so far, the views their
     SQL reads, and what the strategies need from it (context.py)."""
 
-    def __init__(self, spark: SparkSession, tables: TableSource, settings: Settings, plan: Plan,
+    def __init__(self, spark: SparkSession, tables: TableSource, settings: Settings, plan: Plan, scratch: Scratch,
                  progress: ProgressListener | None = None, trace: Trace | None = None,
                  outgrown: dict[tuple[str, ...], Reached | None] | None = None):
         self.spark = spark
@@ -62,6 +63,7 @@ class SparkRun:
         self.progress = progress
         self.trace = trace
         self.outgrown = outgrown if outgrown is not None else {}  # strata past their local capacity
+        self.scratch = scratch  # the statement's files on this machine
         self.frames: dict[str, DataFrame] = {}
         self.tables: dict[str, DataFrame] = {}
         self.views = Views(spark)

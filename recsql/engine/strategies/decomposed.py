@@ -5,7 +5,7 @@ The exit rules' facts are computed on Spark and hash-partitioned on the pivot (t
 relations the recursive rules read go to every task once, as Arrow IPC inside the task's function (which
 Spark broadcasts when it is large). Each task then runs the local evaluator (LocalFixpoint: semi-naive
 evaluation, DuckDB over Arrow) from its part of the exit facts to its fixpoint and returns that part of
-the result as Arrow batches, then one row of its statistics (iterations, facts) in columns of their own.
+the result (as rows, or on a local master in a file; part_output.py), then one row of its statistics.
 The parts are disjoint (each fact keeps its pivot value), so their union is the component's fixpoint.
 Nothing here needs a SparkContext: it runs on Spark Connect as on a driver in this process.
 """
@@ -15,22 +15,23 @@ from __future__ import annotations
 import tempfile
 import time
 from dataclasses import dataclass, replace
-from typing import Callable, Iterable, Iterator, Mapping
+from typing import Callable, Iterator, Mapping
 
 import pyarrow as pa
-from pyspark.sql import DataFrame
+from pyspark.sql import DataFrame, Row
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import to_arrow_schema
-from pyspark.sql.types import LongType, StringType, StructField, StructType
+from pyspark.sql.types import StructType
 from sqlglot import exp
 
 from recsql.engine.columns import column_names
 from recsql.engine.fixpoint import Limits, Reached, contributor_terms, rule_ids, rule_key
-from recsql.engine.local.database import Database, first_line
-from recsql.engine.local.exchange import Stopped
+from recsql.engine.local.database import Database
 from recsql.engine.local.engine import LocalFixpoint, RelationTypes
 from recsql.engine.progress import Progress
 from recsql.engine.strategies.handover import HandOver, worth_handing_over
+from recsql.engine.strategies.part_output import (ITERATIONS, STATISTICS, STATISTICS_FIELDS, PartOutput,
+                                                  raise_failure, storable_in_files)
 from recsql.engine.spark.context import StratumRun
 from recsql.engine.spark.engine import SPARK, checkpoint, empty_frame
 from recsql.engine.spark.types import stratum_types
@@ -39,20 +40,12 @@ from recsql.engine.sql.printing import inlined
 from recsql.engine.sql.queries import DERIVED, contributions_of, union_all
 from recsql.engine.sql.rules import aliased, column, nested, rule_query, select
 from recsql.engine.types.result_types import SETTLED, StratumTypes, struct
-from recsql.errors import Error, error_class
 from recsql.planner import Stratum
 from recsql.settings import Settings
 from recsql.spark_facts import default_parallelism, local_slots
 from translator.ir import Program
 
 TASKS_PER_CORE = 1  # each part pays the per-iteration overhead of the local evaluator: one part per core
-
-
-# a part's statistics row (null in its facts' rows); a failed part's statistics row names its error
-ITERATIONS, FACTS, FAILURE = "recsql_part_iterations", "recsql_part_facts", "recsql_part_failure"
-STATISTICS = (ITERATIONS, FACTS, FAILURE)
-STATISTICS_TYPES = (LongType(), LongType(), StringType())
-STOPPED = f"{Stopped.__name__}: "  # the failure of a part stopped because another part failed
 
 
 @dataclass(frozen=True)
@@ -66,9 +59,12 @@ class PartEvaluation:
     types: Mapping[str, RelationTypes]
     seed_schema: pa.Schema  # the exit facts (for sum()/count(): their contributions)
     inputs: Mapping[str, bytes]  # relation -> Arrow IPC stream of its facts
+    output: PartOutput
     handed_over: HandOver | None = None  # the seeds are part numbers of where a local evaluation stopped
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        from pyspark import TaskContext
+
         (name,) = self.stratum.relations
         seeds = seed_table(batches, self.seed_schema)
         if not seeds.num_rows:
@@ -82,63 +78,19 @@ class PartEvaluation:
             spark_settings=self.spark_settings, seeds={name: seeds} if reached is None else None, reached=reached,
             database=Database(self.spark_settings.timezone, threads=1),
         )
-        schema = self.types[name].full
         try:
             result = fixpoint.run()[name]
         except Exception as error:  # noqa: BLE001 - reported to the driver; a second attempt would fail alike
-            yield failure_row(schema, error)
+            yield self.output.failure(error)
             return
         finally:
             fixpoint.db.close()
-        yield from part_rows(result, schema, fixpoint.iterations)
+        yield from self.output.batches(result, fixpoint.iterations, TaskContext.get().partitionId())
 
 
 def seed_table(batches: Iterator[pa.RecordBatch], schema: pa.Schema) -> pa.Table:
     """A task's exit facts with `schema` (Spark may mark a column non-null in some batches only)."""
     return pa.Table.from_batches([batch.cast(schema) for batch in batches], schema=schema)
-
-
-def part_rows(result: pa.Table, schema: pa.Schema, iterations: int) -> Iterator[pa.RecordBatch]:
-    """A part's facts with `schema`, then one row of its statistics (the columns of STATISTICS)."""
-    output = with_statistics(schema)
-    for batch in result.cast(schema).to_batches():
-        nothing = [pa.nulls(batch.num_rows, output.field(i).type) for i in range(len(schema), len(output))]
-        yield pa.RecordBatch.from_arrays([*batch.columns, *nothing], schema=output)
-    yield statistics_row(schema, iterations, result.num_rows, None)
-
-
-def failure_row(schema: pa.Schema, error: Exception) -> pa.RecordBatch:
-    """The statistics row of a part whose evaluation failed: the error travels as data, since Spark
-    reports a failed task's exception only as text (and a failed barrier stage not even so). An error
-    that is not recsql's is a bug: InternalError."""
-    if isinstance(error, Error):
-        failure = f"{type(error).__name__}: {error.message}"
-    else:
-        failure = f"InternalError: a Spark task failed: {type(error).__name__}: {first_line(error)}"
-    return statistics_row(schema, 0, 0, failure)
-
-
-def statistics_row(schema: pa.Schema, iterations: int, facts: int, failure: str | None) -> pa.RecordBatch:
-    output = with_statistics(schema)
-    no_fact = [pa.nulls(1, field.type) for field in schema]
-    return pa.RecordBatch.from_arrays(
-        [*no_fact, pa.array([iterations], pa.int64()), pa.array([facts], pa.int64()), pa.array([failure], pa.string())],
-        schema=output)
-
-
-def with_statistics(schema: pa.Schema) -> pa.Schema:
-    return pa.schema([*schema, pa.field(ITERATIONS, pa.int64()), pa.field(FACTS, pa.int64()),
-                      pa.field(FAILURE, pa.string())])
-
-
-def raise_failure(failures: Iterable[str | None]) -> None:
-    """Raise an error a part reported, as the recsql exception class it was raised as: one that
-    failed before one that only stopped because another did."""
-    reported = sorted((failure for failure in failures if failure is not None),
-                      key=lambda failure: failure.startswith(STOPPED))
-    if reported:
-        kind, _, message = reported[0].partition(": ")
-        raise error_class(kind)(message)
 
 
 def run_decomposed(run: StratumRun, stratum: Stratum) -> dict[str, DataFrame] | None:
@@ -166,8 +118,9 @@ def run_decomposed(run: StratumRun, stratum: Stratum) -> dict[str, DataFrame] | 
 
 def handover_note(stratum: Stratum, reached: Reached, outcome: str) -> str:
     """EXPLAIN ANALYZE's line on a local evaluation that outgrew recsql.local_rows."""
-    return (f"{', '.join(stratum.relations)}: past recsql.local_rows after iteration {reached.iterations} in "
-            f"this process ({reached.seconds:.3f} s); {outcome}")
+    return (f"{', '.join(stratum.relations)}: {reached.facts:,} facts after iteration {reached.iterations} in "
+            f"this process ({reached.seconds:.3f} s), ~{reached.expected:,} expected after the next: past "
+            f"recsql.local_rows; {outcome}")
 
 
 class Decomposed:
@@ -193,19 +146,36 @@ class Decomposed:
         schema = struct(rows)
         seeds = self.partitioned(self.exit_facts(name, schema)) if self.handed_over is None else self.hand_over(name)
         seed_schema = to_arrow_schema(seeds.schema, timezone=self.context.spark_settings.timezone)
-        output = StructType([*schema.fields, *map(StructField, STATISTICS, STATISTICS_TYPES)])
-        tasks = seeds.mapInArrow(self.evaluation(seed_schema), output, barrier=self.barrier)
+        output = PartOutput(self.types.arrow(SETTLED)[name].full, self.files_directory(schema))
+        fields = schema.fields if output.directory is None else []
+        tasks = seeds.mapInArrow(self.evaluation(seed_schema, output), StructType([*fields, *STATISTICS_FIELDS]),
+                                 barrier=self.barrier)
+        result, statistics = self.collected(tasks, schema, output.directory)
+        raise_failure(row[2] for row in statistics)
+        iterations = max((row[0] for row in statistics), default=0)
+        facts = sum(row[1] for row in statistics)
+        Limits(self.program, self.stratum, self.context.settings).check_rows(facts, iterations)
+        self.report_end(iterations, facts, time.monotonic() - started)
+        return {name: result}
+
+    def files_directory(self, schema: StructType) -> str | None:
+        """Where the parts write their facts (part_output.py): a directory of the statement's scratch
+        space when the tasks share this machine's files and Parquet holds the relation's types; else
+        None (the facts come back as rows of the job)."""
+        if local_slots(self.spark) is None or not storable_in_files(schema):
+            return None
+        return self.context.scratch.directory("parts-")
+
+    def collected(self, tasks: DataFrame, schema: StructType, directory: str | None) -> tuple[DataFrame, list[Row]]:
+        """Run the job (once): the stratum's facts, and the parts' statistics rows."""
+        if directory is not None:
+            statistics = tasks.collect()
+            return self.spark.read.schema(schema).parquet(directory), statistics  # listed once the files exist
         if self.barrier:  # every job reading a barrier stage's output runs as one, unless a shuffle ends it
             tasks = tasks.repartition(self.parts(), F.col(schema.fields[0].name))
         parts = checkpoint(tasks, eager=False)  # filled by the job below: one job
         statistics = parts.where(F.col(ITERATIONS).isNotNull()).select(*STATISTICS).collect()  # a row a part
-        raise_failure(row[2] for row in statistics)
-        iterations = max((row[0] for row in statistics), default=0)
-        facts = sum(row[1] for row in statistics)
-        result = parts.where(F.col(ITERATIONS).isNull()).drop(*STATISTICS)
-        Limits(self.program, self.stratum, self.context.settings).check_rows(facts, iterations)
-        self.report_end(iterations, facts, time.monotonic() - started)
-        return {name: result}
+        return parts.where(F.col(ITERATIONS).isNull()).drop(*STATISTICS), statistics
 
     def report_end(self, iterations: int, facts: int, elapsed: float) -> None:
         """The progress listener hears of the parts' fixpoint once, when every part has reached its own."""
@@ -220,10 +190,12 @@ class Decomposed:
         pivot = column_names(len(self.program.relations[name].columns))[self.stratum.decomposition.pivots[name]]
         return seeds.repartition(self.parts(), F.col(pivot))
 
-    def evaluation(self, seed_schema: pa.Schema) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    def evaluation(self, seed_schema: pa.Schema,
+                   output: PartOutput) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
         """What each task runs over its part of the exit facts."""
         return PartEvaluation(self.program, self.stratum, self.context.settings, self.context.spark_settings,
-                              self.types.arrow(SETTLED), seed_schema, self.broadcast_inputs(), self.handed_over)
+                              self.types.arrow(SETTLED), seed_schema, self.broadcast_inputs(), output,
+                              self.handed_over)
 
     def hand_over(self, name: str) -> DataFrame:
         """The part files of where the local evaluation stopped, and a frame of one part number per

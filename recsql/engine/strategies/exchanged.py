@@ -34,7 +34,8 @@ from recsql.engine.spark.context import StratumRun
 from recsql.engine.spark.types import stratum_types
 from recsql.engine.spark_settings import SparkSettings
 from recsql.engine.sql.printing import Dialect, Printer
-from recsql.engine.strategies.decomposed import Decomposed, failure_row, part_rows, seed_table
+from recsql.engine.strategies.decomposed import Decomposed, seed_table
+from recsql.engine.strategies.part_output import PartOutput
 from recsql.engine.types.result_types import SETTLED, StratumTypes
 from recsql.planner import Stratum
 from recsql.settings import Settings
@@ -90,9 +91,10 @@ class Exchanged(Decomposed):
         """The exit facts spread evenly: the tasks send them to their owners first."""
         return seeds.repartition(self.parts())
 
-    def evaluation(self, seed_schema: pa.Schema) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    def evaluation(self, seed_schema: pa.Schema,
+                   output: PartOutput) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
         return ExchangedEvaluation(self.program, self.stratum, self.context.settings, self.context.spark_settings,
-                                   self.types.arrow(SETTLED), seed_schema, self.broadcast_inputs(),
+                                   self.types.arrow(SETTLED), seed_schema, self.broadcast_inputs(), output,
                                    self.directory, self.parts())
 
     def broadcast(self) -> tuple[str, ...]:
@@ -112,30 +114,29 @@ class ExchangedEvaluation:
     types: Mapping[str, RelationTypes]
     seed_schema: pa.Schema
     inputs: Mapping[str, bytes]  # relation -> Arrow IPC stream of its facts
+    output: PartOutput
     directory: str
     parts: int
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         from pyspark import BarrierTaskContext
 
-        (name,) = self.stratum.relations
-        schema = self.types[name].full
         task = BarrierTaskContext.get()
         exchange = DirectoryExchange(self.directory, task.attemptNumber(), task.partitionId(), self.parts,
                                      ANSWER_SECONDS)
         try:
             result, iterations = self.evaluate(seed_table(batches, self.seed_schema), exchange)
         except Stopped as stopped:
-            yield failure_row(schema, stopped)  # the task or the driver that stopped it says why
+            yield self.output.failure(stopped)  # the task or the driver that stopped it says why
             return
         except Exception as error:  # noqa: BLE001 - reported to the driver; a second attempt would fail alike
             exchange.stop()
-            yield failure_row(schema, error)
+            yield self.output.failure(error)
             return
         except BaseException:
             exchange.stop()  # killed: the others stop waiting for this task
             raise
-        yield from part_rows(result, schema, iterations)
+        yield from self.output.batches(result, iterations, task.partitionId())
 
     def evaluate(self, seeds: pa.Table, exchange: DirectoryExchange) -> tuple[pa.Table, int]:
         """This task's facts at the fixpoint of all tasks, and the number of iterations."""
