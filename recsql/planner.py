@@ -159,7 +159,9 @@ def plan(optimized: Optimized, components: list[Component], settings: Settings) 
         exit_rules = tuple(rule for rule in rules if not reads_component(rule, component))
         recursive_rules = [rule for rule in rules if reads_component(rule, component)]
         decomposition = decompose(program, component, recursive_rules)
-        choice = choose(optimized, component, rules, decomposition, settings, local)
+        estimate = optimized.estimator.relation(component.relations[0])
+        owner = owner_column(program, component, recursive_rules, estimate.distinct)
+        choice = choose(optimized, component, rules, decomposition, settings, local, owner)
         if choice.strategy == Strategy.LOCAL:
             local.update(component.relations)
         seeds = {name: optimized.estimator.seed(name).rows for name in component.relations}
@@ -168,9 +170,11 @@ def plan(optimized: Optimized, components: list[Component], settings: Settings) 
             for rule in recursive_rules
             for variant in delta_variants(rule, component, iteration)
         )
-        owner = owner_column(program, component, recursive_rules)
         strata.append(Stratum(component, exit_rules, variants, iteration, owner=owner, **vars(choice)))
     return Plan(optimized, tuple(strata))
+
+
+PIVOT_VALUES_PER_TASK = 2  # fewer pivot values than this many per task: some tasks idle, or few doing all
 
 
 @dataclass(frozen=True)
@@ -190,6 +194,7 @@ def choose(
     decomposition: Decomposition | NotDecomposable,
     settings: Settings,
     local: set[str],
+    owner: int | None,
 ) -> Choice:
     """The strategy of a recursive component. Forced by recsql.strategy unless AUTO (DECOMPOSED falls back
     to DISTRIBUTED when the component has no pivot). AUTO: LOCAL when what the component reads from
@@ -197,27 +202,50 @@ def choose(
     when it has a pivot and the relations its recursive rules read (sent to every task) hold at most
     recsql.broadcast_rows; else DISTRIBUTED. The size of a recursive result is hard to estimate (a
     closure's estimate can be off by orders of magnitude): it is not estimated but bounded at run time
-    instead, a LOCAL component moving to Spark (decomposed if it can) past `local_rows` facts."""
+    instead, a LOCAL component moving to Spark (decomposed if it can) past `local_rows` facts. A pivot
+    with too few values to keep the tasks busy (`tc(7, y)` has one) is not used where the distributed
+    strategy runs the component as one job of tasks owning its facts (`owner`: by another column)."""
     strategy, local_rows, broadcast_limit = settings.strategy, settings.local_rows, settings.broadcast_rows
     pivoted = decomposition if isinstance(decomposition, Decomposition) else None
-    why_not = decomposition.reason if isinstance(decomposition, NotDecomposable) else ""
+    why_not = f"not decomposable: {decomposition.reason}" if isinstance(decomposition, NotDecomposable) else ""
     if strategy == Strategy.DECOMPOSED:
         if pivoted is None:
-            return Choice(Strategy.DISTRIBUTED, f"recsql.strategy = decomposed, but not decomposable: {why_not}")
+            return Choice(Strategy.DISTRIBUTED, f"recsql.strategy = decomposed, but {why_not}")
         return Choice(Strategy.DECOMPOSED, "recsql.strategy = decomposed", decomposition=pivoted)
     if strategy != Strategy.AUTO:
         return Choice(Strategy(strategy), f"recsql.strategy = {strategy}")
+    narrow = narrow_pivot(optimized, component, pivoted, owner)
+    if narrow:
+        pivoted, why_not = None, narrow
     inputs = external_rows(optimized, rules, local)
     if inputs <= local_rows:
         fits = pivoted if pivoted is not None and broadcast_rows(optimized, pivoted) <= broadcast_limit else None
         return Choice(Strategy.LOCAL, f"inputs ~{inputs:,.0f} rows within recsql.local_rows", int(local_rows), fits)
     if pivoted is None:
-        return Choice(Strategy.DISTRIBUTED, f"inputs ~{inputs:,.0f} rows; not decomposable: {why_not}")
+        return Choice(Strategy.DISTRIBUTED, f"inputs ~{inputs:,.0f} rows; {why_not}")
     sent = broadcast_rows(optimized, pivoted)
     if sent > broadcast_limit:
         return Choice(Strategy.DISTRIBUTED,
                       f"the relations each part reads hold ~{sent:,.0f} rows, past recsql.broadcast_rows")
     return Choice(Strategy.DECOMPOSED, f"inputs ~{inputs:,.0f} rows; each part reads ~{sent:,.0f}", decomposition=pivoted)
+
+
+def narrow_pivot(optimized: Optimized, component: Component, decomposition: Decomposition | None,
+                 owner: int | None) -> str:
+    """Why the decomposition's pivot keeps too few tasks busy where a one-job distributed evaluation
+    can run instead (a local master, an owner column): fewer values (estimated, in the exit rules'
+    facts) than PIVOT_VALUES_PER_TASK per task; "" when it does not."""
+    slots = optimized.model.local_slots
+    if decomposition is None or owner is None or not slots:
+        return ""
+    (name,) = component.relations
+    pivot = decomposition.pivots[name]
+    values = optimized.estimator.seed(name).distinct[pivot]
+    if values >= PIVOT_VALUES_PER_TASK * slots:
+        return ""
+    relation = optimized.program.relations[name]
+    count = f"~{values:,.0f} value{'s' if round(values) != 1 else ''}"
+    return f"its pivot {relation.display_name}.{relation.columns[pivot]} has {count}, too few for {slots} tasks"
 
 
 def external_rows(optimized: Optimized, rules: list[Rule], local: set[str]) -> float:

@@ -25,6 +25,7 @@ from recsql.optimizer.join_search import CostModel
 from recsql.parameters import bind
 from recsql.settings import Settings
 from recsql.spark_errors import spark_errors
+from recsql.spark_facts import local_slots
 from recsql.statements.dispatch import handler_for
 from recsql.statements.handler import Result
 from recsql.statements.writes import insert_rows, one_row_of_parameters
@@ -84,7 +85,7 @@ class Session:
 
     def cost_model(self) -> CostModel:
         partitions = int(self.spark.conf.get("spark.sql.shuffle.partitions") or 4)
-        return CostModel(parallelism=partitions)
+        return CostModel(parallelism=partitions, local_slots=local_slots(self.spark))
 
 
 # ------------------------------------------------------------------ helpers

@@ -24,8 +24,11 @@ SCAN, BROADCAST, BROADCAST_LEFT, SHUFFLE, CROSS = "scan", "broadcast", "broadcas
 
 @dataclass(frozen=True)
 class CostModel:
+    """What the optimizer and the planner know of where the plan runs."""
+
     parallelism: int = 4  # tasks that receive a broadcast relation
     broadcast_rows: float = 200_000.0  # a side this small is broadcast, as Spark's threshold does
+    local_slots: int | None = None  # tasks at once where they share this machine's files (a local master)
 
 
 @dataclass(frozen=True)

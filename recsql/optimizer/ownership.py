@@ -10,19 +10,25 @@ reach the task that merges them; a set's or a bag's may be any column.
 
 from __future__ import annotations
 
+from typing import Sequence
+
 from recsql.analysis import Component
 from translator.ir import Program, Rule
 
 
-def owner_column(program: Program, component: Component, recursive_rules: list[Rule]) -> int | None:
+def owner_column(program: Program, component: Component, recursive_rules: list[Rule],
+                 distinct: Sequence[float] = ()) -> int | None:
     """The owner column of the component's relation, or None when its tasks could not keep their facts
-    (several relations, a rule reading the relation twice, an aggregate without a group key)."""
+    (several relations, a rule reading the relation twice, an aggregate without a group key). Of the
+    columns that may own, the one with the most distinct values (`distinct`, estimated per column): the
+    facts spread over the tasks as evenly as its values do (`reach(7, y)` by y, not by the 7)."""
     if len(component.relations) != 1:
         return None
     (name,) = component.relations
     if any(sum(atom.relation == name for atom in rule.atoms) > 1 for rule in recursive_rules):
         return None
     relation = program.relations[name]
-    if relation.aggregate is not None:
-        return relation.group_key[0] if relation.group_key else None
-    return 0
+    candidates = relation.group_key if relation.aggregate is not None else range(len(relation.columns))
+    if not candidates:
+        return None
+    return max(candidates, key=lambda column: distinct[column] if column < len(distinct) else 0.0)
