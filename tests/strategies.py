@@ -42,6 +42,21 @@ def set_strategy(conn, strategy: str) -> None:
     cursor.close()
 
 
+@contextlib.contextmanager
+def auto_with_local_rows(conn, bound: int) -> Iterator[None]:
+    """recsql.strategy = auto and recsql.local_rows = `bound` inside the block (as before after it)."""
+    previous = conn.session.settings.strategy
+    set_strategy(conn, "auto")
+    cursor = conn.cursor()
+    cursor.execute(f"SET recsql.local_rows = {bound}")
+    try:
+        yield
+    finally:
+        set_strategy(conn, previous)
+        cursor.execute("SET recsql.local_rows = 10000000")
+        cursor.close()
+
+
 class Runs(list):
     """The relations of each recursive stratum that ran with `strategy`, in order; `others`: those that ran
     with another strategy."""

@@ -26,7 +26,7 @@ from duckdb_reference import check, normalize
 from explain import explain
 from reference import transitive_closure
 from spark_jobs import spark_jobs
-from strategies import counting_runs, set_strategy
+from strategies import auto_with_local_rows, counting_runs, set_strategy
 
 import recsql
 from recsql.engine.scratch import Scratch
@@ -177,16 +177,10 @@ def test_auto_runs_a_recursion_whose_pivot_has_one_value_distributed(conn, cur):
     edges = [(i, (i * 7 + 3) % 40) for i in range(40)] + [(i, (i * 11 + 5) % 40) for i in range(40)]
     load(conn, edges)
     single = LEFT.replace("FROM dc_edge UNION", "FROM dc_edge WHERE src = 0 UNION")
-    previous = conn.session.settings.strategy
-    set_strategy(conn, "auto")
-    cur.execute("SET recsql.local_rows = 10")
-    try:
+    with auto_with_local_rows(conn, 10):
         plan = explain(cur, single)
         cur.execute(single)
         assert set(cur.fetchall()) == {(0, b) for a, b in transitive_closure(edges) if a == 0}
-    finally:
-        set_strategy(conn, previous)
-        cur.execute("SET recsql.local_rows = 10000000")
     assert "distributed on Spark (one job, tasks owning facts by tc.b;" in plan
     assert re.search(r"its pivot tc\.a has ~\d values?, too few for 2 tasks", plan)
 
@@ -195,18 +189,12 @@ def test_auto_runs_a_recursion_over_large_inputs_decomposed(conn, cur):
     """Inputs past recsql.local_rows and a pivot: auto chooses the decomposed strategy, EXPLAIN says why."""
     edges = [(i, i + 1) for i in range(30)]
     load(conn, edges)
-    previous = conn.session.settings.strategy
-    set_strategy(conn, "auto")
-    cur.execute("SET recsql.local_rows = 10")
-    try:
+    with auto_with_local_rows(conn, 10):
         plan = explain(cur, LEFT)
         assert "decomposed on Spark (one job, parts by tc.a)" in plan
         assert "strategy: inputs ~30 rows; each part reads ~30" in plan
         cur.execute(LEFT)
         assert set(cur.fetchall()) == transitive_closure(edges)
-    finally:
-        set_strategy(conn, previous)
-        cur.execute("SET recsql.local_rows = 10000000")
 
 
 @settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -220,16 +208,10 @@ def test_a_local_run_past_its_bound_goes_on_decomposed_from_where_it_stopped(con
     if not edges:
         return
     duck = load(conn, edges)
-    previous = conn.session.settings.strategy
-    set_strategy(conn, "auto")
-    cur.execute(f"SET recsql.local_rows = {bound}")
-    try:
+    with auto_with_local_rows(conn, bound):
         check(cur, duck, sql, duck_sql)
         planned = explain(cur, sql)
         analyzed = explain(cur, sql, analyze=True)
-    finally:
-        set_strategy(conn, previous)
-        cur.execute("SET recsql.local_rows = 10000000")
     cur.execute(f"SELECT count(*) FROM ({sql})")
     # planned local, going on decomposed (unless its pivot has too few values), and it outgrew the bound
     if "facts decomposed on Spark" in planned and bound < cur.fetchall()[0][0]:

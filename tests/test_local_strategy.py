@@ -24,7 +24,7 @@ from duckdb_reference import register_tables
 from explain import explain
 from reference import transitive_closure
 from spark_jobs import spark_jobs
-from strategies import counting_runs, set_strategy
+from strategies import auto_with_local_rows, counting_runs, set_strategy
 
 import recsql
 from recsql.engine.local.engine import LocalFixpoint
@@ -227,19 +227,13 @@ def test_auto_moves_an_outgrown_recursion_to_spark(conn, cur):
     conn.register("lc_chain", pd.DataFrame(edges, columns=["src", "dst"]))
     sql = ("WITH RECURSIVE tc(a, b) AS (SELECT src, dst FROM lc_chain UNION "
            "SELECT tc.a, e.dst FROM tc JOIN lc_chain e ON tc.b = e.src) SELECT * FROM tc")
-    previous = conn.session.settings.strategy
-    set_strategy(conn, "auto")
-    cur.execute("SET recsql.local_rows = 100")
-    try:
+    with auto_with_local_rows(conn, 100):
         assert "local, in one process; past 100 facts decomposed on Spark (one job, parts by tc.a)" in explain(cur, sql)
         assert spark_jobs(conn, sql, "local-strategy-outgrown") > 0
         cur.execute(sql)
         assert set(cur.fetchall()) == transitive_closure(edges)
         analyzed = explain(cur, sql, analyze=True)
         assert f"facts per relation: tc {len(transitive_closure(edges))}," in analyzed
-    finally:
-        set_strategy(conn, previous)
-        cur.execute("SET recsql.local_rows = 10000000")
 
 
 def test_auto_leaves_the_local_run_before_the_iteration_that_would_pass_its_bound(conn, cur):
@@ -262,16 +256,10 @@ def test_auto_leaves_the_local_run_before_the_iteration_that_would_pass_its_boun
     conn.register("lc_debruijn", pd.DataFrame(edges, columns=["src", "dst"]))
     sql = ("WITH RECURSIVE tc(a, b) AS (SELECT src, dst FROM lc_debruijn UNION "
            "SELECT tc.a, e.dst FROM tc JOIN lc_debruijn e ON tc.b = e.src) SELECT * FROM tc")
-    previous_strategy = conn.session.settings.strategy
-    set_strategy(conn, "auto")
-    cur.execute("SET recsql.local_rows = 1000")
-    try:
+    with auto_with_local_rows(conn, 1000):
         analyzed = explain(cur, sql, analyze=True)
         cur.execute(sql)
         assert set(cur.fetchall()) == transitive_closure(edges)
-    finally:
-        set_strategy(conn, previous_strategy)
-        cur.execute("SET recsql.local_rows = 10000000")
     assert derived <= 1000 < expected
     assert (f"tc: {derived:,} facts after iteration {iteration} in this process" in analyzed
             and f"~{expected:,} expected after the next: past recsql.local_rows; went on from there" in analyzed)
