@@ -149,12 +149,14 @@ def plan(optimized: Optimized, components: list[Component], settings: Settings) 
         rules = [rule for rule in program.rules if rule.head in component]
         iteration = program.relations[component.relations[0]].iteration
         if not component.recursive:
-            small = external_rows(optimized, rules, local) <= local_rows
-            local_enough = strategy == Strategy.LOCAL or (strategy == Strategy.AUTO and small)
+            inputs = external_rows(optimized, rules, local)
+            local_enough = strategy == Strategy.LOCAL or (strategy == Strategy.AUTO and inputs <= local_rows)
             chosen = Strategy.LOCAL if local_enough else Strategy.DISTRIBUTED
             if chosen == Strategy.LOCAL:
                 local.update(component.relations)
-            strata.append(Stratum(component, tuple(rules), (), iteration, chosen))
+            reason = (f"inputs ~{inputs:,.0f} rows past recsql.local_rows" if strategy == Strategy.AUTO
+                      else f"recsql.strategy = {strategy}")
+            strata.append(Stratum(component, tuple(rules), (), iteration, chosen, reason=reason))
             continue
         exit_rules = tuple(rule for rule in rules if not reads_component(rule, component))
         recursive_rules = [rule for rule in rules if reads_component(rule, component)]

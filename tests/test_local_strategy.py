@@ -15,6 +15,7 @@ from decimal import Decimal
 
 import pandas as pd
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 pytest.register_assert_rewrite("duckdb_reference")
@@ -263,3 +264,33 @@ def test_auto_leaves_the_local_run_before_the_iteration_that_would_pass_its_boun
     assert derived <= 1000 < expected
     assert (f"tc: {derived:,} facts after iteration {iteration} in this process" in analyzed
             and f"~{expected:,} expected after the next: past recsql.local_rows; went on from there" in analyzed)
+
+
+def test_explain_says_why_a_query_runs_on_spark(conn, cur, tmp_path):
+    """EXPLAIN's == Evaluation == names what keeps a query from running in this process: a stratum
+    planned on Spark and why, a type only Spark's analysis gives, or a table Spark reads."""
+    conn.register("lc_why", pd.DataFrame({"src": [1, 2, 3], "dst": [2, 3, 4]}))
+    pq.write_table(pa.table({"x": [1, 2]}), tmp_path / "part.parquet")
+    cur.execute(f"CREATE TABLE lc_why_files USING parquet OPTIONS (path '{tmp_path}')")
+    closure = ("WITH RECURSIVE tc(a, b) AS (SELECT src, dst FROM lc_why UNION "
+               "SELECT tc.a, e.dst FROM tc JOIN lc_why e ON tc.b = e.src) SELECT * FROM tc")
+
+    def evaluation(sql: str) -> str:
+        lines = explain(cur, sql).splitlines()
+        return lines[lines.index("== Evaluation ==") + 1]
+
+    previous = conn.session.settings.strategy
+    try:
+        with auto_with_local_rows(conn, 10_000_000):
+            assert evaluation(closure) == "whole query in this process (DuckDB over Arrow), no Spark job"
+            assert evaluation("SELECT CAST(src AS DECIMAL(10, 2)) / 3 FROM lc_why") == (
+                "on Spark: a type only Spark derives: decimal division")
+            assert evaluation("SELECT * FROM lc_why_files") == "on Spark: table lc_why_files is read through Spark"
+        with auto_with_local_rows(conn, 1):
+            assert evaluation("SELECT src FROM lc_why WHERE dst > 2") == (
+                "on Spark: answer planned there (inputs ~3 rows past recsql.local_rows)")
+        set_strategy(conn, "decomposed")
+        assert evaluation(closure) == "on Spark: tc planned there (recsql.strategy = decomposed)"
+    finally:
+        set_strategy(conn, previous)
+        cur.execute("DROP TABLE lc_why_files")

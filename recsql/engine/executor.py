@@ -20,7 +20,7 @@ from recsql.engine.types.plan_types import PlanTyping
 from recsql.engine.types.result_types import row_of
 from recsql.engine.types.spark_types import NotInferred, Row
 from recsql.planner import Plan
-from recsql.settings import Settings
+from recsql.settings import Settings, Strategy
 from recsql.spark_errors import lost_checkpoint
 
 RESTARTS = 2  # evaluations started again after losing local checkpoints
@@ -65,11 +65,11 @@ class Executor:
     def result(self, plan: Plan) -> Answer | DataFrame:
         """The answer computed in this process when the whole plan can be (no Spark job at all), else
         on Spark, as a DataFrame not yet collected."""
-        local = self.local_program(plan)
-        tables = self.arrow_inputs(plan) if local is not None else None
-        if local is not None and tables is not None:
+        local = self.in_process(plan)
+        if not isinstance(local, str):
+            program, tables = local
             try:
-                table, types = local.run(tables)
+                table, types = program.run(tables)
                 return Answer(list(plan.program.output_columns), list(types), table)
             except CapacityExceeded as exceeded:
                 self.outgrown[exceeded.relations] = exceeded.reached
@@ -77,23 +77,29 @@ class Executor:
                     self.trace.forget(exceeded.relations)
         return self.run(plan)
 
+    def in_process(self, plan: Plan) -> tuple[LocalProgram, dict[str, pa.Table]] | str:
+        """The plan as a LocalProgram and the tables it reads as Arrow, when it can run in this process
+        without Spark; else why it cannot (for EXPLAIN)."""
+        for stratum in plan.strata:
+            if stratum.strategy != Strategy.LOCAL:
+                names = ", ".join(plan.program.relations[name].display_name for name in stratum.relations)
+                return f"{names} planned there ({stratum.reason})"
+        typing = self.typing(plan)
+        try:
+            typing.derived(plan, self.table_types(plan))
+        except NotInferred as error:
+            return f"a type only Spark derives: {error}"
+        tables = self.arrow_inputs(plan)
+        if isinstance(tables, str):
+            return tables
+        program = LocalProgram(plan, self.table_types(plan), typing, self.settings, self.progress,
+                               read_spark_settings(self.spark), self.trace)
+        return program, tables
+
     def run(self, plan: Plan) -> DataFrame:
         """The answer of the plan's program on Spark, as a DataFrame named after the output columns."""
         return SparkRun(self.spark, self.source, self.settings, plan, self.scratch, self.progress, self.trace,
                         self.outgrown).answer()
-
-    def local_program(self, plan: Plan) -> LocalProgram | None:
-        """The plan as a LocalProgram when every stratum is planned LOCAL and the types of every relation
-        can be derived without Spark; else None."""
-        if not plan.local:
-            return None
-        typing = self.typing(plan)
-        try:
-            typing.derived(plan, self.table_types(plan))
-        except NotInferred:
-            return None
-        return LocalProgram(plan, self.table_types(plan), typing, self.settings, self.progress,
-                            read_spark_settings(self.spark), self.trace)
 
     def typing(self, plan: Plan) -> PlanTyping:
         return PlanTyping(plan.program, read_spark_settings(self.spark).timezone)
@@ -111,14 +117,14 @@ class Executor:
             return [field.dataType for field in self.run(plan).schema.fields]
         return list(types[: len(types) - program.hidden_columns])
 
-    def arrow_inputs(self, plan: Plan) -> dict[str, pa.Table] | None:
+    def arrow_inputs(self, plan: Plan) -> dict[str, pa.Table] | str:
         """The tables the plan reads, as Arrow (columns c0 .. cN), when every one is at hand without a
-        Spark job; else None."""
+        Spark job; else which one is not."""
         tables = {}
-        for name in base_tables(plan):
+        for name in sorted(base_tables(plan)):
             table = self.source.arrow_table(name)
             if table is None:
-                return None
+                return f"table {name} is read through Spark"
             tables[name] = table.rename_columns(column_names(table.num_columns))
         return tables
 

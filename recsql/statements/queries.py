@@ -18,10 +18,7 @@ from translator.errors import TranslationError
 from translator.translate import translate
 
 QUERY_TYPES = (exp.Query, exp.Values)
-EVALUATION = {
-    True: "whole query in this process (DuckDB over Arrow), no Spark job",
-    False: "on Spark (each recursive stratum as its strategy above says)",
-}
+IN_PROCESS = "whole query in this process (DuckDB over Arrow), no Spark job"
 
 
 def select(session: Services, query: exp.Expression, sql: str) -> Result:
@@ -39,8 +36,9 @@ def explain(session: Services, statement: Explain, sql: str) -> Result:
     plan = session.plan(query)
     trace = Trace()
     executor = session.executor(trace)
-    local = executor.local_program(plan) is not None and executor.arrow_inputs(plan) is not None
-    lines = plan.explain().splitlines() + ["", "== Evaluation ==", EVALUATION[local]]
+    local = executor.in_process(plan)
+    evaluation = f"on Spark: {local}" if isinstance(local, str) else IN_PROCESS
+    lines = plan.explain().splitlines() + ["", "== Evaluation ==", evaluation]
     if statement.args.get("analyze"):
         answer = executor.fetch(plan)
         lines += [""] + trace.report() + [f"answer rows: {answer.table.num_rows}"]
