@@ -91,11 +91,6 @@ class Plan:
         self.program: Program = optimized.program
         self.strata = strata
 
-    @property
-    def local(self) -> bool:
-        """Every stratum is planned to run in this process: the whole query can, without Spark."""
-        return all(stratum.strategy == Strategy.LOCAL for stratum in self.strata)
-
     def order_variant(self, variant: Variant, delta_rows: dict[str, float]) -> Variant:
         """`variant` with its joins ordered for a Δ of the given size (rows seen in the last iteration)."""
         return order_variant(self.optimized, variant, delta_rows)
@@ -154,8 +149,8 @@ def plan(optimized: Optimized, components: list[Component], settings: Settings) 
             chosen = Strategy.LOCAL if local_enough else Strategy.DISTRIBUTED
             if chosen == Strategy.LOCAL:
                 local.update(component.relations)
-            reason = (f"inputs ~{inputs:,.0f} rows past recsql.local_rows" if strategy == Strategy.AUTO
-                      else f"recsql.strategy = {strategy}")
+            reason = (f"inputs ~{inputs:,.0f} rows {'within' if local_enough else 'past'} recsql.local_rows"
+                      if strategy == Strategy.AUTO else f"recsql.strategy = {strategy}")
             strata.append(Stratum(component, tuple(rules), (), iteration, chosen, reason=reason))
             continue
         exit_rules = tuple(rule for rule in rules if not reads_component(rule, component))

@@ -84,16 +84,17 @@ class Executor:
             if stratum.strategy != Strategy.LOCAL:
                 names = ", ".join(plan.program.relations[name].display_name for name in stratum.relations)
                 return f"{names} planned there ({stratum.reason})"
-        typing = self.typing(plan)
+        spark_settings = read_spark_settings(self.spark)
+        typing = PlanTyping(plan.program, spark_settings.timezone)
+        table_types = self.table_types(plan)
         try:
-            typing.derived(plan, self.table_types(plan))
+            typing.derived(plan, table_types)
         except NotInferred as error:
             return f"a type only Spark derives: {error}"
         tables = self.arrow_inputs(plan)
         if isinstance(tables, str):
             return tables
-        program = LocalProgram(plan, self.table_types(plan), typing, self.settings, self.progress,
-                               read_spark_settings(self.spark), self.trace)
+        program = LocalProgram(plan, table_types, typing, self.settings, self.progress, spark_settings, self.trace)
         return program, tables
 
     def run(self, plan: Plan) -> DataFrame:

@@ -16,6 +16,7 @@ from typing import Iterable, Iterator
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import (ArrayType, AtomicType, BinaryType, BooleanType, DataType, DateType, DecimalType,
                                DoubleType, FloatType, IntegralType, LongType, MapType, StringType, StructField,
                                StructType, TimestampNTZType, TimestampType)
@@ -29,8 +30,7 @@ ITERATIONS, FACTS, FAILURE = "recsql_part_iterations", "recsql_part_facts", "rec
 STATISTICS = (ITERATIONS, FACTS, FAILURE)
 STATISTICS_FIELDS = (StructField(ITERATIONS, LongType()), StructField(FACTS, LongType()),
                      StructField(FAILURE, StringType()))
-STATISTICS_SCHEMA = pa.schema([pa.field(ITERATIONS, pa.int64()), pa.field(FACTS, pa.int64()),
-                               pa.field(FAILURE, pa.string())])
+STATISTICS_SCHEMA = to_arrow_schema(StructType(list(STATISTICS_FIELDS)))
 STOPPED = f"{Stopped.__name__}: "  # the failure of a part stopped because another part failed
 
 # Parquet files without this key are read under spark.sql.parquet.datetimeRebaseModeInRead, which by
@@ -92,7 +92,6 @@ class PartOutput:
         metadata = {**(facts.schema.metadata or {}), SPARK_VERSION_KEY: pyspark.__version__.encode()}
         pq.write_table(facts.replace_schema_metadata(metadata), hidden)
         os.replace(hidden, path)
-
 
 
 def storable_in_files(schema: StructType) -> bool:
