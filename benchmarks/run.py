@@ -83,7 +83,7 @@ def measure(run: Callable[[], Any], repeat: int, settle: Callable[[], None]) -> 
 def where_recsql_runs(cursor, sql: str) -> str:
     cursor.execute("EXPLAIN " + sql)
     text = "\n".join(row[0] for row in cursor.fetchall())
-    if "whole query in this process" in text:
+    if "runs without Spark" in text:
         return "local"
     for strategy in ("local", "decomposed", "distributed"):
         if f"semi-naive fixpoint, {strategy}" in text:

@@ -38,12 +38,19 @@ from recsql import statistics
 from recsql.catalog_entries import Entry, EntryStore, Kind, view_query_of
 from recsql.delta_tables import Commit, DataFile, ManagedTable, Snapshot
 from recsql.errors import ProgrammingError
+from recsql.file_reads import FileReads
+from recsql.lazy_spark import LazySpark
+from recsql.path_tables import PathTables
+from recsql.readers import FileTable, Refused
 from recsql.registered import Registered
+from recsql.spark_defaults import TIME_ZONE
+from recsql.spark_facts import arrow_frame
 from recsql.spark_tables import SparkTables
 from recsql.relation_names import FILE_COLUMN, FILES_MARK, split_version, version_name
 from recsql.statistics import ColumnStatistics, TableStatistics
 from recsql.statistics_files import StatisticsFiles
-from recsql.table_files import data_version, local_path, read_external, snapshot_frame, with_file_column
+from recsql.table_files import (data_files, data_version, local_path, read_external, snapshot_frame, spark_options,
+                                with_file_column)
 from recsql.table_writes import Rows, write_rows
 from recsql.warehouse_format import upgrade
 from translator import dialect
@@ -56,8 +63,8 @@ NOT_A_NAME = re.compile(r"\W")  # characters of relation names that Spark view n
 class Catalog:
     ARROW_STATISTICS_BYTES = 64 << 20  # managed tables up to this size are read with Arrow, not Spark
 
-    def __init__(self, spark: SparkSession, warehouse: Path):
-        self.spark = spark
+    def __init__(self, spark: LazySpark, warehouse: Path):
+        self.lazy_spark = spark
         self.warehouse = Path(warehouse).expanduser().resolve()
         self.metadata = self.warehouse / "catalog"
         self.statistics_dir = self.warehouse / "statistics"
@@ -65,13 +72,20 @@ class Catalog:
             directory.mkdir(parents=True, exist_ok=True)
         self.entries = EntryStore(self.metadata)
         self.statistics_files = StatisticsFiles(self.statistics_dir)
-        self.registered = Registered()
+        self.registered = Registered(lambda table: arrow_frame(self.spark, table))
         self.spark_tables = SparkTables(spark)
+        self.file_reads = FileReads()
+        self.path_tables = PathTables(lambda: self.spark, self.file_reads, self.timezone)
         self.views: dict[str, tuple[str, str]] = {}  # relation → (the version it was read at, its Spark view)
         self.tables: dict[str, ManagedTable] = {}  # by directory: each keeps the log state it has read
         self.pinned: dict[str, Snapshot] | None = None  # the snapshots the running statement reads
         self.entries.finish_drops(self.remove_data)
         upgrade(self.warehouse, self.metadata)
+
+    @property
+    def spark(self) -> SparkSession:
+        """Spark, for what only Spark reads (started now if it is not yet)."""
+        return self.lazy_spark.session()
 
     # -------------------------------------------------------------- statements
 
@@ -80,6 +94,7 @@ class Catalog:
         """While a statement runs, each table it reads stays at the version it first read."""
         self.pinned = {}
         self.spark_tables.begin_statement()
+        self.path_tables.begin_statement()
         try:
             yield
         finally:
@@ -91,22 +106,24 @@ class Catalog:
         name = name.lower()
         source = self.session_data(name)
         if source is not None:
-            return tuple(source[name].columns)
+            return tuple(source.schema(name).fieldNames())
         entry = self.entry(split_version(name)[0])
         if entry is None or entry.kind == Kind.VIEW:
             return None
         return tuple(self.schema(name).fieldNames())
 
     def path_table(self, format: str, path: str) -> str:
-        """The relation name of a path table (`parquet.`/data/edges``), read by Spark (by recsql for
-        `delta`)."""
-        return self.spark_tables.path_table(format, path)
+        """The relation name of a path table (`parquet.`/data/edges``)."""
+        return self.path_tables.add(format, path)
 
-    def session_data(self, name: str) -> Registered | SparkTables | None:
+    def session_data(self, name: str) -> Registered | PathTables | SparkTables | None:
         """Where a name that is not a stored table or view reads from: data registered in this session
-        (which hides a stored table of its name), or a table Spark knows (which a stored one hides)."""
+        (which hides a stored table of its name), files named by their path, or a table Spark knows
+        (which a stored one hides)."""
         if name in self.registered:
             return self.registered
+        if name in self.path_tables:
+            return self.path_tables
         if self.entry(split_version(name)[0]) is None and name in self.spark_tables:
             return self.spark_tables
         return None
@@ -239,33 +256,61 @@ class Catalog:
         return json.dumps(entry.__dict__) + data_version(entry.path)
 
     def struct_of(self, entry: Entry) -> StructType:
-        """An external table's schema: declared, or inferred from its files and kept in its entry until
-        they change (inferring costs Spark jobs: a query must not pay them for every table it reads)."""
+        """An external table's schema: declared, or inferred from its files (by recsql's readers, else by
+        Spark) and kept in its entry until they change (a query must not pay for inferring it again)."""
         if entry.struct is not None and entry.inferred_from is None:
             return entry.struct
         version = data_version(entry.path)
         if entry.struct is not None and entry.inferred_from == version:
             return entry.struct
-        struct = read_external(self.spark, entry, None).schema
+        read = self.external_read(entry)
+        struct = read.schema if isinstance(read, FileTable) else read_external(self.spark, entry, None).schema
         entry.schema, entry.inferred_from = json.loads(struct.json()), version
         if self.entry(entry.name) is not None:
             self.entries.publish(entry, replace=True)
         return struct
 
     def arrow_table(self, name: str) -> pa.Table | None:
-        """A table's rows as Arrow without a Spark job: registered Arrow data, or a managed table whose
-        files are small; None otherwise."""
+        """A table's rows as Arrow, read in this process: registered Arrow data, a managed table, or files
+        recsql's readers read as Spark does; None when only Spark reads it (`refusal` says why)."""
         name = name.lower()
         source = self.session_data(name)
         if source is not None:
-            return source.arrow.get(name)
-        entry = self.entry(split_version(name)[0])
-        if entry is None or entry.kind != Kind.TABLE:
-            return None
-        snapshot = self.snapshot(name)
-        if snapshot.bytes > self.ARROW_STATISTICS_BYTES:
-            return None
-        return snapshot.read_arrow(FILE_COLUMN if split_version(name)[2] else None)
+            return source.arrow_table(name)
+        entry = self.stored(name)
+        if entry.kind == Kind.TABLE:
+            return self.snapshot(name).read_arrow(FILE_COLUMN if split_version(name)[2] else None)
+        self.struct_of(entry)
+        read = self.external_read(entry)
+        return read.table if isinstance(read, FileTable) else None
+
+    def refusal(self, name: str) -> str:
+        """Why a table is read by Spark only ('' when it is not)."""
+        name = name.lower()
+        source = self.session_data(name)
+        if source is not None:
+            return source.refusal(name)
+        entry = self.stored(name)
+        if entry.kind == Kind.TABLE:
+            return ""
+        read = self.external_read(entry)
+        return str(read) if isinstance(read, Refused) else ""
+
+    def external_read(self, entry: Entry) -> FileTable | Refused:
+        """An external table's files read in this process, under its declared schema or inferring one
+        (kept while the files stay the same)."""
+        declared = entry.struct if entry.inferred_from is None else None
+        return self.file_reads.load(entry.format, entry.path, spark_options(entry, declared), declared, self.timezone())
+
+    def small(self, name: str) -> bool:
+        """Whether a table's files are small enough for its statistics to be exact, from Arrow."""
+        name = name.lower()
+        if self.session_data(name) is not None:
+            return True
+        entry = self.stored(name)
+        size = (self.snapshot(name).bytes if entry.kind == Kind.TABLE else
+                sum(file.stat().st_size for file in data_files(entry.path)))
+        return size <= self.ARROW_STATISTICS_BYTES
 
     def schema(self, name: str) -> StructType:
         """A table's Spark schema (from its log or entry: no Spark analysis)."""
@@ -276,7 +321,8 @@ class Catalog:
             return with_file_column(schema) if split_version(name)[2] else schema
         if entry is not None and entry.kind == Kind.EXTERNAL:
             return self.struct_of(entry)
-        return self.dataframe(name).schema
+        source = self.session_data(name)
+        return source.schema(name) if source is not None else self.dataframe(name).schema
 
     # -------------------------------------------------------------- statistics (the optimizer's view)
 
@@ -317,7 +363,7 @@ class Catalog:
         if source is not None:
             return source.analyze(name)
         version = self.statistics_version(name)
-        table = self.arrow_table(name)
+        table = self.arrow_table(name) if self.small(name) else None
         if table is not None:
             gathered = statistics.from_arrow(table, version)
         else:
@@ -328,8 +374,8 @@ class Catalog:
 
     # -------------------------------------------------------------- changes
 
-    def register(self, name: str, frame: DataFrame, data: pa.Table | None = None) -> None:
-        """Register a DataFrame under `name`; when its Arrow data is at hand, statistics come from it."""
+    def register(self, name: str, frame: DataFrame | None, data: pa.Table | None = None) -> None:
+        """Register a Spark DataFrame, or Arrow data, under `name`."""
         self.registered.add(name.lower(), frame, data)
 
     def create_table(self, name: str, schema: StructType, rows: Rows | None = None, replace: bool = False,
@@ -364,7 +410,7 @@ class Catalog:
 
     def timezone(self) -> str:
         """Spark's session time zone: what a timestamp without one means."""
-        return self.spark.conf.get("spark.sql.session.timeZone") or "UTC"
+        return self.lazy_spark.get_setting(TIME_ZONE) or "UTC"
 
     def insert(self, name: str, rows: Rows, operation: str, statement: str) -> int:
         """Append rows (columns in the table's order) in one commit; returns their number."""

@@ -8,6 +8,7 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 import pyarrow as pa
+from pyspark import SparkContext
 from pyspark.sql import DataFrame, SparkSession
 
 from recsql import spark_logs, spark_start
@@ -15,16 +16,21 @@ from recsql.catalog import Catalog
 from recsql.cursor import Cursor
 from recsql.engine.progress import ProgressListener
 from recsql.errors import InterfaceError, NotSupportedError
+from recsql.lazy_spark import LazySpark
 from recsql.session import Session
 from recsql.settings import PREFIX, Settings
 from recsql.spark_errors import spark_errors
-from recsql.spark_facts import arrow_frame
 
 
 def connect(master: str | None = None, conf: dict[str, Any] | None = None, warehouse: str | None = None,
             log_level: str | None = None, remote: str | None = None) -> "Connection":
     """Open a connection on an embedded local Spark (`local[*]`), on `master`, or on the Spark Connect
     server `remote` (`sc://host:port`).
+
+    Returns at once: Spark starts on a background thread (`recsql.spark_start = background`, the
+    default) or when a statement first needs it (`on_demand`), and a statement that runs in this
+    process never waits for it. A Spark that cannot start (no Java, an unreachable master) is an
+    OperationalError of the first statement that needs it.
 
     `conf` holds Spark settings and recsql settings (`recsql.max_iterations`, ...); `warehouse` is where
     tables persist (default `$RECSQL_WAREHOUSE` or `~/.recsql`); `log_level` (or `recsql.log_level`) puts
@@ -43,7 +49,16 @@ def connect(master: str | None = None, conf: dict[str, Any] | None = None, wareh
             settings.set(key, value)
         else:
             spark_conf[key] = value
-    spark = spark_start.remote(remote, spark_conf, level) if remote else spark_start.embedded(master, spark_conf, level)
+    if remote:
+        spark = LazySpark(lambda chosen: spark_start.remote(remote, chosen, level), spark_conf, remote=remote)
+    else:
+        master = master or "local[*]"
+        spark = LazySpark(lambda chosen: spark_start.embedded(master, chosen, level),
+                          spark_start.embedded_settings(spark_conf), master=master)
+    if SparkContext._active_spark_context is not None and not remote:
+        spark.session()  # this process runs Spark already: the connection shares it (as its names)
+    elif settings.spark_start == "background":
+        spark.start()
     return Connection(Session(spark, Catalog(spark, directory), settings))
 
 
@@ -96,7 +111,13 @@ class Connection:
 
     @property
     def spark_session(self) -> SparkSession:
+        """The Spark session, started now if it is not yet (waits while it starts)."""
         return self.session.spark
+
+    @property
+    def spark_starting(self) -> bool:
+        """Whether a statement of this connection is waiting for Spark to start."""
+        return self.session.lazy_spark.starting
 
     @property
     def base_dir(self) -> Path:
@@ -117,8 +138,7 @@ class Connection:
             if isinstance(data, DataFrame):
                 session.catalog.register(name, data)
             else:
-                table = as_arrow(data)
-                session.catalog.register(name, arrow_frame(session.spark, table), table)
+                session.catalog.register(name, None, as_arrow(data))
 
     @property
     def progress(self) -> ProgressListener | None:

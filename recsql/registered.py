@@ -3,21 +3,26 @@ stored table of the same name, never written to the warehouse."""
 
 from __future__ import annotations
 
-from typing import Iterator, Mapping
+from typing import Callable, Iterator, Mapping
 
 import pyarrow as pa
 from pyspark.sql import DataFrame
+from pyspark.sql.pandas.types import from_arrow_schema
+from pyspark.sql.types import StructType
 
 from recsql import statistics
 from recsql.statistics import TableStatistics
 
+FrameOf = Callable[[pa.Table], DataFrame]  # Arrow data as a Spark DataFrame (starts Spark if need be)
+
 
 class Registered(Mapping[str, DataFrame]):
-    """The registered DataFrames by (lower-case) name, with what the catalog keeps of each: a version
-    (registering a name again is new data), its statistics, and its Arrow data when it was given as Arrow
-    (then read without a Spark job)."""
+    """The registered data by (lower-case) name: a Spark DataFrame, or Arrow data (read without Spark,
+    and made a DataFrame only when a plan runs on Spark), with what the catalog keeps of each: a version
+    (registering a name again is new data) and its statistics."""
 
-    def __init__(self) -> None:
+    def __init__(self, frame_of: FrameOf) -> None:
+        self.frame_of = frame_of
         self.frames: dict[str, DataFrame] = {}
         self.statistics: dict[str, TableStatistics] = {}
         self.arrow: dict[str, pa.Table] = {}
@@ -25,21 +30,26 @@ class Registered(Mapping[str, DataFrame]):
         self.versions: dict[str, str] = {}
 
     def __getitem__(self, name: str) -> DataFrame:
+        if name not in self.frames:
+            self.frames[name] = self.frame_of(self.arrow[name])
         return self.frames[name]
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self.frames)
+        return iter(self.versions)
 
     def __len__(self) -> int:
-        return len(self.frames)
+        return len(self.versions)
 
-    def add(self, name: str, frame: DataFrame, data: pa.Table | None) -> None:
-        """Register a DataFrame under `name`; when its Arrow data is at hand, statistics come from it."""
-        self.frames[name] = frame
+    def __contains__(self, name: object) -> bool:
+        return name in self.versions
+
+    def add(self, name: str, frame: DataFrame | None, data: pa.Table | None) -> None:
+        """Register a Spark DataFrame, or Arrow data (whose statistics are gathered at once)."""
+        self.remove(name)
         self.registrations += 1
         self.versions[name] = f"registered {self.registrations}"
-        self.statistics.pop(name, None)
-        self.arrow.pop(name, None)
+        if frame is not None:
+            self.frames[name] = frame
         if data is not None:
             self.statistics[name] = statistics.from_arrow(data)
             self.arrow[name] = data
@@ -47,11 +57,22 @@ class Registered(Mapping[str, DataFrame]):
     def version(self, name: str) -> str:
         return self.versions[name]
 
+    def arrow_table(self, name: str) -> pa.Table | None:
+        return self.arrow.get(name)
+
+    def refusal(self, name: str) -> str:
+        return "" if name in self.arrow else "a registered Spark DataFrame"
+
+    def schema(self, name: str) -> StructType:
+        """The Spark schema of registered data (of Arrow data: the one Spark gives it)."""
+        if name in self.arrow:
+            return from_arrow_schema(self.arrow[name].schema)
+        return self[name].schema
+
     def remove(self, name: str) -> None:
         """DROP TABLE of registered data (the stored table it hid, if any, is seen again)."""
-        del self.frames[name]
-        self.statistics.pop(name, None)
-        self.arrow.pop(name, None)
+        for kept in (self.frames, self.statistics, self.arrow, self.versions):
+            kept.pop(name, None)
 
     def table_statistics(self, name: str) -> TableStatistics:
         """Statistics of registered data, gathered on first use (one Spark job unless given as Arrow)."""
@@ -60,6 +81,7 @@ class Registered(Mapping[str, DataFrame]):
         return self.statistics[name]
 
     def analyze(self, name: str) -> TableStatistics:
-        """Gather the statistics of registered data now (ANALYZE TABLE), with one Spark job."""
-        self.statistics[name] = statistics.from_spark(self.frames[name])
+        """Gather the statistics of registered data now (ANALYZE TABLE)."""
+        data = self.arrow.get(name)
+        self.statistics[name] = statistics.from_arrow(data) if data is not None else statistics.from_spark(self[name])
         return self.statistics[name]

@@ -20,12 +20,12 @@ from recsql.engine.progress import Progress, ProgressListener
 from recsql.engine.scratch import Scratch
 from recsql.engine.trace import Trace
 from recsql.errors import NotSupportedError, ProgrammingError
+from recsql.lazy_spark import LazySpark
 from recsql.optimizer import optimize
 from recsql.optimizer.join_search import CostModel
 from recsql.parameters import bind
 from recsql.settings import Settings
 from recsql.spark_errors import spark_errors
-from recsql.spark_facts import local_slots
 from recsql.statements.dispatch import handler_for
 from recsql.statements.handler import Result
 from recsql.statements.writes import insert_rows, one_row_of_parameters
@@ -35,14 +35,20 @@ from translator.translate import translate
 
 
 class Session:
-    def __init__(self, spark: SparkSession, catalog: Catalog, settings: Settings):
-        self.spark = spark
+    def __init__(self, spark: LazySpark, catalog: Catalog, settings: Settings):
+        self.lazy_spark = spark
         self.catalog = catalog
         self.settings = settings
         self.base_dir = Path.cwd()
         self.progress: ProgressListener | None = None
-        self.cancellation = Cancellation(spark)
+        self.cancellation = Cancellation()
+        spark.on_use = self.cancellation.attach  # a statement's Spark jobs carry its tag, from its first use
         self.scratch = Scratch()  # files a statement's evaluation writes for itself
+
+    @property
+    def spark(self) -> SparkSession:
+        """The Spark session (started now if it is not yet)."""
+        return self.lazy_spark.session()
 
     # -------------------------------------------------------------- entry points
 
@@ -74,7 +80,7 @@ class Session:
 
     def executor(self, trace: Trace | None = None) -> Executor:
         """The one place executors are made: every statement's queries run through it."""
-        return Executor(self.spark, self.catalog, self.settings, self.scratch, self.report, trace)
+        return Executor(self.lazy_spark, self.catalog, self.settings, self.scratch, self.report, trace)
 
     def plan(self, query: exp.Expression) -> planner.Plan:
         program = translate(query, self.catalog)
@@ -84,8 +90,8 @@ class Session:
         return planner.plan(optimized, components, self.settings)
 
     def cost_model(self) -> CostModel:
-        partitions = int(self.spark.conf.get("spark.sql.shuffle.partitions") or 4)
-        return CostModel(parallelism=partitions, local_slots=local_slots(self.spark))
+        partitions = int(self.lazy_spark.get_setting("spark.sql.shuffle.partitions") or 4)
+        return CostModel(parallelism=partitions, local_slots=self.lazy_spark.local_slots)
 
 
 # ------------------------------------------------------------------ helpers

@@ -23,6 +23,8 @@ class Strategy(str, Enum):
 CHOICES = {  # settings that take one of these
     "strategy": tuple(strategy.value for strategy in Strategy),
     "magic": ("auto", "on", "off"),
+    "spark": ("auto", "always"),
+    "spark_start": ("background", "on_demand"),
 }
 LISTS = {  # settings that take any of these, separated by commas ('' for none)
     "disable_passes": PASS_NAMES,
@@ -45,6 +47,12 @@ class Settings:
     magic: str = "auto"  # magic sets: where the optimizer expects them to help (auto), always (on), never (off)
     # optimizer passes switched off by name, to see or work around what one does (EXPLAIN lists the passes)
     disable_passes: tuple[str, ...] = ()
+    # auto: a query whose plan runs in this process reads its tables directly and never uses Spark;
+    # always: every query runs on Spark, its tables read by Spark
+    spark: str = "auto"
+    # when Spark starts: on a background thread as soon as the connection opens, or when a statement
+    # first needs it (scripts and one-off commands, which may never need it)
+    spark_start: str = "background"
 
     def set(self, key: str, value: str) -> None:
         name = key[len(PREFIX):] if key.startswith(PREFIX) else key

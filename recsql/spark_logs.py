@@ -2,21 +2,16 @@
 
 Spark's JVM writes to the standard error it is started with: the JVM's warnings, the start-up lines of
 its log (printed before any log level can be set) and later its log itself; the Python workers it starts
-write there too. Unless a log level is asked for, the JVM is started with this process's standard error
-pointing at a log file, which it keeps for its whole life, and its log level is WARN; this process gets
-its own standard error back as soon as the JVM has started (standard output is left alone: a shell may be
-drawing its prompt there meanwhile).
+write there too. Unless a log level is asked for, the JVM is started with its standard error on a log
+file, and its log level is WARN.
 """
 
 from __future__ import annotations
 
-import contextlib
 import getpass
 import os
-import sys
 import tempfile
 from pathlib import Path
-from typing import Iterator
 
 from recsql.errors import ProgrammingError
 
@@ -45,28 +40,27 @@ def checked_level(level: str | None) -> str:
     return chosen
 
 
-@contextlib.contextmanager
-def jvm_output(level: str) -> Iterator[None]:
-    """While Spark's JVM starts: with `level` off, this process's standard error points at the log file,
-    for the JVM to inherit."""
-    if level != QUIET or not jvm_starts():
-        yield
+def launch_jvm(settings: dict[str, str], level: str) -> None:
+    """With `level` off, start Spark's JVM (if none runs) with its standard error on the log file, for
+    its whole life and its Python workers'. Nothing of this process's own output moves meanwhile: it may
+    be printing results or drawing a prompt on another thread. Any other level leaves the JVM to
+    Spark, on this process's standard error."""
+    from pyspark import SparkConf, SparkContext
+    from pyspark.java_gateway import launch_gateway
+
+    if level != QUIET:
         return
-    path = log_file()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if path.exists() and path.stat().st_size > LOG_BYTES:
-        path.unlink()
-    sys.stderr.flush()
-    saved = os.dup(2)
-    log = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-    try:
-        os.dup2(log, 2)
-        yield
-    finally:
-        sys.stderr.flush()
-        os.dup2(saved, 2)
-        os.close(saved)
-        os.close(log)
+    with SparkContext._lock:
+        if SparkContext._gateway is not None:
+            return
+        path = log_file()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if path.exists() and path.stat().st_size > LOG_BYTES:
+            path.unlink()
+        conf = SparkConf().setAll(list(settings.items()))  # given to spark-submit, as Spark's own launch does
+        with open(path, "ab") as log:
+            gateway = launch_gateway(conf, popen_kwargs={"stderr": log})
+        SparkContext._ensure_initialized(gateway=gateway)
 
 
 def quiet_pyspark(level: str) -> None:
@@ -77,13 +71,6 @@ def quiet_pyspark(level: str) -> None:
 
     for name in PYSPARK_LOGGERS:
         PySparkLogger.getLogger(name).disabled = True  # a PySparkLogger: PySpark logs with its arguments
-
-
-def jvm_starts() -> bool:
-    """Whether starting a Spark session in this process starts a JVM (no gateway is up yet)."""
-    from pyspark import SparkContext
-
-    return SparkContext._gateway is None
 
 
 def spark_level(level: str) -> str:

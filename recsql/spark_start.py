@@ -1,5 +1,6 @@
 """Starting the Spark a connection runs on: a driver in this process (embedded `local[*]`, or a cluster's
-master), or a session on a Spark Connect server, whose driver runs elsewhere."""
+master), or a session on a Spark Connect server, whose driver runs elsewhere. A connection starts it
+when first needed (lazy_spark.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from pyspark import SparkContext
 from pyspark.sql import SparkSession
 from pyspark.sql.utils import is_remote
 
-from recsql import preflight, shipping, spark_logs
+from recsql import preflight, shipping, spark_defaults, spark_logs
 from recsql.errors import OperationalError, ProgrammingError
 from recsql.spark_errors import first_line
 
@@ -25,25 +26,31 @@ DEFAULT_SPARK_CONF = {
 REMOTE_DEFAULTS = {"spark.sql.parquet.outputTimestampType": DEFAULT_SPARK_CONF["spark.sql.parquet.outputTimestampType"]}
 
 
-def embedded(master: str | None, conf: dict[str, str], level: str) -> SparkSession:
-    """A Spark driver in this process on `master` (default `local[*]`); its JVM's output goes to the log
-    file unless `level` asks for it on the terminal."""
-    master = master or "local[*]"
+def embedded_settings(conf: dict[str, str]) -> dict[str, str]:
+    """The settings an embedded Spark starts with: recsql's defaults, `conf`, and the session time zone
+    that the local evaluator follows too (unless `conf` or Spark's defaults file sets one)."""
+    settings = {**DEFAULT_SPARK_CONF, **conf}
+    if spark_defaults.TIME_ZONE not in settings and spark_defaults.TIME_ZONE not in spark_defaults.defaults_file():
+        settings[spark_defaults.TIME_ZONE] = spark_defaults.local_time_zone()
+    return settings
+
+
+def embedded(master: str, settings: dict[str, str], level: str) -> SparkSession:
+    """A Spark driver in this process on `master`, with `settings` (embedded_settings); its JVM's output
+    goes to the log file unless `level` asks for it on the terminal."""
     if is_remote():
         raise OperationalError("this process already has a Spark Connect session: a Spark driver of its own "
                                f"(master {master}) needs another process")
-    workers_python = conf.get("spark.pyspark.python")
+    workers_python = settings.get("spark.pyspark.python")
     if workers_python:  # PySpark takes the workers' Python from the environment only
         os.environ["PYSPARK_PYTHON"] = workers_python
     elif not shipping.runs_elsewhere(master):  # the workers run this interpreter, with recsql installed
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     preflight.check(master)
-    builder = SparkSession.builder.master(master).appName("recsql")
-    for key, value in {**DEFAULT_SPARK_CONF, **conf}.items():
-        builder = builder.config(key, value)
+    options = {"spark.master": master, "spark.app.name": "recsql", **settings}
     try:
-        with spark_logs.jvm_output(level):
-            spark = builder.getOrCreate()
+        spark_logs.launch_jvm(options, level)
+        spark = SparkSession.builder.config(map=options).getOrCreate()
     except Exception as error:  # noqa: BLE001 - no Java, unreachable master
         raise OperationalError(f"cannot start Spark (master {master}): {str(error).splitlines()[0]}") from None
     spark.sparkContext.setLogLevel(spark_logs.spark_level(level))

@@ -1,9 +1,10 @@
 """Tables recsql reads but does not keep: the names Spark's catalog knows (temporary and global temporary
-views, tables of its databases and catalogs, the Hive metastore's when the session uses one) and path
-tables (`parquet.`/data/edges``), which name files directly.
+views, tables of its databases and catalogs, the Hive metastore's when the session uses one).
 
 A name that is not recsql's own is looked up here, once per statement: a statement reads each such table
-as it was when first looked up, and a view created between two statements is seen by the second.
+as it was when first looked up, and a view created between two statements is seen by the second. While
+Spark is not running and its catalog keeps nothing between sessions, it knows no name: looking one up
+starts nothing.
 Statistics come from Spark's catalog when it has them (ANALYZE TABLE ... FOR ALL COLUMNS in Spark),
 else from one aggregation job, kept for the session as long as Spark's plan of the table is the same.
 """
@@ -11,27 +12,19 @@ else from one aggregation job, kept for the session as long as Spark's plan of t
 from __future__ import annotations
 
 import re
-from pathlib import Path
-from typing import Iterator
 
 import pyarrow as pa
 from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.types import StructType
 
 from recsql import statistics
-from recsql.delta_tables import ManagedTable
-from recsql.errors import NotSupportedError
+from recsql.lazy_spark import LazySpark
 from recsql.spark_facts import arrow_frame
 from recsql.statistics import ColumnStatistics, TableStatistics
-from recsql.table_files import snapshot_frame
 from recsql.table_writes import Rows
 
 SIZE = re.compile(r"(?:(\d+) bytes)?(?:, )?(?:(\d+) rows)?")
-
-
-def path_table_name(format: str, path: str) -> str:
-    """The relation name of a path table, as written in SQL: parquet.`/data/edges`."""
-    return f"{format.lower()}.`{path}`"
 
 
 def is_internal(name: str) -> bool:
@@ -40,17 +33,18 @@ def is_internal(name: str) -> bool:
 
 
 class SparkTables:
-    """The tables of Spark's catalog and the path tables a session's statements read, by (lower-case)
-    relation name. Answers as `Registered` does (a frame, a version, statistics), so that the catalog
-    treats both alike."""
+    """The tables of Spark's catalog a session's statements read, by (lower-case) relation name. Answers
+    as `Registered` does (a frame, a version, statistics), so that the catalog treats both alike."""
 
-    def __init__(self, spark: SparkSession):
-        self.spark = spark
-        self.arrow: dict = {}  # none is read without Spark
-        self.paths: dict[str, tuple[str, str]] = {}  # relation name → (format, path as written)
+    def __init__(self, spark: LazySpark):
+        self.lazy_spark = spark
         self.frames: dict[str, DataFrame | None] = {}  # this statement's lookups (None: Spark has no such name)
         self.statements = 0
         self.statistics: dict[tuple[str, int], TableStatistics] = {}  # by name and plan
+
+    @property
+    def spark(self) -> SparkSession:
+        return self.lazy_spark.session()
 
     # ------------------------------------------------------------------ names
 
@@ -58,16 +52,6 @@ class SparkTables:
         """Forget the lookups of the last statement: Spark's tables may have changed since."""
         self.frames.clear()
         self.statements += 1
-
-    def path_table(self, format: str, path: str) -> str:
-        """The relation name of `format`.`path`, remembered for the engine to read."""
-        name = path_table_name(format, path)
-        key = name.lower()
-        known = self.paths.get(key)
-        if known is not None and known[1] != path:
-            raise NotSupportedError(f"path tables '{name}' and '{path_table_name(*known)}' differ only in case")
-        self.paths[key] = (format.lower(), path)
-        return key
 
     def __contains__(self, name: object) -> bool:
         return isinstance(name, str) and self.lookup(name) is not None
@@ -84,12 +68,7 @@ class SparkTables:
         return self.frames[name]
 
     def read(self, name: str) -> DataFrame | None:
-        if name in self.paths:
-            format, path = self.paths[name]
-            if format == "delta":
-                return snapshot_frame(self.spark, ManagedTable(name, Path(path)).snapshot(None), False)
-            return self.spark.read.format(format).load(path)
-        if is_internal(name) or not self.spark.catalog.tableExists(name):
+        if is_internal(name) or not self.lazy_spark.may_know_names() or not self.spark.catalog.tableExists(name):
             return None
         try:
             frame = self.spark.table(name)
@@ -97,6 +76,15 @@ class SparkTables:
         except AnalysisException:
             return None
         return frame
+
+    def schema(self, name: str) -> StructType:
+        return self[name].schema
+
+    def arrow_table(self, name: str) -> None:
+        """None: only Spark reads its tables."""
+
+    def refusal(self, name: str) -> str:
+        return "a table of Spark's catalog"
 
     def version(self, name: str) -> str:
         """What a table is at present, as far as recsql can tell: Spark does not say when a table of its
@@ -106,6 +94,8 @@ class SparkTables:
     def names(self, database: str | None = None) -> list[str]:
         """The tables and views Spark lists in `database`, or in its current database with the temporary
         views (Spark lists those in every database: only here are they named)."""
+        if not self.lazy_spark.may_know_names():
+            return []
         listed = [table for table in self.spark.catalog.listTables(database) if not is_internal(table.name)]
         if database is None:
             return [table.name.lower() for table in listed]
@@ -128,7 +118,7 @@ class SparkTables:
 
     def kept_by_spark(self, name: str) -> TableStatistics | None:
         """The statistics Spark's catalog keeps of a table, if it has row and column statistics."""
-        if name in self.paths or not self.spark.catalog.tableExists(name):
+        if not self.spark.catalog.tableExists(name):
             return None
         try:
             described = {row[0]: row[1] for row in self.spark.sql(f"DESCRIBE TABLE EXTENDED {name}").collect()}

@@ -30,10 +30,16 @@ def read_external(spark: SparkSession, entry: Entry, struct: StructType | None) 
     reader = spark.read
     if struct is not None:
         reader = reader.schema(struct)
+    return reader.options(**spark_options(entry, struct)).format(entry.format).load(entry.path)
+
+
+def spark_options(entry: Entry, struct: StructType | None) -> dict[str, str]:
+    """The options an external table's files are read with (by Spark, or as Spark would): its own,
+    and for a CSV table without a schema, types inferred."""
     options = dict(entry.options)
     if entry.format == "csv" and struct is None:
-        options.setdefault("inferSchema", "true")
-    return reader.options(**options).format(entry.format).load(entry.path)
+        options.setdefault("inferschema", "true")
+    return options
 
 
 def with_file_column(schema: StructType) -> StructType:

@@ -39,14 +39,16 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    """Start Spark (in the background), do what the arguments ask, close."""
-    runner = Runner(Startup(lambda: _connect(args)), out, err, Options(format=args.format))
+    """Open the connection, do what the arguments ask, close. The shell starts Spark in the background
+    while its user types; a script or command starts it only if a statement needs it."""
+    interactive = args.sql is None and args.command != "run" and sys.stdin.isatty()
+    runner = Runner(Startup(lambda: _connect(args, interactive)), out, err, Options(format=args.format))
     try:
         if args.sql is not None:
             return runner.run_source(args.sql, "<command>", args.continue_on_error)
         if args.command == "run":
             return runner.run_files(args.files, args.continue_on_error)
-        if not sys.stdin.isatty():  # `recsql < script.sql`: a script, not a conversation
+        if not interactive:  # `recsql < script.sql`: a script, not a conversation
             return runner.run_source(sys.stdin.read(), "<stdin>", args.continue_on_error)
         from shell.repl import repl
 
@@ -55,11 +57,12 @@ def _run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         runner.close()
 
 
-def _connect(args: argparse.Namespace) -> Connection:
+def _connect(args: argparse.Namespace, interactive: bool) -> Connection:
     import recsql
 
-    return recsql.connect(master=args.master, conf=dict(args.conf), warehouse=args.warehouse,
-                          log_level=args.log_level, remote=args.remote)
+    conf = {"recsql.spark_start": "background" if interactive else "on_demand", **dict(args.conf)}
+    return recsql.connect(master=args.master, conf=conf, warehouse=args.warehouse, log_level=args.log_level,
+                          remote=args.remote)
 
 
 @contextlib.contextmanager

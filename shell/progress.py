@@ -1,12 +1,13 @@
 """The live status line on a terminal while a statement runs: a spinner and the time taken so far, and
-for a recursive evaluation its relations, iteration, new facts (the delta) and total facts. It appears
-after a moment (quick statements do not flicker) and is erased when the statement ends."""
+for a recursive evaluation its relations, iteration, new facts (the delta) and total facts, or that
+the statement waits for Spark to start. It appears after a moment (quick statements do not flicker) and
+is erased when the statement ends."""
 
 from __future__ import annotations
 
 import contextlib
 import time
-from typing import TYPE_CHECKING, Iterator, TextIO
+from typing import TYPE_CHECKING, Callable, Iterator, TextIO
 
 from rich.console import Console
 from rich.live import Live
@@ -24,6 +25,7 @@ class ProgressLine:
         self.console = Console(file=stream, highlight=False)
         self.started = time.monotonic()
         self.latest: Progress | None = None
+        self.spark_starting: Callable[[], bool] = lambda: False  # whether the statement waits for Spark
 
     def __call__(self, event: Progress) -> None:
         """The connection's progress listener (called on the thread running the statement)."""
@@ -42,12 +44,13 @@ class ProgressLine:
         elapsed = time.monotonic() - self.started
         if elapsed < DELAY:
             return Text("")
-        return Text(f"{SPINNER[int(elapsed * 8) % len(SPINNER)]} {describe(self.latest, elapsed)}", style="cyan")
+        text = describe(self.latest, elapsed, self.spark_starting())
+        return Text(f"{SPINNER[int(elapsed * 8) % len(SPINNER)]} {text}", style="cyan")
 
 
-def describe(event: Progress | None, elapsed: float) -> str:
+def describe(event: Progress | None, elapsed: float, spark_starting: bool = False) -> str:
     """`tc · iteration 12 · +1,204 new · 48,113 rows · 3.2 s · Ctrl-C cancels`."""
-    parts = ["running"]
+    parts = ["Starting Spark" if spark_starting else "running"]
     if event is not None:
         parts = [", ".join(event.relations), f"iteration {event.iteration}", f"+{event.delta_rows:,} new",
                  f"{event.total_rows:,} rows"]

@@ -56,6 +56,7 @@ class Runner:
         connection = self.startup.wait(self.err)
         if self.progress is not None and connection.progress is None:
             connection.progress = self.progress
+            self.progress.spark_starting = lambda: connection.spark_starting
         return connection
 
     # -------------------------------------------------------------- scripts

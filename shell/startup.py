@@ -1,5 +1,6 @@
-"""The connection opened on a background thread, so the shell's prompt appears before Spark is up
-(starting Spark takes seconds) and `\\help` or typing a first query need not wait for it."""
+"""The connection opened on a background thread, so the shell's prompt appears at once (opening it
+imports Spark's Python modules); the connection itself starts Spark in the background, and a query
+that runs in this process does not wait for it."""
 
 from __future__ import annotations
 
@@ -44,12 +45,15 @@ class Startup:
         return self._future.done() and self._future.exception() is None
 
     def on_failure(self, report: Callable[[BaseException], None]) -> None:
-        """Call `report` with the reason when the connection cannot be opened (at once if known)."""
+        """Call `report` with the reason when the connection cannot be opened, or its Spark cannot start
+        (at once if known)."""
 
         def done(future: Future[Connection]) -> None:
             error = future.exception()
             if error is not None:
                 report(error)
+            else:
+                future.result().session.lazy_spark.on_failure(report)
 
         self._future.add_done_callback(done)
 
@@ -59,7 +63,7 @@ class Startup:
         if not self._future.done() and err.isatty():
             from rich.console import Console
 
-            with Console(file=err).status("Starting Spark…"):
+            with Console(file=err).status("Opening…"):
                 return self._future.result()
         return self._future.result()
 

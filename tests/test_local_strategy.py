@@ -270,7 +270,7 @@ def test_explain_says_why_a_query_runs_on_spark(conn, cur, tmp_path):
     """EXPLAIN's == Evaluation == names what keeps a query from running in this process: a stratum
     planned on Spark and why, a type only Spark's analysis gives, or a table Spark reads."""
     conn.register("lc_why", pd.DataFrame({"src": [1, 2, 3], "dst": [2, 3, 4]}))
-    pq.write_table(pa.table({"x": [1, 2]}), tmp_path / "part.parquet")
+    pq.write_table(pa.table({"x": [1, 2], "tags": [["a"], []]}), tmp_path / "part.parquet")
     cur.execute(f"CREATE TABLE lc_why_files USING parquet OPTIONS (path '{tmp_path}')")
     closure = ("WITH RECURSIVE tc(a, b) AS (SELECT src, dst FROM lc_why UNION "
                "SELECT tc.a, e.dst FROM tc JOIN lc_why e ON tc.b = e.src) SELECT * FROM tc")
@@ -282,10 +282,14 @@ def test_explain_says_why_a_query_runs_on_spark(conn, cur, tmp_path):
     previous = conn.session.settings.strategy
     try:
         with auto_with_local_rows(conn, 10_000_000):
-            assert evaluation(closure) == "whole query in this process (DuckDB over Arrow), no Spark job"
+            assert evaluation(closure) == "runs without Spark: the whole query in this process (DuckDB over Arrow)"
             assert evaluation("SELECT CAST(src AS DECIMAL(10, 2)) / 3 FROM lc_why") == (
                 "on Spark: a type only Spark derives: decimal division")
-            assert evaluation("SELECT * FROM lc_why_files") == "on Spark: table lc_why_files is read through Spark"
+            assert evaluation("SELECT * FROM lc_why_files") == (
+                "on Spark: table lc_why_files is read through Spark (column tags of type list<element: string>)")
+            conn.session.settings.set("recsql.spark", "always")
+            assert evaluation(closure) == "on Spark: recsql.spark = always"
+            conn.session.settings.set("recsql.spark", "auto")
         with auto_with_local_rows(conn, 1):
             assert evaluation("SELECT src FROM lc_why WHERE dst > 2") == (
                 "on Spark: answer planned there (inputs ~3 rows past recsql.local_rows)")

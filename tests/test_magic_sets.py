@@ -111,7 +111,7 @@ def test_auto_strategy_runs_the_restricted_recursion_locally(conn, cur):
     try:
         plan = explain(cur, sql, (5,))
         assert re.search(r"r\s+\(recursive: semi-naive fixpoint, local, in one process; past [\d,]+ facts", plan)
-        assert "whole query in this process (DuckDB over Arrow), no Spark job" in plan
+        assert "runs without Spark: the whole query in this process (DuckDB over Arrow)" in plan
         assert answer(cur, sql, 5, "on") == expected
         assert spark_jobs(conn, sql, "magic-sets-auto", (5,)) == 0
     finally:

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from spark_processes import java_home_wrapper, java_started, spark_jvm_running
 from terminal import Terminal
 
 RECSQL = str(Path(sys.executable).parent / "recsql")
@@ -73,12 +74,26 @@ def closure(edges: list[tuple[int, int]]) -> set[tuple[int, int]]:
 # ---------------------------------------------------------------- one session, as a new user goes
 
 
-def test_prompt_comes_at_once_and_the_first_query_waits_for_spark(shell):
-    shell.wait_for_prompt(timeout=30)
-    shell.type("SELECT 41 + 1 AS answer;\n")
-    shell.wait_for("Starting Spark")  # the prompt came before Spark was up
-    shell.wait_for(r"answer\s*\n.*\n\s*42\s*\n1 row \(\d+\.\d\d s\)", timeout=180)
-    shell.wait_for_prompt()
+def test_a_local_query_is_answered_while_spark_starts(tmp_path):
+    """The prompt comes at once and a query that runs in this process is answered while Spark's JVM is
+    still starting (a Java that takes its time to start); a query that needs Spark says it waits for
+    Spark, then answers."""
+    java_home = java_home_wrapper(tmp_path / "java", delay=10)
+    terminal = Terminal([RECSQL, *OPTIONS], shell_env(tmp_path, JAVA_HOME=str(java_home)))
+    try:
+        terminal.wait_for_prompt(timeout=30)
+        terminal.type("SELECT 41 + 1 AS answer;\n")
+        terminal.wait_for(r"answer\s*\n.*\n\s*42\s*\n1 row \(\d+\.\d\d s\)", timeout=30)
+        assert java_started(java_home) and not spark_jvm_running(terminal.child.pid)
+        terminal.clear()
+        terminal.type("SET recsql.spark = always; SELECT 40 + 3 AS answer;\n")
+        terminal.wait_for("Starting Spark")
+        terminal.wait_for(r"answer\s*\n.*\n\s*43\s*\n1 row", timeout=180)
+        assert spark_jvm_running(terminal.child.pid)
+        terminal.type("\\q\n")
+        assert terminal.exit_status() == 0
+    finally:
+        terminal.close()
 
 
 def test_multi_line_recursive_query_and_its_result(shell):
@@ -249,12 +264,17 @@ def test_ctrl_d_quits_even_while_spark_starts(tmp_path):
 
 
 def test_missing_java_is_said_plainly(tmp_path):
+    """Without Java the shell says so, answers what runs in this process, and says it again for what
+    needs Spark."""
     env = shell_env(tmp_path, PATH=str(Path(sys.executable).parent))  # no java on it
     env.pop("JAVA_HOME", None)
     terminal = Terminal([RECSQL, *OPTIONS], env)
     try:
         terminal.wait_for("cannot start Spark: Java not found", timeout=30)
         terminal.wait_for_prompt()
+        terminal.type("SELECT 40 + 2 AS answer;\n")
+        terminal.wait_for(r"(?s)answer.*42.*1 row")
+        terminal.type("SET recsql.spark = always;\n")
         terminal.type("SELECT 1;\n")
         terminal.wait_for(r"(?s)SELECT 1;\n.*Java not found")
         terminal.type("\\q\n")

@@ -5,7 +5,7 @@ recursive stratum by its strategy."""
 from __future__ import annotations
 
 import pyarrow as pa
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame
 from pyspark.sql.types import DataType
 
 from recsql.engine.answer import Answer
@@ -14,13 +14,16 @@ from recsql.engine.fixpoint import CapacityExceeded, Reached
 from recsql.engine.local.program import LocalProgram
 from recsql.engine.progress import ProgressListener
 from recsql.engine.scratch import Scratch
-from recsql.engine.spark.runner import SparkRun, TableSource, read_spark_settings
+from recsql.engine.spark.runner import SparkRun, TableSource
+from recsql.engine.spark_settings import ANSI, SparkSettings
 from recsql.engine.trace import Trace
 from recsql.engine.types.plan_types import PlanTyping
 from recsql.engine.types.result_types import row_of
 from recsql.engine.types.spark_types import NotInferred, Row
 from recsql.planner import Plan
+from recsql.lazy_spark import LazySpark
 from recsql.settings import Settings, Strategy
+from recsql.spark_defaults import TIME_ZONE
 from recsql.spark_errors import lost_checkpoint
 
 RESTARTS = 2  # evaluations started again after losing local checkpoints
@@ -29,7 +32,7 @@ RESTARTS = 2  # evaluations started again after losing local checkpoints
 class Executor:
     def __init__(
         self,
-        spark: SparkSession,
+        spark: LazySpark,
         tables: TableSource,
         settings: Settings,
         scratch: Scratch,
@@ -80,11 +83,13 @@ class Executor:
     def in_process(self, plan: Plan) -> tuple[LocalProgram, dict[str, pa.Table]] | str:
         """The plan as a LocalProgram and the tables it reads as Arrow, when it can run in this process
         without Spark; else why it cannot (for EXPLAIN)."""
+        if self.settings.spark == "always":
+            return "recsql.spark = always"
         for stratum in plan.strata:
             if stratum.strategy != Strategy.LOCAL:
                 names = ", ".join(plan.program.relations[name].display_name for name in stratum.relations)
                 return f"{names} planned there ({stratum.reason})"
-        spark_settings = read_spark_settings(self.spark)
+        spark_settings = self.spark_settings()
         typing = PlanTyping(plan.program, spark_settings.timezone)
         table_types = self.table_types(plan)
         try:
@@ -99,11 +104,16 @@ class Executor:
 
     def run(self, plan: Plan) -> DataFrame:
         """The answer of the plan's program on Spark, as a DataFrame named after the output columns."""
-        return SparkRun(self.spark, self.source, self.settings, plan, self.scratch, self.progress, self.trace,
+        return SparkRun(self.spark.session(), self.source, self.settings, plan, self.scratch, self.progress, self.trace,
                         self.outgrown).answer()
 
     def typing(self, plan: Plan) -> PlanTyping:
-        return PlanTyping(plan.program, read_spark_settings(self.spark).timezone)
+        return PlanTyping(plan.program, self.spark_settings().timezone)
+
+    def spark_settings(self) -> SparkSettings:
+        """The Spark settings that decide what expressions mean, as Spark has or will have them."""
+        return SparkSettings(ansi=(self.spark.get_setting(ANSI) or "").lower() == "true",
+                             timezone=self.spark.get_setting(TIME_ZONE) or "UTC")
 
     def table_types(self, plan: Plan) -> dict[str, Row]:
         return {name: row_of(self.source.schema(name)) for name in base_tables(plan)}
@@ -125,7 +135,8 @@ class Executor:
         for name in sorted(base_tables(plan)):
             table = self.source.arrow_table(name)
             if table is None:
-                return f"table {name} is read through Spark"
+                why = self.source.refusal(name)
+                return f"table {name} is read through Spark" + (f" ({why})" if why else "")
             tables[name] = table.rename_columns(column_names(table.num_columns))
         return tables
 

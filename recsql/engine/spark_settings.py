@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+ANSI = "spark.sql.ansi.enabled"
+
 
 @dataclass(frozen=True)
 class SparkSettings:

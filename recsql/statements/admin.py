@@ -19,7 +19,8 @@ VACUUM_RETAIN_HOURS = 168  # Delta's default: a week of versions stays readable
 
 
 def set_option(session: Services, statement: exp.Set, sql: str) -> Result:
-    """SET key = value: a recsql setting (`recsql.*`) or a Spark one; SET alone lists recsql's."""
+    """SET key = value: a recsql setting (`recsql.*`) or a Spark one (given to Spark when it starts, if it
+    has not yet); SET alone lists recsql's."""
     items = statement.expressions
     if not items:
         pairs = session.settings.items()
@@ -33,8 +34,10 @@ def set_option(session: Services, statement: exp.Set, sql: str) -> Result:
         text = value.name if isinstance(value, exp.Literal) else value.sql(dialect="spark")
         if key.startswith(PREFIX):
             session.settings.set(key, text)
+            if key == f"{PREFIX}spark_start" and session.settings.spark_start == "background":
+                session.lazy_spark.start()
         else:
-            session.spark.conf.set(key, text)
+            session.lazy_spark.set_setting(key, text)
     return Result()
 
 

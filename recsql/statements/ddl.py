@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pyspark.sql.types import DataType, StructType
+from pyspark.sql.types import DataType, StructField, StructType
 from sqlglot import exp
 
 from recsql.catalog_entries import Kind, view_query_of
+from recsql.engine.types.type_syntax import UnknownTypeName, spark_type
 from recsql.errors import NotSupportedError, ProgrammingError
 from recsql.statements.handler import Result, Services
 from recsql.statements.queries import QUERY_TYPES, rows_of
@@ -54,7 +55,7 @@ def create_table(session: Services, create: exp.Create, name: str, replace: bool
     """A managed table (from a column list, or AS SELECT with its rows), or with USING a table over
     external files."""
     file_format, options = table_properties(create.args.get("properties"))
-    schema = table_schema(create.this) if isinstance(create.this, exp.Schema) else None
+    schema = table_schema(session, create.this) if isinstance(create.this, exp.Schema) else None
     if create.expression is not None:
         if file_format:
             raise NotSupportedError("CREATE TABLE ... USING ... AS SELECT is not supported")
@@ -120,10 +121,16 @@ def table_properties(properties: exp.Properties | None) -> tuple[str | None, dic
     return file_format, options
 
 
-def table_schema(schema: exp.Schema) -> StructType:
-    """A column list as a Spark schema (Spark's parser checks the types)."""
+def table_schema(session: Services, schema: exp.Schema) -> StructType:
+    """A column list as a Spark schema; a type name recsql does not translate itself is left to Spark's
+    parser (which checks it)."""
+    try:
+        return StructType([StructField(c.name, spark_type(c.args["kind"])) for c in schema.expressions])
+    except UnknownTypeName:
+        pass
     ddl = ", ".join(f"`{c.name}` {c.args['kind'].sql(dialect='spark')}" for c in schema.expressions)
     try:
+        session.spark  # Spark's parser runs in its JVM
         return DataType.fromDDL(ddl)
     except Exception as error:  # noqa: BLE001 - Spark's parser reports the bad type
         raise ProgrammingError(f"bad column list ({ddl}): {error}") from None

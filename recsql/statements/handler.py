@@ -14,6 +14,7 @@ from sqlglot import exp
 from recsql.catalog import Catalog
 from recsql.engine.executor import Executor
 from recsql.engine.trace import Trace
+from recsql.lazy_spark import LazySpark
 from recsql.planner import Plan
 from recsql.settings import Settings
 
@@ -36,7 +37,8 @@ class Result:
 class Services(Protocol):
     """What a handler may use of the session running it."""
 
-    spark: SparkSession
+    spark: SparkSession  # started when first used
+    lazy_spark: LazySpark  # Spark's settings and state without starting it
     catalog: Catalog
     settings: Settings
     base_dir: Path  # relative paths of external tables are resolved against it

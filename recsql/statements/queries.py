@@ -18,7 +18,7 @@ from translator.errors import TranslationError
 from translator.translate import translate
 
 QUERY_TYPES = (exp.Query, exp.Values)
-IN_PROCESS = "whole query in this process (DuckDB over Arrow), no Spark job"
+IN_PROCESS = "runs without Spark: the whole query in this process (DuckDB over Arrow)"
 
 
 def select(session: Services, query: exp.Expression, sql: str) -> Result:

@@ -15,13 +15,14 @@ from recsql.engine.fixpoint import CapacityExceeded, Reached
 from recsql.engine.progress import Progress, ProgressListener
 from recsql.engine.scratch import Scratch
 from recsql.engine.spark.engine import SPARK, Views, checkpoint, empty_frame
-from recsql.engine.spark_settings import SparkSettings
+from recsql.engine.spark_settings import ANSI, SparkSettings
 from recsql.engine.sql.queries import answer_query, relation_query
 from recsql.engine.sql.rules import range_call, rule_query, table
 from recsql.engine.strategies import run_stratum
 from recsql.engine.trace import Step, Trace
 from recsql.planner import Plan, Stratum
 from recsql.settings import Settings
+from recsql.spark_defaults import TIME_ZONE
 from translator.ir import Atom, Relation
 
 
@@ -31,7 +32,10 @@ class TableSource(Protocol):
     def dataframe(self, name: str) -> DataFrame: ...
 
     def arrow_table(self, name: str) -> pa.Table | None:
-        """The table as Arrow when that is cheaper than a Spark job (small local files), else None."""
+        """The table as Arrow read in this process, else None (only Spark reads it)."""
+
+    def refusal(self, name: str) -> str:
+        """Why only Spark reads a table."""
 
     def schema(self, name: str) -> StructType:
         """The table's Spark schema."""
@@ -42,10 +46,7 @@ class TableSource(Protocol):
 
 def read_spark_settings(spark: SparkSession) -> SparkSettings:
     conf = spark.conf
-    return SparkSettings(
-        ansi=(conf.get("spark.sql.ansi.enabled") or "").lower() == "true",
-        timezone=conf.get("spark.sql.session.timeZone") or "UTC",
-    )
+    return SparkSettings(ansi=(conf.get(ANSI) or "").lower() == "true", timezone=conf.get(TIME_ZONE) or "UTC")
 
 
 class SparkRun:
