@@ -30,7 +30,8 @@ def connect(master: str | None = None, conf: dict[str, Any] | None = None, wareh
     Returns at once: Spark starts on a background thread (`recsql.spark_start = background`, the
     default) or when a statement first needs it (`on_demand`), and a statement that runs in this
     process never waits for it. A Spark that cannot start (no Java, an unreachable master) is an
-    OperationalError of the first statement that needs it.
+    OperationalError of the first statement that needs it; a Spark Connect server that cannot be reached
+    is one of connect().
 
     `conf` holds Spark settings and recsql settings (`recsql.max_iterations`, ...); `warehouse` is where
     tables persist (default `$RECSQL_WAREHOUSE` or `~/.recsql`); `log_level` (or `recsql.log_level`) puts
@@ -50,6 +51,7 @@ def connect(master: str | None = None, conf: dict[str, Any] | None = None, wareh
         else:
             spark_conf[key] = value
     if remote:
+        spark_start.check_remote(remote)
         spark = LazySpark(lambda chosen: spark_start.remote(remote, chosen, level), spark_conf, remote=remote)
     else:
         master = master or "local[*]"

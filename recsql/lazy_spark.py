@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Callable, Iterator
 
 from recsql import spark_defaults
 from recsql.cancellation import interruptible
-from recsql.errors import OperationalError, QueryCancelled
+from recsql.errors import Error, OperationalError, QueryCancelled
 from recsql.spark_facts import local_cores
 
 if TYPE_CHECKING:
@@ -54,8 +54,8 @@ class LazySpark:
             self._wait(future)
         error = future.exception()
         if error is not None:
-            if isinstance(error, OperationalError):
-                raise OperationalError(error.message) from None
+            if isinstance(error, Error):  # raised afresh at each use: the same class, the same message
+                raise type(error)(error.message) from None
             raise OperationalError(f"cannot start Spark: {error}") from None
         spark = future.result()
         if self.on_use is not None:

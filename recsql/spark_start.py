@@ -60,15 +60,21 @@ def embedded(master: str, settings: dict[str, str], level: str) -> SparkSession:
     return spark
 
 
+def check_remote(url: str) -> None:
+    """What makes a Spark Connect session impossible, found at once: a bad URL, no server there, a Spark
+    driver in this process already."""
+    preflight.check_connect_server(url)
+    if SparkContext._active_spark_context is not None:
+        raise OperationalError(f"this process already runs a Spark driver: a Spark Connect session ({url}) "
+                               "needs another process")
+
+
 def remote(url: str, conf: dict[str, str], level: str) -> SparkSession:
     """A session on the Spark Connect server at `url` (`sc://host:port[/;param=value...]`), with recsql's
     code added to it for the server's Python workers. `conf` holds settings of the session: Spark SQL's
     runtime settings (the server's own are fixed when it starts, and asking for one is an error);
     `level` off keeps PySpark's loggers of failed queries quiet."""
-    preflight.check_connect_server(url)
-    if SparkContext._active_spark_context is not None:
-        raise OperationalError(f"this process already runs a Spark driver: a Spark Connect session ({url}) "
-                               "needs another process")
+    check_remote(url)
     try:
         spark = SparkSession.builder.remote(url).getOrCreate()
         spark.range(0).collect()  # the session is made on the server at its first request

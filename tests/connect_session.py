@@ -34,7 +34,7 @@ def outcome(error: BaseException) -> list:
 
 def main(url: str, warehouse: str, data: str) -> None:
     try:
-        recsql.connect(remote=url, conf={"spark.executor.memory": "1g"}, warehouse=warehouse)
+        recsql.connect(remote=url, conf={"spark.executor.memory": "1g"}, warehouse=warehouse).spark_session
         refused = "no error"
     except recsql.ProgrammingError as error:
         refused = str(error)

@@ -110,5 +110,6 @@ def test_a_server_that_is_not_there_is_reported_at_once():
 
 def test_a_process_with_a_spark_driver_cannot_open_a_connect_session(conn, server):
     url, _ = server
+    conn.spark_session  # the suite's Spark driver runs
     with pytest.raises(recsql.OperationalError, match="already runs a Spark driver"):
         recsql.connect(remote=url)

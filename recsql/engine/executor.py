@@ -11,12 +11,14 @@ from pyspark.sql.types import DataType
 from recsql.engine.answer import Answer
 from recsql.engine.columns import column_names
 from recsql.engine.fixpoint import CapacityExceeded, Reached
+from recsql.engine.local.database import ArithmeticLimit
 from recsql.engine.local.program import LocalProgram
 from recsql.engine.progress import ProgressListener
 from recsql.engine.scratch import Scratch
 from recsql.engine.spark.runner import SparkRun, TableSource
 from recsql.engine.spark_settings import ANSI, SparkSettings
 from recsql.engine.trace import Trace
+from recsql.engine.types import exact_meaning
 from recsql.engine.types.plan_types import PlanTyping
 from recsql.engine.types.result_types import row_of
 from recsql.engine.types.spark_types import NotInferred, Row
@@ -78,6 +80,9 @@ class Executor:
                 self.outgrown[exceeded.relations] = exceeded.reached
                 if self.trace is not None:
                     self.trace.forget(exceeded.relations)
+            except ArithmeticLimit as limit:
+                if self.trace is not None:
+                    self.trace.notes.append(f"run again on Spark: {limit.message}")
         return self.run(plan)
 
     def in_process(self, plan: Plan) -> tuple[LocalProgram, dict[str, pa.Table]] | str:
@@ -93,7 +98,7 @@ class Executor:
         typing = PlanTyping(plan.program, spark_settings.timezone)
         table_types = self.table_types(plan)
         try:
-            typing.derived(plan, table_types)
+            exact_meaning.annotate(plan, typing.derived(plan, table_types))
         except NotInferred as error:
             return f"a type only Spark derives: {error}"
         tables = self.arrow_inputs(plan)

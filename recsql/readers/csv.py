@@ -19,7 +19,7 @@ import pyarrow as pa
 import pyarrow.csv as pv
 from pyspark.sql.types import StringType, StructField, StructType
 
-from recsql.readers import Refused, refuse_options
+from recsql.readers.common import Refused, refuse_options
 from recsql.readers.text_values import convert, infer_type
 
 OPTIONS = {"header", "sep", "delimiter", "nullvalue", "inferschema", "encoding", "charset"}
@@ -74,8 +74,13 @@ def read_bytes(file: Path) -> bytes:
 
 
 def parse(data: bytes, separator: str, null: str) -> pa.Table:
-    """The fields of every record as text (nulls where a field is the null value), columns f0, f1, ..."""
+    """The fields of every record as text, columns f0, f1, ...: nulls where a field is empty or the null
+    value, as in Spark (which reads a quoted empty field as empty text when the null value is not
+    empty: refused)."""
     check_layout(data, separator.encode())
+    sep = re.escape(separator.encode())
+    if null and re.search(rb'(?m)(?:^|(?<=' + sep + rb'))""(?=' + sep + rb'|\r?$)', data):
+        raise Refused("a quoted empty field beside a null value of its own")
     if not data.strip():
         return pa.table({})
     invalid: list[object] = []
@@ -91,7 +96,7 @@ def parse(data: bytes, separator: str, null: str) -> pa.Table:
         read_options=pv.ReadOptions(autogenerate_column_names=True),
         parse_options=pv.ParseOptions(delimiter=separator, quote_char='"', double_quote=False, escape_char=False,
                                       newlines_in_values=False, ignore_empty_lines=True, invalid_row_handler=reject),
-        convert_options=pv.ConvertOptions(column_types={name: pa.string() for name in names}, null_values=[null],
+        convert_options=pv.ConvertOptions(column_types={name: pa.string() for name in names}, null_values=[null, ""],
                                           strings_can_be_null=True, quoted_strings_can_be_null=True),
     )
     if invalid:

@@ -19,7 +19,8 @@ import pyarrow.compute as pc
 import pyarrow.json as pj
 from pyspark.sql import types as T
 
-from recsql.readers import Refused, refuse_options
+from recsql.readers.common import Refused, refuse_options
+from recsql.readers.text_values import every
 
 OPTIONS = {"encoding", "charset"}
 SPARK_TYPES = {pa.bool_(): T.BooleanType(), pa.int64(): T.LongType(), pa.float64(): T.DoubleType(),
@@ -41,6 +42,8 @@ def load(files: list[Path], options: dict[str, str], declared: T.StructType | No
     if declared is not None:
         return declared, declared_columns(table, declared)
     names = sorted(table.column_names)
+    if not names:
+        raise Refused("no columns")
     schema = T.StructType([T.StructField(name, spark_type(table.column(name), name)) for name in names])
     columns = [table.column(name).cast(pa.string()) if table.column(name).type == pa.null() else table.column(name)
                for name in names]
@@ -77,7 +80,7 @@ def spark_type(column: pa.ChunkedArray, name: str) -> T.DataType:
         raise Refused(f"column {name} of kind {column.type}")
     if column.type == pa.float64() and len(column):
         finite = pc.is_finite(column)
-        if not pc.all(pc.or_(finite, pc.is_null(column))).as_py():
+        if not every(pc.or_(finite, pc.is_null(column))):
             raise Refused(f"NaN or an infinity in column {name}")
         if pc.max(pc.abs(column)).as_py() >= LONG_LIMIT:  # an integer past bigint is Spark's decimal
             raise Refused(f"a number past bigint in column {name}")

@@ -16,10 +16,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql import types as T
 
-from recsql.readers import Refused
+from recsql.readers.common import Refused
 
 INTEGER = r"^[+-]?[0-9]+$"
-NUMBER = r"^[+-]?([0-9]+\.[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?$|^[+-]?[0-9]+[eE][+-]?[0-9]+$"
+# a number with a fraction or an exponent (`5.` is not one: Spark takes it for decimal(1,0), or not)
+NUMBER = r"^[+-]?([0-9]+\.[0-9]+|\.[0-9]+)([eE][+-]?[0-9]+)?$|^[+-]?[0-9]+\.?[eE][+-]?[0-9]+$"
+EXPONENT = r"[eE]"
 SPECIAL_NUMBERS = ("NaN", "Inf", "-Inf", "Infinity", "+Infinity", "-Infinity")  # Spark's and Java's spellings
 DATE = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$"
 TIMESTAMP = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}[ T][0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{1,6})?$"
@@ -27,10 +29,22 @@ BOOLEAN = r"^(?i:true|false)$"
 # what some parser of Spark's may take: a start that numbers, dates and times have (digits, a sign, a
 # point, blanks, a non-ASCII character such as another script's digits, a time's T), or a word it knows
 PARSEABLE = r"^[\s0-9+\-.]|^[^\x00-\x7f]|^[Tt][0-9]|^(?i:true|false)$|^(NaN|Inf|Infinity)$"
+# a local time in a zone is an instant by the zone's rules: Arrow's and Java's agree from 1900 to 2037
+# (past 2037 Arrow's time zone files may lack the daylight saving rules Java has)
+ZONE_RULE_YEARS = pa.array(range(1900, 2038), pa.int64())
+FIXED_ZONES = ("UTC", "Etc/UTC", "GMT", "Z")
 INT_RANGE = (-(2**31), 2**31 - 1)
 LONG_RANGE = (-(2**63), 2**63 - 1)
 MAX_DIGITS = 38
 LONG_DIGITS = 19
+
+
+def every(mask: pa.ChunkedArray) -> bool:
+    return pc.all(mask, min_count=0).as_py() is not False
+
+
+def some(mask: pa.ChunkedArray) -> bool:
+    return pc.any(mask, min_count=0).as_py() is True
 
 
 def matches(values: pa.ChunkedArray, pattern: str) -> pa.ChunkedArray:
@@ -47,7 +61,7 @@ def infer_type(values: pa.ChunkedArray, column: str) -> T.DataType:
     present = pc.drop_null(values)
     if len(present) == 0:
         return T.StringType()
-    if pc.any(pc.invert(matches(present, PARSEABLE))).as_py():
+    if some(pc.invert(matches(present, PARSEABLE))):
         return T.StringType()  # a value no parser takes: the column is text, whatever its other values
     integer, number = matches(present, INTEGER), matches(present, NUMBER)
     special = pc.is_in(present, pa.array(SPECIAL_NUMBERS))
@@ -55,9 +69,9 @@ def infer_type(values: pa.ChunkedArray, column: str) -> T.DataType:
     numeric = pc.or_(pc.or_(integer, number), special)
     temporal = pc.or_(date, timestamp)
     known = pc.or_(pc.or_(numeric, temporal), boolean)
-    if not pc.all(known).as_py():
+    if not every(known):
         raise Refused(f"value {first_value(present, pc.invert(known))!r} of column {column}")
-    families = [pc.any(family).as_py() for family in (numeric, temporal, boolean)]
+    families = [some(family) for family in (numeric, temporal, boolean)]
     if sum(families) > 1:
         return T.StringType()  # Spark finds no common type: text
     if families[2]:
@@ -67,10 +81,23 @@ def infer_type(values: pa.ChunkedArray, column: str) -> T.DataType:
             pc.cast(present, pa.timestamp("us"))
         except pa.ArrowInvalid:  # 2020-02-30: Spark takes it for text
             raise Refused(f"an invalid date or time in column {column}") from None
-        return T.TimestampType() if pc.any(timestamp).as_py() else T.DateType()
-    if pc.any(pc.or_(number, special)).as_py():
+        return T.TimestampType() if some(timestamp) else T.DateType()
+    if some(pc.or_(number, special)):
+        refuse_integral_exponents(pc.filter(present, number), column)
         return T.DoubleType()
     return integral_type(present, column)
+
+
+def refuse_integral_exponents(numbers: pa.ChunkedArray, column: str) -> None:
+    """Spark reads a number written with an exponent as a decimal when its scale (fraction digits less
+    the exponent) is 0, `1.5e1`, and else as a double: the first kind is refused."""
+    written = pc.filter(numbers, matches(numbers, EXPONENT))
+    if len(written) == 0:
+        return
+    fraction = pc.utf8_length(pc.replace_substring_regex(written, r"^[^.eE]*\.?([0-9]*)[eE].*$", r"\1"))
+    exponent = pc.cast(pc.replace_substring_regex(written, r"^.*[eE]\+?", ""), pa.int64())
+    if some(pc.equal(pc.subtract(fraction, exponent), 0)):
+        raise Refused(f"a number of column {column} whose exponent leaves no fraction")
 
 
 def integral_type(present: pa.ChunkedArray, column: str) -> T.DataType:
@@ -86,10 +113,10 @@ def integral_type(present: pa.ChunkedArray, column: str) -> T.DataType:
     if LONG_RANGE[0] <= low and high <= LONG_RANGE[1]:
         return T.LongType()
     beyond = pc.or_(pc.less(wide, Decimal(LONG_RANGE[0])), pc.greater(wide, Decimal(LONG_RANGE[1])))
-    if not pc.all(beyond).as_py() and pc.any(pc.greater(pc.filter(digits, pc.invert(beyond)), 9)).as_py():
+    if not every(beyond) and some(pc.greater(pc.filter(digits, pc.invert(beyond)), 9)):
         # bigint values beside larger ones: Spark's answer depends on the order of the rows
         raise Refused(f"integers of column {column} both within and past bigint")
-    return T.DecimalType(max(most, 10 if not pc.all(beyond).as_py() else 1), 0)
+    return T.DecimalType(max(most, 10 if not every(beyond) else 1), 0)
 
 
 def convert(values: pa.ChunkedArray, data_type: T.DataType, column: str, timezone: str) -> pa.ChunkedArray:
@@ -101,7 +128,7 @@ def convert(values: pa.ChunkedArray, data_type: T.DataType, column: str, timezon
 
     def require(pattern: str, what: str) -> None:
         good = matches(present, pattern)
-        if not pc.all(good).as_py():
+        if not every(good):
             raise Refused(f"value {first_value(present, pc.invert(good))!r} of column {column} as {what}")
 
     try:
@@ -111,9 +138,7 @@ def convert(values: pa.ChunkedArray, data_type: T.DataType, column: str, timezon
             unsigned = pc.replace_substring_regex(values, r"^\+", "")
             return pc.cast(unsigned, arrow_type(data_type))
         if isinstance(data_type, T.DoubleType):
-            if not pc.all(pc.or_(matches(present, NUMBER), pc.or_(matches(present, INTEGER),
-                                                                  pc.is_in(present, pa.array(SPECIAL_NUMBERS))))).as_py():
-                raise Refused(f"a value of column {column} as double")
+            require(f"{NUMBER}|{INTEGER}|^({'|'.join(SPECIAL_NUMBERS).replace('+', '[+]')})$", "double")
             return pc.cast(values, pa.float64())
         if isinstance(data_type, T.BooleanType):
             require(BOOLEAN, "boolean")
@@ -124,6 +149,8 @@ def convert(values: pa.ChunkedArray, data_type: T.DataType, column: str, timezon
         if isinstance(data_type, T.TimestampType):
             require(f"{TIMESTAMP}|{DATE}", "timestamp")
             local = pc.cast(pc.replace_substring_regex(values, "T", " "), pa.timestamp("us"))
+            if timezone not in FIXED_ZONES and not every(pc.is_in(pc.year(pc.drop_null(local)), ZONE_RULE_YEARS)):
+                raise Refused(f"a time of column {column} past {ZONE_RULE_YEARS[-1]} in zone {timezone}")
             return pc.assume_timezone(local, timezone)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as error:  # out of range, an invalid date
         raise Refused(f"a value of column {column} as {data_type.simpleString()}: {error}") from None

@@ -12,6 +12,7 @@ import pyarrow as pa
 from sqlglot import exp
 
 from recsql.cancellation import interruptible
+from recsql.engine.sql.printing import INEXACT
 from recsql.errors import DataError, NotSupportedError, OperationalError
 
 
@@ -96,13 +97,28 @@ def null_table(names: list[str]) -> pa.Table:
     return pa.table({name: pa.array([], pa.null()) for name in names})
 
 
+class ArithmeticLimit(DataError):
+    """A number past what DuckDB computes (an overflow of its integer or decimal types, a decimal division
+    it cannot round exactly as Spark): Spark, whose arithmetic is wider, may still compute it, or
+    raises its own error. A DataError wherever Spark cannot take over."""
+
+
+OUT_OF_RANGE = ("out of range", "could not cast value")  # a number a cast cannot hold (not a bad string)
+
+
 @contextlib.contextmanager
 def duckdb_errors() -> Iterator[None]:
     """DuckDB failures as recsql exceptions: bad values are the data's fault, SQL DuckDB does not know
     is a limit of the local strategy, anything else an operational failure."""
     try:
         yield
-    except (duckdb.DataError, duckdb.InvalidInputException) as error:
+    except (duckdb.OutOfRangeException, duckdb.ConversionException, duckdb.InvalidInputException) as error:
+        message = first_line(error)
+        if isinstance(error, duckdb.OutOfRangeException) or INEXACT in message or (
+                isinstance(error, duckdb.ConversionException) and any(m in message.lower() for m in OUT_OF_RANGE)):
+            raise ArithmeticLimit(message) from None
+        raise DataError(message) from None
+    except duckdb.DataError as error:
         raise DataError(first_line(error)) from None
     except (duckdb.CatalogException, duckdb.BinderException, duckdb.ParserException,
             duckdb.NotImplementedException) as error:

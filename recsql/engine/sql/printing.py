@@ -13,6 +13,13 @@ from typing import Mapping, Sequence
 from sqlglot import exp
 
 DIVIDE_BY_ZERO = "[DIVIDE_BY_ZERO] Division by zero"
+# what types/exact_meaning.py tells the DuckDB printer in a node's meta
+DECIMAL = "spark_decimal"  # (precision, scale): Spark's type of a decimal result, which Spark rounds to
+DIVISION = "spark_division"  # (p, s) of the dividend, of the divisor and of the quotient: decimals
+AVERAGE = "spark_average"  # (p, s) of the operand and of the average: decimals
+DATE_ARITHMETIC = "spark_date"  # a date plus or minus an interval: a date
+MAX_DIGITS = 38
+INEXACT = "recsql: a decimal division past the digits the local evaluator rounds exactly"
 
 
 class Dialect(str, Enum):
@@ -52,9 +59,14 @@ class Printer:
     def spark_semantics(self, tree: exp.Expression) -> exp.Expression:
         """`tree` where sqlglot's DuckDB rendering would mean something else than on Spark: Spark's CAST
         (read as TRY_CAST) fails on a bad value under ANSI; a zero divisor of `/`, `div` or `%` is an error
-        under ANSI and gives NULL without it (DuckDB's own behaviour varies by version)."""
+        under ANSI and gives NULL without it (DuckDB's own behaviour varies by version); and what the
+        nodes' meta says of their Spark types (a decimal result rounded to its type, a decimal division
+        or average rounded half up at the quotient's scale, a date plus an interval a date)."""
         def rewrite(node: exp.Expression) -> exp.Expression:
             # a replaced node's children are not visited by transform: rewrite them here
+            typed = self.typed(node)
+            if typed is not None:
+                return typed
             if self.ansi and isinstance(node, exp.TryCast) and not node.args.get("safe"):
                 return exp.Cast(**{**node.args, "this": self.spark_semantics(node.this)})
             if isinstance(node, (exp.Div, exp.IntDiv, exp.Mod)):
@@ -67,6 +79,83 @@ class Printer:
             return node
 
         return tree.transform(rewrite)
+
+    def typed(self, node: exp.Expression) -> exp.Expression | None:
+        """The DuckDB rendering of a node whose meta gives its Spark types; None for any other node."""
+        meta = node.meta if node.meta else {}
+        if DIVISION in meta:
+            pa_, sa, pb, sb, p, s = meta[DIVISION]
+            dividend, divisor = (decimal_cast(self.spark_semantics(o), *ps)
+                                 for o, ps in ((node.this, (pa_, sa)), (node.expression, (pb, sb))))
+            return exact_quotient(dividend, sa, divisor, sb, p, s, self.ansi)
+        if AVERAGE in meta:
+            po, so, p, s = meta[AVERAGE]
+            values = decimal_cast(self.spark_semantics(node.this), po, so)
+            total = exp.Sum(this=values.copy())
+            count = exp.Count(this=values)
+            return exact_quotient(total, so, count, 0, p, s, self.ansi, zero_is_null=True)
+        if DECIMAL in meta or DATE_ARITHMETIC in meta:
+            plain = node.copy()
+            plain.meta.pop(DECIMAL, None)
+            plain.meta.pop(DATE_ARITHMETIC, None)
+            for key, child in list(plain.args.items()):
+                if isinstance(child, exp.Expression):
+                    plain.set(key, self.spark_semantics(child))
+            if DATE_ARITHMETIC in meta:
+                return exp.Cast(this=plain, to=exp.DataType.build("DATE"))
+            return decimal_cast(plain, *meta[DECIMAL])
+        return None
+
+
+def decimal_cast(node: exp.Expression, precision: int, scale: int) -> exp.Expression:
+    return exp.Cast(this=node, to=exp.DataType.build(f"DECIMAL({precision}, {scale})"))
+
+
+def power_of_ten(exponent: int, kind: str = "HUGEINT") -> exp.Expression:
+    return exp.Cast(this=exp.Literal.string("1" + "0" * exponent), to=exp.DataType.build(kind))
+
+
+def exact_quotient(dividend: exp.Expression, dividend_scale: int, divisor: exp.Expression, divisor_scale: int,
+                   precision: int, scale: int, ansi: bool, zero_is_null: bool = False) -> exp.Expression:
+    """dividend / divisor as Spark computes decimals: the quotient at `scale` fractional digits rounded
+    half up, as DECIMAL(precision, scale); from the operands' unscaled values in 128-bit integers. Spark
+    divides to 39 digits and rounds that to `scale`, which can differ from rounding once only for a
+    divisor of 38 - scale digits or more: such a divisor stops the evaluation (Spark then computes it),
+    as does an integer overflow (DuckDB's error)."""
+    shift = scale - dividend_scale + divisor_scale
+    numerator = unscaled(dividend, dividend_scale)
+    denominator = unscaled(divisor, divisor_scale)
+    if shift >= 0:
+        numerator = exp.Mul(this=numerator, expression=power_of_ten(shift))
+    else:
+        denominator = exp.Mul(this=denominator, expression=power_of_ten(-shift))
+    numerator, denominator = exp.Paren(this=numerator), exp.Paren(this=denominator)
+
+    def absolute(value: exp.Expression) -> exp.Expression:
+        return exp.Abs(this=value.copy())
+
+    doubled = exp.Mul(this=exp.Literal.number(2), expression=absolute(denominator))
+    rounded = exp.IntDiv(this=exp.Paren(this=exp.Add(this=exp.Mul(this=exp.Literal.number(2),
+                                                                   expression=absolute(numerator)),
+                                                     expression=absolute(denominator))),
+                         expression=exp.Paren(this=doubled))
+    signed = exp.Mul(this=exp.Mul(this=exp.Sign(this=numerator.copy()), expression=exp.Sign(this=denominator.copy())),
+                     expression=exp.Paren(this=rounded))
+    step = exp.Cast(this=exp.Literal.string(f"0.{'0' * (scale - 1)}1" if scale else "1"),
+                    to=exp.DataType.build(f"DECIMAL({scale + 1}, {scale})"))
+    quotient = decimal_cast(exp.Mul(this=decimal_cast(signed, MAX_DIGITS, 0), expression=step), precision, scale)
+    zero = exp.EQ(this=denominator.copy(), expression=exp.Literal.number(0))
+    on_zero = exp.Null() if zero_is_null or not ansi else \
+        exp.Anonymous(this="error", expressions=[exp.Literal.string(DIVIDE_BY_ZERO)])
+    too_long = exp.GTE(this=absolute(denominator), expression=power_of_ten(MAX_DIGITS - scale))
+    inexact = exp.Anonymous(this="error", expressions=[exp.Literal.string(INEXACT)])
+    return exp.Case(ifs=[exp.If(this=zero, true=on_zero), exp.If(this=too_long, true=inexact)], default=quotient)
+
+
+def unscaled(value: exp.Expression, scale: int) -> exp.Expression:
+    """A decimal of `scale` fractional digits as the integer of its digits (HUGEINT)."""
+    shifted = exp.Mul(this=value, expression=power_of_ten(scale, f"DECIMAL({scale + 1}, 0)")) if scale else value
+    return exp.Cast(this=shifted, to=exp.DataType.build("HUGEINT"))
 
 
 def without_hints(tree: exp.Expression) -> exp.Expression:

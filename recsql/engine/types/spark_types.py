@@ -2,18 +2,21 @@
 without asking Spark to analyse a plan (each analysis is a round trip to the JVM, and a fixpoint needs
 one per relation and iteration).
 
-Only expressions that DuckDB evaluates exactly as Spark does are covered: column references, literals,
-comparisons and boolean logic, integral / floating / decimal arithmetic, widening casts, CASE,
-COALESCE, LEAST/GREATEST, and the aggregates count, sum, min, max, avg. Anything else raises
-`NotInferred`; the caller then asks Spark (and keeps that part of the query on Spark). The rules
-follow Spark's type coercion: union widening, decimal precision arithmetic (with precision loss
-allowed, Spark's default), integral literals as int / bigint, fractional literals as decimals.
+Only expressions that DuckDB evaluates as Spark does are covered (decimal arithmetic once exact_meaning.py
+has told the printer its Spark types): column references, literals, comparisons and boolean logic,
+integral / floating / decimal arithmetic, widening casts, CASE, COALESCE, LEAST/GREATEST, LIKE, a date
+plus or minus days, months or years, the year / month / day of a date, SUBSTRING from a literal
+position, and the aggregates count, sum, min, max, avg. Anything else raises `NotInferred`; the caller
+then asks Spark (and keeps that part of the query on Spark). The rules follow Spark's type coercion:
+union widening, decimal precision arithmetic (with precision loss allowed, Spark's default), integral
+literals as int / bigint (as the fewest digits that hold them beside a decimal), fractional literals as
+decimals.
 """
 
 from __future__ import annotations
 
 from decimal import Decimal
-from typing import Callable, Mapping, Sequence
+from typing import Callable, Mapping, NamedTuple, Sequence
 
 from pyspark.sql import types as T
 from sqlglot import exp
@@ -22,6 +25,7 @@ from translator.ir import WILDCARD, Assignment, Atom, Condition, Rule
 
 Row = tuple[T.DataType, ...]  # the types of a relation's columns
 AtomTypes = Callable[[int, Atom], Row]  # the column types a body atom (by body position) reads
+Scoped = tuple[exp.Expression, Mapping[str, T.DataType]]  # an expression, and its variables' types
 
 MAX_PRECISION = 38
 INTEGRAL = (T.ByteType, T.ShortType, T.IntegerType, T.LongType)
@@ -155,10 +159,10 @@ def expression_type(expression: exp.Expression, variables: Mapping[str, T.DataTy
     if isinstance(node, ARITHMETIC):
         return arithmetic(node, variables)
     if isinstance(node, exp.Div) and not isinstance(node, exp.IntDiv):
-        operands = [numeric(expression_type(o, variables)) for o in (node.this, node.expression)]
-        if any(isinstance(o, T.DecimalType) for o in operands):
-            raise NotInferred("decimal division")
-        return T.DoubleType()
+        operands = decimal_operands(node, variables)
+        if operands is None:
+            return T.DoubleType()
+        return division_type(*operands)
     if isinstance(node, (exp.IntDiv, exp.Mod)):
         operands = [expression_type(o, variables) for o in (node.this, node.expression)]
         if not all(isinstance(o, INTEGRAL) for o in operands):
@@ -179,6 +183,8 @@ def expression_type(expression: exp.Expression, variables: Mapping[str, T.DataTy
         return result
     if isinstance(node, exp.AggFunc):
         return aggregate_type(node, variables)
+    if isinstance(node, FUNCTIONS):
+        return function_type(node, variables)
     raise NotInferred(f"expression {node.sql(dialect='spark')}")
 
 
@@ -231,18 +237,42 @@ def comparable(left: T.DataType, right: T.DataType) -> None:
 
 
 def arithmetic(node: exp.Expression, variables: Mapping[str, T.DataType]) -> T.DataType:
-    left, right = (numeric(expression_type(o, variables)) for o in (node.this, node.expression))
-    if not (isinstance(left, T.DecimalType) or isinstance(right, T.DecimalType)):
+    if isinstance(node.expression, exp.Interval) and isinstance(node, (exp.Add, exp.Sub)):
+        return date_arithmetic(expression_type(node.this, variables), node.expression)
+    operands = decimal_operands(node, variables)
+    if operands is None:
+        left, right = (numeric(expression_type(o, variables)) for o in (node.this, node.expression))
         return wider(left, right)
-    if isinstance(left, FRACTIONAL) or isinstance(right, FRACTIONAL):
-        return T.DoubleType()
-    if any(isinstance(o, exp.Literal) for o in (node.this, node.expression)):
-        raise NotInferred("decimal arithmetic with a literal")  # Spark narrows the literal's precision
-    a, b = as_decimal(left), as_decimal(right)
+    a, b = operands
     if isinstance(node, exp.Mul):
         return adjusted(a.precision + b.precision + 1, a.scale + b.scale)
     scale = max(a.scale, b.scale)
     return adjusted(max(a.precision - a.scale, b.precision - b.scale) + scale + 1, scale)
+
+
+def decimal_operands(node: exp.Expression, variables: Mapping[str, T.DataType]) -> tuple[T.DecimalType, ...] | None:
+    """The operands of a binary arithmetic node as the decimals Spark computes it with, when one is a
+    decimal and neither is floating point (None otherwise): an integral operand as the decimal that holds
+    its type's values, an integral literal as the fewest digits that hold it (Spark's
+    literalPickMinimumPrecision)."""
+    types = [numeric(expression_type(o, variables)) for o in (node.this, node.expression)]
+    if not any(isinstance(t, T.DecimalType) for t in types) or any(isinstance(t, FRACTIONAL) for t in types):
+        return None
+    return tuple(literal_decimal(o) or as_decimal(t) for o, t in zip((node.this, node.expression), types))
+
+
+def literal_decimal(node: exp.Expression) -> T.DecimalType | None:
+    """The decimal type Spark gives an integral literal beside a decimal: as many digits as it has."""
+    literal = node.this if isinstance(node, exp.Neg) else node
+    if not isinstance(literal, exp.Literal) or literal.is_string or not literal.this.isdigit():
+        return None
+    return T.DecimalType(max(len(literal.this.lstrip("0")), 1), 0)
+
+
+def division_type(a: T.DecimalType, b: T.DecimalType) -> T.DecimalType:
+    """Spark's decimal division: at least 6 fractional digits, more as the operands need."""
+    scale = max(6, a.scale + b.precision + 1)
+    return adjusted(a.precision - a.scale + b.scale + scale, scale)
 
 
 def adjusted(precision: int, scale: int) -> T.DecimalType:
@@ -252,6 +282,52 @@ def adjusted(precision: int, scale: int) -> T.DecimalType:
         return T.DecimalType(precision, scale)
     integral_digits = precision - scale
     return T.DecimalType(MAX_PRECISION, max(MAX_PRECISION - integral_digits, min(scale, 6)))
+
+
+FUNCTIONS = (exp.Like, exp.Extract, exp.Year, exp.Month, exp.Day, exp.Substring)
+DATE_PARTS = {"YEAR": exp.Year, "MONTH": exp.Month, "DAY": exp.Day}
+INTERVAL_UNITS = ("DAY", "MONTH", "YEAR")
+
+
+def function_type(node: exp.Expression, variables: Mapping[str, T.DataType]) -> T.DataType:
+    """LIKE with a literal pattern (no escapes: Spark's escape character is not DuckDB's), the year,
+    month or day of a date, and SUBSTRING from a literal position of 1 or more (Spark and DuckDB count
+    positions below 1 differently)."""
+    if isinstance(node, exp.Like):
+        pattern = node.expression
+        if not (isinstance(pattern, exp.Literal) and pattern.is_string and "\\" not in pattern.this) \
+                or node.args.get("escape"):
+            raise NotInferred(f"LIKE {pattern.sql(dialect='spark')}")
+        text(expression_type(node.this, variables))
+        return T.BooleanType()
+    if isinstance(node, exp.Substring):
+        text(expression_type(node.this, variables))
+        for bound, least in ((node.args.get("start"), 1), (node.args.get("length"), 0)):
+            if bound is not None and not (isinstance(bound, exp.Literal) and bound.this.isdigit()
+                                          and int(bound.this) >= least):
+                raise NotInferred(f"SUBSTRING from {bound.sql(dialect='spark')}")
+        return T.StringType()
+    operand = node.expression if isinstance(node, exp.Extract) else node.this
+    if isinstance(operand, exp.TsOrDsToDate):  # year(d) reads d as a date
+        operand = operand.this
+    part = node.this.name.upper() if isinstance(node, exp.Extract) else node.key.upper()
+    if part not in DATE_PARTS or not isinstance(expression_type(operand, variables), (T.DateType, T.NullType)):
+        raise NotInferred(f"expression {node.sql(dialect='spark')}")
+    return T.IntegerType()
+
+
+def date_arithmetic(operand: T.DataType, interval: exp.Interval) -> T.DataType:
+    """A date plus or minus a whole number of days, months or years is a date."""
+    unit = interval.unit.name.upper() if interval.unit is not None else ""
+    amount = interval.this.name if isinstance(interval.this, exp.Literal) else ""
+    if not isinstance(operand, T.DateType) or unit not in INTERVAL_UNITS or not amount.isdigit():
+        raise NotInferred(f"arithmetic on {operand.simpleString()} with {interval.sql(dialect='spark')}")
+    return T.DateType()
+
+
+def text(data_type: T.DataType) -> None:
+    if not isinstance(data_type, (T.StringType, T.NullType)):
+        raise NotInferred(f"a string function of {data_type.simpleString()}")
 
 
 def cast_type(node: exp.Cast, source: T.DataType) -> T.DataType:
@@ -295,8 +371,13 @@ def aggregate_type(node: exp.AggFunc, variables: Mapping[str, T.DataType]) -> T.
     if isinstance(node, exp.Sum):
         return sum_type(operand)
     if isinstance(numeric(operand), T.DecimalType):
-        raise NotInferred("avg of a decimal")
+        return average_type(operand)
     return T.DoubleType()
+
+
+def average_type(operand: T.DecimalType) -> T.DecimalType:
+    """avg() of a decimal: four more fractional digits."""
+    return bounded(operand.precision + 4, operand.scale + 4)
 
 
 def sum_type(operand: T.DataType) -> T.DataType:
@@ -313,10 +394,43 @@ def sum_type(operand: T.DataType) -> T.DataType:
 # ------------------------------------------------------------------ rules
 
 
+class RuleExpressions(NamedTuple):
+    """Every expression of a rule with the types of the variables it reads."""
+
+    assignments: list[Scoped]
+    conditions: list[Scoped]  # WHERE conditions, and join conditions (reading the joined atom too)
+    terms: list[Scoped]  # the head's
+
+    def all(self) -> list[Scoped]:
+        return self.assignments + self.conditions + self.terms
+
+
 def rule_types(rule: Rule, atom_types: AtomTypes) -> Row:
-    """The types of the facts `rule` derives, binding each variable as render.py's joins do (the first
-    atom binding a variable gives its type; outer-joined atoms after the inner ones; assignments as
-    soon as their inputs are bound). Conditions are checked to be inferable too."""
+    """The types of the facts `rule` derives. Conditions are checked to be inferable too."""
+    expressions = rule_expressions(rule, atom_types)
+    for condition, variables in expressions.conditions:
+        boolean(expression_type(condition, variables))
+    return tuple(expression_type(term, variables) for term, variables in expressions.terms)
+
+
+def rule_expressions(rule: Rule, atom_types: AtomTypes) -> RuleExpressions:
+    variables = rule_variables(rule, atom_types)
+    conditions: list[Scoped] = []
+    for position, literal in enumerate(rule.body):
+        if isinstance(literal, Condition):
+            conditions.append((literal.expression, variables))
+        elif isinstance(literal, Atom) and literal.on is not None:
+            scope = dict(variables)
+            bind(scope, literal, atom_types(position, literal))
+            conditions.append((literal.on, scope))
+    assignments = [(literal.expression, variables) for literal in rule.body if isinstance(literal, Assignment)]
+    return RuleExpressions(assignments, conditions, [(term, variables) for term in rule.terms])
+
+
+def rule_variables(rule: Rule, atom_types: AtomTypes) -> dict[str, T.DataType]:
+    """The type of each variable of `rule`, binding each as rules.py's joins do (the first atom binding a
+    variable gives its type; outer-joined atoms after the inner ones; assignments as soon as their
+    inputs are bound)."""
     variables: dict[str, T.DataType] = {}
     positive = [(i, a) for i, a in enumerate(rule.body) if isinstance(a, Atom) and not a.filters]
     ordered = [p for p in positive if not p[1].optional] + [p for p in positive if p[1].optional]
@@ -330,14 +444,7 @@ def rule_types(rule: Rule, atom_types: AtomTypes) -> Row:
         for assignment in ready:
             variables[assignment.variable] = expression_type(assignment.expression, variables)
             assignments.remove(assignment)
-    for literal in rule.body:
-        if isinstance(literal, Condition):
-            boolean(expression_type(literal.expression, variables))
-        elif isinstance(literal, Atom) and literal.on is not None:
-            scope = dict(variables)
-            bind(scope, literal, atom_types(rule.body.index(literal), literal))
-            boolean(expression_type(literal.on, scope))
-    return tuple(expression_type(term, variables) for term in rule.terms)
+    return variables
 
 
 def bind(variables: dict[str, T.DataType], atom: Atom, types: Sequence[T.DataType]) -> None:
