@@ -41,10 +41,11 @@ def checked_level(level: str | None) -> str:
 
 
 def launch_jvm(settings: dict[str, str], level: str) -> None:
-    """With `level` off, start Spark's JVM (if none runs) with its standard error on the log file, for
-    its whole life and its Python workers'. Nothing of this process's own output moves meanwhile: it may
-    be printing results or drawing a prompt on another thread. Any other level leaves the JVM to
-    Spark, on this process's standard error."""
+    """With `level` off, start Spark's JVM (if none runs) with its standard output and error on the log
+    file, for its whole life and its Python workers'. Nothing of this process's own output moves
+    meanwhile: it may be printing results or drawing a prompt on another thread; and a pipe this
+    process writes to ends when it ends, not when the JVM, which outlives it by a moment, does. Any
+    other level leaves the JVM to Spark, on this process's standard output and error."""
     from pyspark import SparkConf, SparkContext
     from pyspark.java_gateway import launch_gateway
 
@@ -59,7 +60,7 @@ def launch_jvm(settings: dict[str, str], level: str) -> None:
             path.unlink()
         conf = SparkConf().setAll(list(settings.items()))  # given to spark-submit, as Spark's own launch does
         with open(path, "ab") as log:
-            gateway = launch_gateway(conf, popen_kwargs={"stderr": log})
+            gateway = launch_gateway(conf, popen_kwargs={"stdout": log, "stderr": log})
         SparkContext._ensure_initialized(gateway=gateway)
 
 

@@ -9,6 +9,7 @@ import csv
 import heapq
 import io
 import json
+import os
 import re
 import subprocess
 import sys
@@ -312,3 +313,41 @@ def test_console_command_syntax_error_exit_code(tmp_path):
     assert done.returncode == 1
     assert done.stderr.startswith("<command>:1:"), done.stderr
     assert "Traceback" not in done.stderr
+
+
+NO_SPARK_SCRIPT = """CREATE TABLE flight USING csv OPTIONS (path 'flights.csv', header 'true');
+CREATE TABLE price (src STRING, dst STRING, eur INT) USING json OPTIONS (path 'prices.json');
+CREATE TABLE stop USING parquet OPTIONS (path 'stops.parquet');
+CREATE TABLE trip (city STRING, hops INT);
+INSERT INTO trip WITH RECURSIVE reach(city, min() AS hops) AS (SELECT 'A', 0)
+  UNION (SELECT f.dst, r.hops + 1 FROM reach r, flight f WHERE r.city = f.src) SELECT * FROM reach;
+SET spark.sql.shuffle.partitions = 3;
+SELECT t.city, t.hops, s.name, sum(p.eur) AS eur FROM trip t JOIN stop s ON s.city = t.city
+  LEFT JOIN price p ON p.dst = t.city GROUP BY t.city, t.hops, s.name ORDER BY t.city;
+"""
+
+
+def test_a_script_that_needs_no_spark_never_starts_a_jvm(tmp_path):
+    """A script over CSV, JSON and Parquet tables and a managed one, with a recursion, runs with no JVM
+    at all (Java is wrapped to note any start), and answers right; one that needs Spark starts it."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from spark_processes import java_home_wrapper, java_started
+
+    (tmp_path / "flights.csv").write_text("src,dst\nA,B\nB,C\nC,A\nC,D\n")
+    (tmp_path / "prices.json").write_text('{"src": "A", "dst": "B", "eur": 10}\n{"src": "C", "dst": "D", "eur": 7}\n')
+    pq.write_table(pa.table({"city": ["A", "B", "C", "D"], "name": ["Aa", "Bb", "Cc", "Dd"]}), tmp_path / "stops.parquet")
+    (tmp_path / "trip.sql").write_text(NO_SPARK_SCRIPT)
+    java_home = java_home_wrapper(tmp_path / "java")
+    environment = {**os.environ, "JAVA_HOME": str(java_home), "HOME": str(tmp_path)}
+    done = subprocess.run([str(RECSQL), "run", "trip.sql", "--format", "csv", "--warehouse", str(tmp_path / "wh")],
+                          capture_output=True, text=True, timeout=300, cwd=tmp_path, env=environment)
+    assert (done.returncode, done.stderr) == (0, "")
+    assert list(csv.reader(io.StringIO(done.stdout.split("city,hops,name,eur\n")[1]))) == [
+        ["A", "0", "Aa", ""], ["B", "1", "Bb", "10"], ["C", "2", "Cc", ""], ["D", "3", "Dd", "7"]]
+    assert not java_started(java_home)
+    needs_spark = subprocess.run([str(RECSQL), "-c", "SET recsql.spark = always; SELECT count(*) FROM stop",
+                                  "--warehouse", str(tmp_path / "wh")],
+                                 capture_output=True, text=True, timeout=300, cwd=tmp_path, env=environment)
+    assert (needs_spark.returncode, needs_spark.stderr) == (0, ""), needs_spark.stderr
+    assert java_started(java_home)
