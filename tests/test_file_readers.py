@@ -144,7 +144,7 @@ def test_csv_files_read_as_spark_reads_them(spark, tmp_path_factory, case):
 
 DECLARED = {"int": T.IntegerType(), "bigint": T.LongType(), "double": T.DoubleType(), "date": T.DateType(),
             "timestamp": T.TimestampType(), "bool": T.BooleanType(), "text": T.StringType(),
-            "signed": T.IntegerType(), "huge": T.DecimalType(31, 0)}
+            "signed": T.IntegerType(), "huge": T.DecimalType(31, 0), "decimal": T.DecimalType(12, 2)}
 
 
 @given(case=csv_files())

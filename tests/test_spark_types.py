@@ -52,10 +52,15 @@ INFERRED = [
     "COALESCE(w, -(i + w))", "CASE WHEN ok THEN w ELSE l + w END", "greatest(w, m * m)",
     "least(i, l)", "greatest(m, n)", "count(*)", "count(DISTINCT i)", "sum(i)", "sum(s)", "sum(d)", "sum(f)",
     "sum(m)", "sum(w)", "min(str)", "max(m)", "avg(i)", "avg(d)", "sum(i) + 1", "max(i) * 2",
+    "m / m", "m / i", "w / n", "m / 7.0", "m + 1", "1 - m", "100.00 * m", "-1 * m", "m * 3000000000", "avg(m)",
+    "avg(w)", "0.2 * avg(m)", "sum(m) / sum(n)", "day + interval '3' month", "day - interval '90' day",
+    "day + interval '1' year", "extract(year FROM day)", "month(day)", "day(day)", "substring(str, 1, 2)",
+    "substr(str, 3)", "str LIKE 'a%'", "str NOT LIKE '%b_'",
 ]
 
 DECLINED = [
-    "concat(str, 'x')", "date_add(day, 1)", "CAST(str AS INT)", "CAST(d AS INT)", "m / m", "m + 1", "avg(m)",
+    "concat(str, 'x')", "date_add(day, 1)", "CAST(str AS INT)", "CAST(d AS INT)", "substring(str, 0, 2)",
+    "substring(str, i, 2)", "str LIKE 'a\\\\%'", "str LIKE str", "day + interval '1' hour", "extract(hour FROM day)",
     "i = str", "str + 1", "f * i", "upper(str)", "CASE WHEN ok THEN i ELSE str END", "sum(DISTINCT i)",
 ]
 

@@ -22,6 +22,7 @@ INTEGER = r"^[+-]?[0-9]+$"
 # a number with a fraction or an exponent (`5.` is not one: Spark takes it for decimal(1,0), or not)
 NUMBER = r"^[+-]?([0-9]+\.[0-9]+|\.[0-9]+)([eE][+-]?[0-9]+)?$|^[+-]?[0-9]+\.?[eE][+-]?[0-9]+$"
 EXPONENT = r"[eE]"
+PLAIN_DECIMAL = r"^[+-]?[0-9]+(\.[0-9]+)?$"
 SPECIAL_NUMBERS = ("NaN", "Inf", "-Inf", "Infinity", "+Infinity", "-Infinity")  # Spark's and Java's spellings
 DATE = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$"
 TIMESTAMP = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}[ T][0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{1,6})?$"
@@ -132,9 +133,9 @@ def convert(values: pa.ChunkedArray, data_type: T.DataType, column: str, timezon
             raise Refused(f"value {first_value(present, pc.invert(good))!r} of column {column} as {what}")
 
     try:
-        if isinstance(data_type, (T.ByteType, T.ShortType, T.IntegerType, T.LongType, T.DecimalType)) and \
-                (not isinstance(data_type, T.DecimalType) or data_type.scale == 0):
-            require(INTEGER, data_type.simpleString())
+        if isinstance(data_type, (T.ByteType, T.ShortType, T.IntegerType, T.LongType, T.DecimalType)):
+            # a decimal's digits must fit its scale: Arrow refuses to round them (Spark's rounding is its own)
+            require(PLAIN_DECIMAL if isinstance(data_type, T.DecimalType) else INTEGER, data_type.simpleString())
             unsigned = pc.replace_substring_regex(values, r"^\+", "")
             return pc.cast(unsigned, arrow_type(data_type))
         if isinstance(data_type, T.DoubleType):

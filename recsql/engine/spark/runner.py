@@ -163,7 +163,8 @@ class SparkRun:
         for name, atom in stratum.inputs.items():
             if name not in wanted:
                 continue
-            facts = self.source_tables.arrow_table(name) if name not in self.frames else None
+            read_here = name not in self.frames and self.settings.spark != "always"
+            facts = self.source_tables.arrow_table(name) if read_here else None
             if facts is None:
                 facts = self.atom_frame(atom).toArrow()
             tables[name] = facts.rename_columns(column_names(facts.num_columns))
