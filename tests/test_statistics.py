@@ -68,3 +68,19 @@ def test_external_and_registered_tables_have_statistics(conn, cur, tmp_path):
     conn.register("st_arrow", pa.table({"x": [1, 2, 2, None]}))
     registered = conn.session.catalog.table_statistics("st_arrow")
     assert (registered.rows, registered.columns[0].distinct, registered.columns[0].null_fraction) == (4, 2, 0.25)
+
+
+def test_large_arrow_tables_get_approximate_statistics(monkeypatch):
+    """Past the exact bound, one DuckDB query with approximate distinct counts: within a few percent of
+    the exact ones, the same row count, null fractions and numeric range."""
+    from recsql import statistics
+
+    rows = [(i % 997, None if i % 5 == 0 else f"s{i % 301}", i * 0.5 if i % 7 else None) for i in range(20_000)]
+    table = pa.table({"a": [r[0] for r in rows], "b": [r[1] for r in rows], "c": [r[2] for r in rows]})
+    exact = statistics.from_arrow(table)
+    monkeypatch.setattr(statistics, "EXACT_BYTES", 0)
+    approximate = statistics.from_arrow(table)
+    assert approximate.rows == exact.rows == 20_000
+    for close, right in zip(approximate.columns, exact.columns):
+        assert abs(close.distinct - right.distinct) <= 0.05 * right.distinct
+        assert (close.null_fraction, close.minimum, close.maximum) == (right.null_fraction, right.minimum, right.maximum)
