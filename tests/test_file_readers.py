@@ -225,22 +225,18 @@ def arrow_tables(draw, types):
     return pa.table(columns), draw(st.sampled_from(ZONES))
 
 
-@given(case=arrow_tables(list(ARROW_COLUMNS)))
-@PROPERTY
-def test_parquet_files_read_as_spark_reads_them(spark, tmp_path_factory, case):
-    table, zone = case
-    path = tmp_path_factory.mktemp("parquet") / "data.parquet"
-    pq.write_table(table, path)
-    compare(spark, "parquet", path, {}, None, zone)
+COLUMNAR = {"parquet": (list(ARROW_COLUMNS), pq.write_table), "orc": (ORC_TYPES, orc.write_table)}
 
 
-@given(case=arrow_tables(ORC_TYPES))
+@pytest.mark.parametrize("format", sorted(COLUMNAR))
+@given(data=st.data())
 @PROPERTY
-def test_orc_files_read_as_spark_reads_them(spark, tmp_path_factory, case):
-    table, zone = case
-    path = tmp_path_factory.mktemp("orc") / "data.orc"
-    orc.write_table(table, path)
-    compare(spark, "orc", path, {}, None, zone)
+def test_columnar_files_read_as_spark_reads_them(spark, tmp_path_factory, format, data):
+    types, write = COLUMNAR[format]
+    table, zone = data.draw(arrow_tables(types))
+    path = tmp_path_factory.mktemp(format) / f"data.{format}"
+    write(table, path)
+    compare(spark, format, path, {}, None, zone)
 
 
 # ---------------------------------------------------------------- what must be read directly

@@ -78,7 +78,7 @@ def test_a_local_query_is_answered_while_spark_starts(tmp_path):
     """The prompt comes at once and a query that runs in this process is answered while Spark's JVM is
     still starting (a Java that takes its time to start); a query that needs Spark says it waits for
     Spark, then answers."""
-    java_home = java_home_wrapper(tmp_path / "java", delay=10)
+    java_home = java_home_wrapper(tmp_path / "java", delay=6)
     terminal = Terminal([RECSQL, *OPTIONS], shell_env(tmp_path, JAVA_HOME=str(java_home)))
     try:
         terminal.wait_for_prompt(timeout=30)
