@@ -270,9 +270,9 @@ class Catalog:
             self.entries.publish(entry, replace=True)
         return struct
 
-    def arrow_table(self, name: str) -> pa.Table | None:
+    def arrow_table(self, name: str) -> pa.Table | str:
         """A table's rows as Arrow, read in this process: registered Arrow data, a managed table, or files
-        recsql's readers read as Spark does; None when only Spark reads it (`refusal` says why)."""
+        recsql's readers read as Spark does; else why only Spark reads it."""
         name = name.lower()
         source = self.session_data(name)
         if source is not None:
@@ -280,21 +280,8 @@ class Catalog:
         entry = self.stored(name)
         if entry.kind == Kind.TABLE:
             return self.snapshot(name).read_arrow(FILE_COLUMN if split_version(name)[2] else None)
-        self.struct_of(entry)
         read = self.external_read(entry)
-        return read.table if isinstance(read, FileTable) else None
-
-    def refusal(self, name: str) -> str:
-        """Why a table is read by Spark only ('' when it is not)."""
-        name = name.lower()
-        source = self.session_data(name)
-        if source is not None:
-            return source.refusal(name)
-        entry = self.stored(name)
-        if entry.kind == Kind.TABLE:
-            return ""
-        read = self.external_read(entry)
-        return str(read) if isinstance(read, Refused) else ""
+        return read.table if isinstance(read, FileTable) else str(read)
 
     def external_read(self, entry: Entry) -> FileTable | Refused:
         """An external table's files read in this process, under its declared schema or inferring one
@@ -304,9 +291,6 @@ class Catalog:
 
     def small(self, name: str) -> bool:
         """Whether a table's files are small enough to be read in this process for their statistics."""
-        name = name.lower()
-        if self.session_data(name) is not None:
-            return True
         entry = self.stored(name)
         size = (self.snapshot(name).bytes if entry.kind == Kind.TABLE else
                 sum(file.stat().st_size for file in data_files(entry.path)))
@@ -364,7 +348,7 @@ class Catalog:
             return source.analyze(name)
         version = self.statistics_version(name)
         table = self.arrow_table(name) if self.small(name) else None
-        if table is not None:
+        if isinstance(table, pa.Table):
             gathered = statistics.from_arrow(table, version)
         else:
             gathered = statistics.from_spark(self.dataframe(name), version)

@@ -69,13 +69,9 @@ class PathTables:
             return FileTable(snapshot.schema, snapshot.read_arrow())
         return self.reads.load(format, path, {}, None, self.timezone())
 
-    def arrow_table(self, name: str) -> pa.Table | None:
+    def arrow_table(self, name: str) -> pa.Table | str:
         read = self.read(name)
-        return read.table if isinstance(read, FileTable) else None
-
-    def refusal(self, name: str) -> str:
-        read = self.read(name)
-        return str(read) if isinstance(read, Refused) else ""
+        return read.table if isinstance(read, FileTable) else str(read)
 
     def schema(self, name: str) -> StructType:
         read = self.read(name)
@@ -115,6 +111,6 @@ class PathTables:
     def analyze(self, name: str) -> TableStatistics:
         """Gather statistics now: from the rows read in this process, else with one Spark job."""
         table = self.arrow_table(name)
-        gathered = statistics.from_arrow(table) if table is not None else statistics.from_spark(self[name])
+        gathered = statistics.from_arrow(table) if isinstance(table, pa.Table) else statistics.from_spark(self[name])
         self.statistics[(name, self.version(name))] = gathered
         return gathered

@@ -57,11 +57,8 @@ class Registered(Mapping[str, DataFrame]):
     def version(self, name: str) -> str:
         return self.versions[name]
 
-    def arrow_table(self, name: str) -> pa.Table | None:
-        return self.arrow.get(name)
-
-    def refusal(self, name: str) -> str:
-        return "" if name in self.arrow else "a registered Spark DataFrame"
+    def arrow_table(self, name: str) -> pa.Table | str:
+        return self.arrow[name] if name in self.arrow else "a registered Spark DataFrame"
 
     def schema(self, name: str) -> StructType:
         """The Spark schema of registered data (of Arrow data: the one Spark gives it)."""

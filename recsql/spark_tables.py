@@ -80,10 +80,8 @@ class SparkTables:
     def schema(self, name: str) -> StructType:
         return self[name].schema
 
-    def arrow_table(self, name: str) -> None:
-        """None: only Spark reads its tables."""
-
-    def refusal(self, name: str) -> str:
+    def arrow_table(self, name: str) -> str:
+        """Why Spark reads it: only Spark reads its tables."""
         return "a table of Spark's catalog"
 
     def version(self, name: str) -> str:

@@ -139,9 +139,8 @@ class Executor:
         tables = {}
         for name in sorted(base_tables(plan)):
             table = self.source.arrow_table(name)
-            if table is None:
-                why = self.source.refusal(name)
-                return f"table {name} is read through Spark" + (f" ({why})" if why else "")
+            if isinstance(table, str):
+                return f"table {name} is read through Spark ({table})"
             tables[name] = table.rename_columns(column_names(table.num_columns))
         return tables
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,6 +36,17 @@ def data_files(path: str) -> list[Path]:
     if any(entry.is_dir() for entry in entries):
         raise Refused(f"{path} has subdirectories")
     return entries
+
+
+COMPRESSED = (".bz2", ".deflate", ".lz4", ".snappy", ".zst", ".zstd", ".xz", ".br")  # codecs Spark may know
+
+
+def read_bytes(file: Path) -> bytes:
+    """A text file's bytes, gunzipped as Spark does for `.gz`; other compression is refused."""
+    if file.suffix.lower() in COMPRESSED:
+        raise Refused(f"compressed file {file.name}")
+    data = file.read_bytes()
+    return gzip.decompress(data) if file.suffix.lower() == ".gz" else data
 
 
 def conform(table: pa.Table, schema: StructType) -> pa.Table:

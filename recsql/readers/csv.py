@@ -10,7 +10,6 @@ with more or fewer fields than the header, a byte-order mark, compression other 
 
 from __future__ import annotations
 
-import gzip
 import io
 import re
 from pathlib import Path
@@ -19,12 +18,11 @@ import pyarrow as pa
 import pyarrow.csv as pv
 from pyspark.sql.types import StringType, StructField, StructType
 
-from recsql.readers.common import Refused, refuse_options
+from recsql.readers.common import Refused, read_bytes, refuse_options
 from recsql.readers.text_values import convert, infer_type
 
 OPTIONS = {"header", "sep", "delimiter", "nullvalue", "inferschema", "encoding", "charset"}
 QUOTE, ESCAPE = b'"', b"\\"
-COMPRESSED = (".bz2", ".deflate", ".lz4", ".snappy", ".zst", ".zstd", ".xz", ".br")
 
 
 def load(files: list[Path], options: dict[str, str], declared: StructType | None,
@@ -64,13 +62,6 @@ def flag(options: dict[str, str], key: str) -> bool:
     if value not in ("true", "false"):
         raise Refused(f"option {key} = {value!r}")
     return value == "true"
-
-
-def read_bytes(file: Path) -> bytes:
-    if file.suffix.lower() in COMPRESSED:
-        raise Refused(f"compressed file {file.name}")
-    data = file.read_bytes()
-    return gzip.decompress(data) if file.suffix.lower() == ".gz" else data
 
 
 def parse(data: bytes, separator: str, null: str) -> pa.Table:

@@ -10,7 +10,6 @@ columns are text, boolean, integral or double.
 
 from __future__ import annotations
 
-import gzip
 import re
 from pathlib import Path
 
@@ -19,7 +18,7 @@ import pyarrow.compute as pc
 import pyarrow.json as pj
 from pyspark.sql import types as T
 
-from recsql.readers.common import Refused, refuse_options
+from recsql.readers.common import Refused, read_bytes, refuse_options
 from recsql.readers.text_values import every
 
 OPTIONS = {"encoding", "charset"}
@@ -51,11 +50,7 @@ def load(files: list[Path], options: dict[str, str], declared: T.StructType | No
 
 
 def parse(file: Path) -> pa.Table:
-    data = file.read_bytes()
-    if file.suffix.lower() == ".gz":
-        data = gzip.decompress(data)
-    elif file.suffix.lower() in (".bz2", ".deflate", ".lz4", ".snappy", ".zst", ".xz"):
-        raise Refused(f"compressed file {file.name}")
+    data = read_bytes(file)
     lines = len(re.findall(rb"(?m)^[ \t\r]*\S", data))
     if lines == 0:
         return pa.table({})

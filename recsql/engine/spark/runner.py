@@ -31,11 +31,8 @@ class TableSource(Protocol):
 
     def dataframe(self, name: str) -> DataFrame: ...
 
-    def arrow_table(self, name: str) -> pa.Table | None:
-        """The table as Arrow read in this process, else None (only Spark reads it)."""
-
-    def refusal(self, name: str) -> str:
-        """Why only Spark reads a table."""
+    def arrow_table(self, name: str) -> pa.Table | str:
+        """The table as Arrow read in this process, else why only Spark reads it."""
 
     def schema(self, name: str) -> StructType:
         """The table's Spark schema."""
@@ -165,7 +162,7 @@ class SparkRun:
                 continue
             read_here = name not in self.frames and self.settings.spark != "always"
             facts = self.source_tables.arrow_table(name) if read_here else None
-            if facts is None:
+            if not isinstance(facts, pa.Table):
                 facts = self.atom_frame(atom).toArrow()
             tables[name] = facts.rename_columns(column_names(facts.num_columns))
         return tables
