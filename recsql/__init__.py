@@ -17,6 +17,7 @@ from recsql.errors import (
     OperationalError,
     ProgrammingError,
     QueryCancelled,
+    MaintenanceDeferred,
     WarehouseUpgraded,
     Warning,
 )
@@ -28,7 +29,7 @@ paramstyle = "qmark"
 __all__ = [
     "connect", "Connection", "Cursor", "Progress", "Error", "Warning", "InterfaceError", "DatabaseError",
     "DataError", "OperationalError", "IntegrityError", "InternalError", "ProgrammingError", "NotSupportedError",
-    "QueryCancelled", "WarehouseUpgraded", "apilevel", "threadsafety", "paramstyle",
+    "QueryCancelled", "WarehouseUpgraded", "MaintenanceDeferred", "apilevel", "threadsafety", "paramstyle",
 ]
 
 LAZY = {"connect": "recsql.connection", "Connection": "recsql.connection", "Cursor": "recsql.cursor"}

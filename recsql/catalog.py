@@ -46,7 +46,7 @@ from recsql.registered import Registered
 from recsql.spark_defaults import TIME_ZONE
 from recsql.spark_facts import arrow_frame
 from recsql.spark_tables import SparkTables
-from recsql.relation_names import FILE_COLUMN, FILES_MARK, split_version, version_name
+from recsql.relation_names import FILE_COLUMN, FILES_MARK, split_state, split_version, version_name
 from recsql.statistics import ColumnStatistics, TableStatistics
 from recsql.statistics_files import StatisticsFiles
 from recsql.table_files import (data_files, data_version, local_path, read_external, snapshot_frame, spark_options,
@@ -55,7 +55,8 @@ from recsql.table_writes import Rows, write_rows
 from recsql.warehouse_format import upgrade
 from translator import dialect
 
-DESCRIPTIONS = {Kind.VIEW: "a view", Kind.EXTERNAL: "a table over external files",
+DELTA_KINDS = (Kind.TABLE, Kind.MATERIALIZED)  # names whose rows are Delta tables recsql keeps
+DESCRIPTIONS = {Kind.VIEW: "a view", Kind.MATERIALIZED: "a materialized view", Kind.EXTERNAL: "a table over external files",
                 Kind.REGISTERED: "a registered DataFrame", Kind.SPARK: "a table of Spark's catalog or files"}
 NOT_A_NAME = re.compile(r"\W")  # characters of relation names that Spark view names cannot hold
 
@@ -107,7 +108,7 @@ class Catalog:
         source = self.session_data(name)
         if source is not None:
             return tuple(source.schema(name).fieldNames())
-        entry = self.entry(split_version(name)[0])
+        entry = self.entry_of(name)
         if entry is None or entry.kind == Kind.VIEW:
             return None
         return tuple(self.schema(name).fieldNames())
@@ -124,7 +125,7 @@ class Catalog:
             return self.registered
         if name in self.path_tables:
             return self.path_tables
-        if self.entry(split_version(name)[0]) is None and name in self.spark_tables:
+        if self.entry_of(name) is None and name in self.spark_tables:
             return self.spark_tables
         return None
 
@@ -172,9 +173,15 @@ class Catalog:
     def entry(self, name: str) -> Entry | None:
         return self.entries.get(name)
 
+    def entry_of(self, name: str) -> Entry | None:
+        """The entry a relation name reads: `t@3` and `t#files` t's, `v$r0` materialized view v's."""
+        view, part = split_state(split_version(name)[0])
+        entry = self.entry(view)
+        return None if part is not None and (entry is None or entry.kind != Kind.MATERIALIZED) else entry
+
     def stored(self, name: str) -> Entry:
         """The entry of the stored table (not a view) a relation name (`t`, `t@3`, `t#files`) reads."""
-        entry = self.entry(split_version(name)[0])
+        entry = self.entry_of(name)
         if entry is None or entry.kind == Kind.VIEW:
             raise ProgrammingError(f"table '{name}' not found")
         return entry
@@ -183,14 +190,15 @@ class Catalog:
         """The Delta table behind a managed table's name; `needed_for` says what for, in the error that
         another kind of name gets."""
         base = split_version(name)[0]
-        entry = self.entry(base)
+        entry = self.entry_of(base)
         kind = (Kind.REGISTERED if base in self.registered else entry.kind if entry is not None else
                 Kind.SPARK if base in self.spark_tables else None)
         if kind is None:
             raise ProgrammingError(f"table '{base}' not found")
-        if kind != Kind.TABLE:
+        part = split_state(base)[1]
+        if kind not in DELTA_KINDS or (kind == Kind.MATERIALIZED and part is None and needed_for != "this"):
             raise ProgrammingError(f"'{base}' is {DESCRIPTIONS[kind]}: {needed_for} needs a table created by recsql")
-        root = self.warehouse / entry.path
+        root = self.warehouse / entry.path / (part or entry.reflects["output"] if kind == Kind.MATERIALIZED else "")
         key = str(root)
         if key not in self.tables:
             self.tables[key] = ManagedTable(base, root)
@@ -202,6 +210,9 @@ class Catalog:
         key = version_name(base, version)
         if self.pinned is not None and key in self.pinned:
             return self.pinned[key]
+        entry = self.entry(base) if version is None else None
+        if entry is not None and entry.kind == Kind.MATERIALIZED:  # the version its answer is current at
+            version = entry.reflects["versions"][entry.reflects["output"]]
         snapshot = self.managed(name).snapshot(version)
         if self.pinned is not None:
             self.pinned[key] = snapshot
@@ -225,7 +236,7 @@ class Catalog:
         if source is not None:
             return source[name]
         entry = self.stored(name)
-        if entry.kind == Kind.TABLE:
+        if entry.kind in DELTA_KINDS:
             return snapshot_frame(self.spark, self.snapshot(name), split_version(name)[2])
         return read_external(self.spark, entry, self.struct_of(entry))
 
@@ -251,7 +262,7 @@ class Catalog:
         if source is not None:
             return source.version(name)
         entry = self.stored(name)
-        if entry.kind == Kind.TABLE:
+        if entry.kind in DELTA_KINDS:
             return self.snapshot(name).identity + (FILES_MARK if split_version(name)[2] else "")
         return json.dumps(entry.__dict__) + data_version(entry.path)
 
@@ -278,7 +289,7 @@ class Catalog:
         if source is not None:
             return source.arrow_table(name)
         entry = self.stored(name)
-        if entry.kind == Kind.TABLE:
+        if entry.kind in DELTA_KINDS:
             return self.snapshot(name).read_arrow(FILE_COLUMN if split_version(name)[2] else None)
         read = self.external_read(entry)
         return read.table if isinstance(read, FileTable) else str(read)
@@ -292,15 +303,15 @@ class Catalog:
     def small(self, name: str) -> bool:
         """Whether a table's files are small enough to be read in this process for their statistics."""
         entry = self.stored(name)
-        size = (self.snapshot(name).bytes if entry.kind == Kind.TABLE else
+        size = (self.snapshot(name).bytes if entry.kind in DELTA_KINDS else
                 sum(file.stat().st_size for file in data_files(entry.path)))
         return size <= self.ARROW_STATISTICS_BYTES
 
     def schema(self, name: str) -> StructType:
         """A table's Spark schema (from its log or entry: no Spark analysis)."""
         name = name.lower()
-        entry = self.entry(split_version(name)[0]) if self.session_data(name) is None else None
-        if entry is not None and entry.kind == Kind.TABLE:
+        entry = self.entry_of(name) if self.session_data(name) is None else None
+        if entry is not None and entry.kind in DELTA_KINDS:
             schema = self.snapshot(name).schema
             return with_file_column(schema) if split_version(name)[2] else schema
         if entry is not None and entry.kind == Kind.EXTERNAL:
@@ -317,7 +328,7 @@ class Catalog:
         if source is not None:
             return source.table_statistics(name)
         base, version, with_files = split_version(name)
-        entry = self.entry(base)
+        entry = self.entry_of(base)
         if entry is None or entry.kind == Kind.VIEW:
             return None
         if with_files:  # the table's, and a column with as many values as the table has files
@@ -333,7 +344,7 @@ class Catalog:
     def statistics_version(self, name: str) -> str:
         """The data statistics describe: a table's version, however few of its files a statement reads
         (the statistics of the whole version serve for the files a DELETE or UPDATE rewrites)."""
-        if self.session_data(name.lower()) is None and self.stored(name).kind == Kind.TABLE:
+        if self.session_data(name.lower()) is None and self.stored(name).kind in DELTA_KINDS:
             return self.snapshot(name).key
         return self.file_version(name)
 
@@ -418,6 +429,8 @@ class Catalog:
     def insertable(self, name: str) -> ManagedTable:
         if name.lower() != split_version(name)[0]:
             raise ProgrammingError(f"'{name}' is an old version of a table: it cannot be changed")
+        if split_state(name.lower())[1] is not None:
+            raise ProgrammingError(f"'{name}' is kept by a materialized view: it cannot be changed")
         return self.managed(name, "changing rows")
 
     def create_external(self, name: str, format: str, path: str, options: dict, schema: StructType | None) -> None:
@@ -448,7 +461,8 @@ class Catalog:
             self.registered.remove(name)
             return
         entry = self.entry(name)
-        wanted = {Kind.TABLE: (Kind.TABLE, Kind.EXTERNAL), Kind.VIEW: (Kind.VIEW,)}[kind]
+        wanted = {Kind.TABLE: (Kind.TABLE, Kind.EXTERNAL), Kind.VIEW: (Kind.VIEW,),
+                  Kind.MATERIALIZED: (Kind.MATERIALIZED,)}[kind]
         if entry is None or entry.kind not in wanted:
             if if_exists:
                 return
@@ -462,6 +476,7 @@ class Catalog:
 
     def remove_data(self, entry: Entry) -> None:
         """Remove a managed table's directory (after its entry is gone or replaced)."""
-        if entry.kind == Kind.TABLE and entry.path:
-            self.tables.pop(str(self.warehouse / entry.path), None)
+        if entry.kind in DELTA_KINDS and entry.path:
+            for key in [key for key in self.tables if Path(key).is_relative_to(self.warehouse / entry.path)]:
+                self.tables.pop(key)
             shutil.rmtree(self.warehouse / entry.path, ignore_errors=True)

@@ -31,6 +31,7 @@ class Kind(StrEnum):
     TABLE = "table"  # a managed table: a Delta Lake table under tables/
     EXTERNAL = "external"  # a table over files elsewhere (CSV, Parquet, JSON, ORC), read by Spark
     VIEW = "view"  # a stored query
+    MATERIALIZED = "materialized view"  # a stored query and its answer, kept current (recsql/views/)
     REGISTERED = "registered"  # this session's data (Connection.register): never stored
     SPARK = "spark"  # a table or view of Spark's catalog, or a path table: read, never stored
 
@@ -38,13 +39,15 @@ class Kind(StrEnum):
 @dataclass
 class Entry:
     name: str
-    kind: Kind  # TABLE, EXTERNAL or VIEW
+    kind: Kind  # TABLE, EXTERNAL, VIEW or MATERIALIZED
     schema: dict | None = None  # external tables: Spark StructType as JSON (declared or inferred)
     path: str | None = None  # managed tables: relative to the warehouse
     format: str = "delta"
     options: dict = field(default_factory=dict)
     sql: str | None = None  # the CREATE VIEW statement
     inferred_from: str | None = None  # the data version a schema read from the files (not declared) describes
+    # materialized views: what their stored relations hold (views/stored.py's Reflected, as JSON)
+    reflects: dict | None = None
 
     def __post_init__(self) -> None:
         self.kind = Kind(self.kind)  # read from JSON as a bare string
@@ -88,7 +91,7 @@ class EntryStore:
         """The entry a CREATE [OR REPLACE] replaces: an error when there is one and it may not."""
         existing = self.get(name)
         if existing is not None and not replace:
-            kind = "view" if existing.kind == Kind.VIEW else "table"
+            kind = "table" if existing.kind in (Kind.TABLE, Kind.EXTERNAL) else str(existing.kind)
             raise ProgrammingError(f"{kind} '{name.lower()}' already exists")
         return existing
 

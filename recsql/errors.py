@@ -16,6 +16,11 @@ class WarehouseUpgraded(UserWarning):
     """A warehouse of an earlier layout was upgraded when opened (a Python warning, not an exception)."""
 
 
+class MaintenanceDeferred(UserWarning):
+    """A statement's change is committed, but bringing a materialized view reading the table up to date
+    failed: the view is brought up to date when next read (where the failure, if it lasts, is raised)."""
+
+
 class Error(Exception):
     """Base class of every recsql error."""
 

@@ -1,5 +1,6 @@
-"""Relation names that say which data of a table a statement reads: a version of it (time travel), or its
-rows with the file each comes from (what DELETE, UPDATE and MERGE rewrite). The translator and the
+"""Relation names that say which data of a table a statement reads: a version of it (time travel), its
+rows with the file each comes from (what DELETE, UPDATE and MERGE rewrite), or a relation a materialized
+view stores. The translator and the
 optimizer see them as ordinary names; the catalog reads what they name."""
 
 from __future__ import annotations
@@ -22,3 +23,16 @@ def split_version(name: str) -> tuple[str, int | None, bool]:
     files = name.endswith(FILES_MARK)
     base, mark, version = name.removesuffix(FILES_MARK).partition(VERSION_MARK)
     return base, int(version) if mark else None, files
+
+
+STATE_MARK = "$"  # `v$r0`: a relation a materialized view v stores (its answer or what maintaining it needs)
+
+
+def state_name(view: str, part: str) -> str:
+    return f"{view}{STATE_MARK}{part}"
+
+
+def split_state(base: str) -> tuple[str, str | None]:
+    """`v$r0` → ('v', 'r0'); `t` → ('t', None)."""
+    view, mark, part = base.partition(STATE_MARK)
+    return view, part if mark else None

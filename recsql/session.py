@@ -29,8 +29,10 @@ from recsql.spark_errors import spark_errors
 from recsql.statements.dispatch import handler_for
 from recsql.statements.handler import Result
 from recsql.statements.writes import insert_rows, one_row_of_parameters
+from recsql.views import upkeep
 from translator import dialect
 from translator.errors import TranslationError, UnsupportedError
+from translator.ir import Program
 from translator.translate import translate
 
 
@@ -44,6 +46,7 @@ class Session:
         self.cancellation = Cancellation()
         spark.on_use = self.cancellation.attach  # a statement's Spark jobs carry its tag, from its first use
         self.scratch = Scratch()  # files a statement's evaluation writes for itself
+        self.maintenance: list | None = None  # EXPLAIN ANALYZE of a write: what maintaining views did
 
     @property
     def spark(self) -> SparkSession:
@@ -56,6 +59,8 @@ class Session:
         statement = bind(parse_single(sql), params)
         with (self.cancellation.statement(sql), self.catalog.statement(), self.scratch.statement(),
               translation_errors(), spark_errors(changed_table(statement))):
+            if isinstance(statement, READS_VIEWS):
+                upkeep.read_views(self, statement)
             return handler_for(statement)(self, statement, sql)
 
     def execute_many(self, sql: str, rows: Sequence[Sequence[Any]]) -> Result:
@@ -82,9 +87,16 @@ class Session:
         """The one place executors are made: every statement's queries run through it."""
         return Executor(self.lazy_spark, self.catalog, self.settings, self.scratch, self.report, trace)
 
+    def record_maintenance(self, trace: object | None) -> None:
+        if trace is not None and self.maintenance is not None:
+            self.maintenance.append(trace)
+
     def plan(self, query: exp.Expression) -> planner.Plan:
         program = translate(query, self.catalog)
         analysis.stratify(program)  # errors name the query's own relations, before any rewriting
+        return self.plan_program(program)
+
+    def plan_program(self, program: Program) -> planner.Plan:
         optimized = optimize(program, self.catalog, self.settings, self.cost_model())
         components = analysis.stratify(optimized.program)
         return planner.plan(optimized, components, self.settings)
@@ -97,6 +109,7 @@ class Session:
 # ------------------------------------------------------------------ helpers
 
 
+READS_VIEWS = (exp.Query, exp.Values, exp.Insert, exp.Delete, exp.Update, exp.Merge, dialect.Explain)
 CHANGES = {exp.Insert: "INSERT INTO", exp.Delete: "DELETE FROM", exp.Update: "UPDATE", exp.Merge: "MERGE INTO",
            exp.Create: "CREATE TABLE"}
 

@@ -94,7 +94,7 @@ def _refresh(runner: Runner, schema: Schema) -> None:
         settings = runner.query("SET")
     except recsql.Error:
         return
-    schema.relations = {name: (kind, tuple(columns)) for name, kind, columns in tables}
+    schema.relations = {name: (kind, tuple(columns)) for name, kind, columns, _ in tables}
     schema.settings = tuple(key for key, _ in settings)
 
 

@@ -216,8 +216,8 @@ def test_show_tables_and_describe(conn, cur):
     conn.register("db_session", pd.DataFrame({"x": [1], "y": ["z"]}))
     cur.execute("SHOW TABLES")
     assert [column[:2] for column in cur.description] == [
-        ("name", "string"), ("kind", "string"), ("columns", "array<string>")]
-    listed = {name: (kind, columns) for name, kind, columns in cur.fetchall()}
+        ("name", "string"), ("kind", "string"), ("columns", "array<string>"), ("reflects", "string")]
+    listed = {name: (kind, columns) for name, kind, columns, _ in cur.fetchall()}
     assert listed["db_w"] == ("table", ["src", "dst", "w", "note"])
     assert listed["db_dist"] == ("view", ["node", "km"])
     assert listed["db_session"] == ("registered", ["x", "y"])

@@ -119,11 +119,11 @@ def test_recsql_names_come_first(cur, conn):
 
 def test_show_tables_and_describe(cur, spark_tables):
     cur.execute("SHOW TABLES")
-    kinds = {name: kind for name, kind, _ in cur.fetchall()}
+    kinds = {name: kind for name, kind, *_ in cur.fetchall()}
     assert kinds["sv_edges"] == "spark"
     cur.execute("SHOW TABLES IN db1")
-    assert [(name, kind, list(columns)) for name, kind, columns in cur.fetchall()] == \
-        [("db1.edges", "spark", ["src", "dst"])]
+    assert [(name, kind, list(columns), reflects) for name, kind, columns, reflects in cur.fetchall()] == \
+        [("db1.edges", "spark", ["src", "dst"], None)]
     cur.execute("DESCRIBE db1.edges")
     assert cur.fetchall() == [("src", "int"), ("dst", "int")]
 

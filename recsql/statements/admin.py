@@ -8,10 +8,12 @@ from typing import Sequence
 import pyarrow as pa
 from sqlglot import exp
 
+from recsql.catalog_entries import Kind
 from recsql.errors import NotSupportedError, ProgrammingError
 from recsql.settings import PREFIX
 from recsql.statements.handler import Result, Services
 from recsql.statements.queries import relation_columns
+from recsql.views.stored import Reflected
 from translator.core import table_name
 from translator.dialect import Vacuum
 
@@ -42,14 +44,18 @@ def set_option(session: Services, statement: exp.Set, sql: str) -> Result:
 
 
 def show_tables(session: Services, statement: exp.Show, sql: str) -> Result:
-    """SHOW TABLES [IN database]: every table and view with its kind and column names (IN: the tables
-    of one of Spark's databases)."""
+    """SHOW TABLES [IN database]: every table and view with its kind and column names, and for a
+    materialized view the versions of the tables it reflects (IN: the tables of one of Spark's
+    databases)."""
     database = statement.args.get("db")
-    names = session.catalog.names(database.name.lower() if database is not None else None)
-    columns = [list(relation_columns(session.catalog, name)) for name in names]
+    catalog = session.catalog
+    names = catalog.names(database.name.lower() if database is not None else None)
+    columns = [list(relation_columns(catalog, name)) for name in names]
+    reflects = [Reflected.of(catalog.entry(name)).describe() if kind == Kind.MATERIALIZED else None
+                for name, kind in names.items()]
     data = pa.table({"name": list(names), "kind": [str(kind) for kind in names.values()],
-                     "columns": pa.array(columns, pa.list_(pa.string()))})
-    return Result.of(data, ["string", "string", "array<string>"])
+                     "columns": pa.array(columns, pa.list_(pa.string())), "reflects": pa.array(reflects, pa.string())})
+    return Result.of(data, ["string", "string", "array<string>", "string"])
 
 
 def describe(session: Services, statement: exp.Describe, sql: str) -> Result:

@@ -1,4 +1,4 @@
-"""CREATE and DROP of tables and views."""
+"""CREATE and DROP of tables and views (materialized views: statements/materialized.py)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from sqlglot import exp
 from recsql.catalog_entries import Kind, view_query_of
 from recsql.engine.types.type_syntax import UnknownTypeName, spark_type
 from recsql.errors import NotSupportedError, ProgrammingError
+from recsql.statements import materialized
 from recsql.statements.handler import Result, Services
 from recsql.statements.queries import QUERY_TYPES, rows_of
 from translator.core import table_name
@@ -27,6 +28,8 @@ def create(session: Services, create: exp.Create, sql: str) -> Result:
         session.catalog.entry(name) is not None or session.catalog.table_columns(name) is not None
     ):
         return Result()
+    if kind == "VIEW" and materialized.is_materialized(create):
+        return materialized.create(session, create, name, replace, sql)
     if kind == "VIEW":
         return create_view(session, create, name, replace, sql)
     if kind != "TABLE":
@@ -99,6 +102,8 @@ def drop(session: Services, drop: exp.Drop, sql: str) -> Result:
     kind = (drop.args.get("kind") or "").lower()
     if kind not in (Kind.TABLE, Kind.VIEW):
         raise NotSupportedError(f"DROP {kind.upper()} is not supported")
+    if drop.args.get("materialized"):
+        kind = Kind.MATERIALIZED
     exists = bool(drop.args.get("exists"))
     for table in drop.args.get("tables") or [drop.this]:
         name = table_name(table, session.catalog)

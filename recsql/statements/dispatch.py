@@ -7,7 +7,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from recsql.errors import NotSupportedError
-from recsql.statements import admin, ddl, queries, writes
+from recsql.statements import admin, ddl, materialized, queries, writes
 from recsql.statements.handler import Handler
 from translator.dialect import Explain, Vacuum
 
@@ -17,6 +17,7 @@ HANDLERS: dict[type[exp.Expression], Handler] = {
     Explain: queries.explain,
     exp.Create: ddl.create,
     exp.Drop: ddl.drop,
+    exp.Refresh: materialized.refresh,
     exp.Insert: writes.insert,
     exp.Delete: writes.change,
     exp.Update: writes.change,

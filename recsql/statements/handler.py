@@ -17,6 +17,7 @@ from recsql.engine.trace import Trace
 from recsql.lazy_spark import LazySpark
 from recsql.planner import Plan
 from recsql.settings import Settings
+from translator.ir import Program
 
 
 @dataclass
@@ -42,12 +43,19 @@ class Services(Protocol):
     catalog: Catalog
     settings: Settings
     base_dir: Path  # relative paths of external tables are resolved against it
+    maintenance: list | None  # under EXPLAIN ANALYZE of a write: what maintaining views did
 
     def plan(self, query: exp.Expression) -> Plan:
         """The plan of a query (translated, analysed, optimized)."""
 
     def executor(self, trace: Trace | None = None) -> Executor:
         """An executor of plans for one statement (recording its work in `trace`, if given)."""
+
+    def plan_program(self, program: Program) -> Plan:
+        """The plan of a program built by recsql itself (the maintenance of a materialized view)."""
+
+    def record_maintenance(self, trace: object | None) -> None:
+        """What maintaining a materialized view did, for EXPLAIN ANALYZE of the statement."""
 
 
 # (session, statement, its SQL text) → result; the statement is of the node class its line of the

@@ -3,15 +3,18 @@ table at once (`recsql.dml` says how a change becomes queries)."""
 
 from __future__ import annotations
 
+import warnings
+
 import pyarrow as pa
 import pyarrow.compute as pc
 from sqlglot import exp
 
 from recsql import dml
-from recsql.errors import DataError, NotSupportedError, ProgrammingError
+from recsql.errors import DataError, Error, MaintenanceDeferred, NotSupportedError, ProgrammingError
 from recsql.statements.handler import Result, Services
 from recsql.statements.queries import answer_of, count_of, relation_columns, rows_of
 from recsql.statements.values import arrow_columns, literal_row
+from recsql.views import upkeep
 from translator.core import table_name
 from translator.translate import translate
 
@@ -33,7 +36,9 @@ def insert(session: Services, insert: exp.Insert, sql: str) -> Result:
     _, rows = rows_of(session, source)
     if spark_table:
         return Result(rowcount=session.catalog.spark_tables.insert(name, rows))
-    return Result(rowcount=session.catalog.insert(name, rows, "INSERT", sql))
+    inserted = session.catalog.insert(name, rows, "INSERT", sql)
+    maintain_views(session, name)
+    return Result(rowcount=inserted)
 
 
 def one_row_of_parameters(statement: exp.Expression) -> bool:
@@ -59,6 +64,8 @@ def insert_rows(session: Services, insert: exp.Insert, rows: list[tuple], sql: s
             catalog.insert(name, table, "INSERT", sql)
     except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as error:
         raise DataError(f"cannot store the values in '{name}': {error}") from None
+    if not spark_table:
+        maintain_views(session, name)
     return Result(rowcount=len(rows))
 
 
@@ -91,7 +98,21 @@ def change(session: Services, statement: exp.Delete | exp.Update | exp.Merge, sq
             removed = catalog.files_of(name, changed.column(0).to_pylist())
             catalog.restrict(name, removed)  # the kept rows are read from those files alone
         catalog.rewrite(name, snapshot, removed, [rows_of(session, rewrite.kept)[1], *added], operation, sql)
+    maintain_views(session, name)
     return Result(rowcount=affected)
+
+
+def maintain_views(session: Services, table: str) -> None:
+    """The materialized views reading a table just changed, brought up to date in the same statement
+    (should that fail, the change stays committed and the views are brought up to date when next read)."""
+    traces: list = []
+    try:
+        upkeep.maintain_dependents(session, table, traces)
+    except Error as error:
+        warnings.warn(f"{table} changed, but a materialized view reading it is brought up to date only when "
+                      f"next read: {error}", MaintenanceDeferred, stacklevel=2)
+    for trace in traces:
+        session.record_maintenance(trace)
 
 
 def merge_source_columns(session: Services, using: exp.Expression) -> tuple[str, ...]:

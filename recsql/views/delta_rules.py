@@ -1,0 +1,204 @@
+"""The programs that maintain one stratum of a materialized view's program, as rewrites of its rules
+(Datalog in, Datalog out: the same optimizer, planner and strategies run them as any query).
+
+A relation the stratum reads from outside (a table, or a relation of a lower stratum already maintained)
+is known in four versions (`Inputs`): before the change, after it, the facts it gained, the facts it
+lost. A stratum of set relations without aggregation is maintained by DRed (Gupta, Mumick and
+Subrahmanian's delete and re-derive):
+
+1. over-deletion: every fact with a derivation that read a lost fact (or, through a negation, a gained
+   one), to a fixpoint over the old facts;
+2. what is left (the old facts less those) is sound;
+3. insertion and re-derivation: the over-deleted facts that still have a derivation from what is left,
+   and the facts derived from the gained ones (or, through a negation, from lost ones), to a fixpoint.
+
+A stratum with nothing lost skips 1 and the re-derivation: its insertions are a semi-naive evaluation
+seeded with the facts derived from the gained ones. The fixpoint of 3 does not compare its facts with
+the (large) old relation at each iteration, only once at its end: what it derives again of the old facts
+stays within the part of the relation the change reached.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from itertools import combinations
+
+from sqlglot import exp
+
+from recsql.analysis import Component
+from translator.ir import Atom, Condition, Iteration, Literal, Program, Relation, Rule, var
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """The relations naming a relation the stratum reads from outside: before and after the change, and
+    the facts it gained and lost (None: none)."""
+
+    old: str
+    new: str
+    plus: str | None = None
+    minus: str | None = None
+
+    @property
+    def changed(self) -> bool:
+        return self.plus is not None or self.minus is not None
+
+
+def why_recomputed(program: Program, component: Component) -> str:
+    """Why DRed does not maintain a stratum (it is computed again from its inputs' new versions); "" when
+    it does."""
+    for name in component.relations:
+        relation = program.relations[name]
+        if relation.aggregate is not None:
+            return f"{relation.display_name} aggregates with {relation.aggregate.function}() in its recursion"
+        if relation.iteration is Iteration.BAG:
+            return f"{relation.display_name} iterates as UNION ALL"
+        if not relation.distinct:
+            return f"{relation.display_name} keeps duplicate rows"
+        if relation.max_level is not None:
+            return f"{relation.display_name} has a MAX RECURSION LEVEL"
+    for rule in program.rules:
+        if rule.head in component and rule.is_aggregate:
+            return f"{program.relations[rule.head].display_name} aggregates (GROUP BY)"
+        if rule.head in component and any(atom.optional for atom in rule.atoms):
+            return f"{program.relations[rule.head].display_name} has an outer join"
+    return ""
+
+
+def deletes(rules: list[Rule], inputs: dict[str, Inputs]) -> bool:
+    """Whether the change can remove facts of the stratum: an input lost facts that a rule reads
+    positively, or gained facts that a rule reads through a negation."""
+    for rule in rules:
+        for atom in rule.atoms:
+            change = inputs.get(atom.relation)
+            if change is not None and (change.plus if atom.negated else change.minus) is not None:
+                return True
+    return False
+
+
+class StratumRules:
+    """The rules of one stratum of a view's program and the names the maintenance programs give its
+    relations' versions."""
+
+    def __init__(self, program: Program, component: Component, inputs: dict[str, Inputs]):
+        self.program = program
+        self.component = component
+        self.inputs = inputs
+        self.rules = [rule for rule in program.rules if rule.head in component]
+
+    # -------------------------------------------------------------- programs
+
+    def over_deletion(self, old: dict[str, str], target: str) -> Program:
+        """The facts of `target` (one relation of the stratum) with a derivation over the old versions
+        that reads a lost fact, a gained fact through a negation, or an over-deleted fact."""
+        rules = []
+        for rule in self.rules:
+            for position, literal in enumerate(rule.body):
+                cause = self.deleting(literal)
+                if cause is None:
+                    continue
+                body = tuple(cause if i == position else self.version(other, old, "old")
+                             for i, other in enumerate(rule.body))
+                rules.append(Rule(deleted(rule.head), rule.terms, body))
+        return self.program_of(rules, deleted, target, "over-deleted")
+
+    def insertion(self, kept: dict[str, str], over_deleted: dict[str, str] | None, target: str) -> Program:
+        """Facts of `target` derivable after the change that the facts kept (`kept`: the old ones less the
+        over-deleted) may lack: the over-deleted ones derivable again from what is kept, those derived
+        from gained facts, and, to a fixpoint, those derived from these."""
+        rules = []
+        for rule in self.rules:
+            if over_deleted is not None:
+                body = tuple(self.version(literal, kept, "new") for literal in rule.body)
+                rules.append(Rule(inserted(rule.head), rule.terms, body + restriction(rule, over_deleted[rule.head])))
+            for position, literal in enumerate(rule.body):
+                for cause in self.inserting(literal):
+                    body = tuple(self.version(other, kept, "new") for i, other in enumerate(rule.body) if i != position)
+                    rules.append(Rule(inserted(rule.head), rule.terms, body + cause))
+            own = [i for i, literal in enumerate(rule.body) if self.reads_stratum(literal)]
+            for size in range(1, len(own) + 1):
+                for chosen in combinations(own, size):
+                    body = tuple(replace(literal, relation=inserted(literal.relation)) if i in chosen
+                                 else self.version(literal, kept, "new") for i, literal in enumerate(rule.body))
+                    rules.append(Rule(inserted(rule.head), rule.terms, body))
+        return self.program_of(rules, inserted, target, "derived")
+
+    def recomputation(self, target: str) -> Program:
+        """The stratum's rules over the new versions of what they read."""
+        own = {name: name for name in self.component.relations}
+        rules = [Rule(rule.head, rule.terms, tuple(self.version(literal, own, "new") for literal in rule.body))
+                 for rule in self.rules]
+        relations = {name: self.program.relations[name] for name in self.component.relations}
+        return Program(relations, rules, target)
+
+    # -------------------------------------------------------------- literals
+
+    def reads_stratum(self, literal: Literal) -> bool:
+        return isinstance(literal, Atom) and literal.relation in self.component and not literal.call_args
+
+    def version(self, literal: Literal, own: dict[str, str], version: str) -> Literal:
+        """A literal reading a version of what it reads: `own` names the stratum's relations, `version`
+        (old or new) the inputs'."""
+        if not isinstance(literal, Atom) or literal.call_args:
+            return literal
+        if literal.relation in self.component:
+            return replace(literal, relation=own[literal.relation])
+        change = self.inputs.get(literal.relation)
+        return replace(literal, relation=getattr(change, version)) if change is not None else literal
+
+    def deleting(self, literal: Literal) -> Atom | None:
+        """The literal restricted to what may delete a fact through it (None: nothing)."""
+        if not isinstance(literal, Atom) or literal.call_args:
+            return None
+        if literal.relation in self.component:
+            return replace(literal, relation=deleted(literal.relation))
+        change = self.inputs.get(literal.relation)
+        if change is None:
+            return None
+        if literal.negated:
+            return replace(literal, relation=change.plus, negated=False, semi=True) if change.plus else None
+        return replace(literal, relation=change.minus) if change.minus else None
+
+    def inserting(self, literal: Literal) -> list[tuple[Literal, ...]]:
+        """The literals that stand for `literal` where it may insert a fact (none, or one choice)."""
+        if not isinstance(literal, Atom) or literal.call_args or literal.relation in self.component:
+            return []
+        change = self.inputs.get(literal.relation)
+        if change is None:
+            return []
+        if literal.negated:  # a fact that blocked the row is gone, and none blocks it now
+            if change.minus is None:
+                return []
+            return [(replace(literal, relation=change.new), replace(literal, relation=change.minus, negated=False,
+                                                                     semi=True))]
+        return [(replace(literal, relation=change.plus),)] if change.plus else []
+
+    def program_of(self, rules: list[Rule], naming, target: str, what: str) -> Program:
+        relations = {}
+        for name in self.component.relations:
+            relation = self.program.relations[name]
+            relations[naming(name)] = Relation(naming(name), relation.columns, distinct=True,
+                                               label=f"{relation.display_name} ({what})")
+        return Program(relations, rules, naming(target))
+
+
+def deleted(name: str) -> str:
+    return f"{name}__overdeleted"
+
+
+def inserted(name: str) -> str:
+    return f"{name}__derived"
+
+
+def restriction(rule: Rule, over_deleted: str) -> tuple[Literal, ...]:
+    """Literals that keep the rule's derivations of over-deleted facts only: the head's terms joined
+    (NULL equal to NULL) with the facts of `over_deleted`."""
+    args, conditions = [], []
+    for position, term in enumerate(rule.terms):
+        if isinstance(term, exp.Column) and term.name not in args:
+            args.append(term.name)
+            continue
+        fresh = f"__head{position}"
+        args.append(fresh)
+        conditions.append(Condition(exp.NullSafeEQ(this=var(fresh), expression=term.copy())))
+    return (Atom(over_deleted, tuple(args), nulls_equal=True), *conditions)

@@ -1,0 +1,300 @@
+"""Brings a materialized view's stored relations from the base versions they reflect to the current
+ones, stratum by stratum of the view's program: what changed in a table is read from its Delta log
+(the files added and removed between the two versions), each stratum is maintained from what changed
+in what it reads (delta_rules.py), and the relations that changed are committed to their tables.
+
+Computing a view (CREATE, REFRESH, or a view whose definition or base tables were replaced) is the same
+walk with every stratum computed from the new versions."""
+
+from __future__ import annotations
+
+import itertools
+import time
+import uuid
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+from pyspark.sql.types import DataType, StructField, StructType
+
+from recsql import analysis
+from recsql.catalog import Catalog
+from recsql.delta_tables import ManagedTable, Snapshot
+from recsql.engine.answer import Answer
+from recsql.engine.local.database import Database
+from recsql.engine.trace import Trace
+from recsql.relation_names import state_name, version_name
+from recsql.statements.handler import Services
+from recsql.table_writes import write_rows
+from recsql.views.delta_rules import Inputs, StratumRules, deletes, why_recomputed
+from recsql.views.stored import Reflected
+from translator.ir import Atom, Program
+
+BaseVersions = dict[str, list]  # table -> [its directory, its version]
+
+
+@dataclass
+class Maintained:
+    """What maintaining one relation did, for EXPLAIN ANALYZE."""
+
+    relation: str
+    how: str  # DRed, insertion, or computed (and why)
+    added: int = 0
+    removed: int = 0
+    over_deleted: int = 0
+    rederived: int = 0
+    seconds: float = 0.0
+
+    def __str__(self) -> str:
+        counts = f"+{self.added} -{self.removed}"
+        if self.how == "DRed":
+            counts += f" (over-deleted {self.over_deleted}, re-derived {self.rederived})"
+        return f"{self.relation}: {self.how}, {counts}, {self.seconds:.3f} s"
+
+
+@dataclass
+class MaintenanceTrace:
+    view: str
+    relations: list[Maintained] = field(default_factory=list)
+    evaluation: Trace = field(default_factory=Trace)  # the programs' own steps
+    seconds: float = 0.0
+
+    def report(self) -> list[str]:
+        lines = [f"== Maintenance of {self.view} ({self.seconds:.3f} s) =="]
+        return lines + [f"  {relation}" for relation in self.relations]
+
+
+@dataclass
+class Result:
+    """A relation after the change: all its facts, the facts it gained and lost (None: none)."""
+
+    facts: pa.Table
+    plus: pa.Table | None
+    minus: pa.Table | None
+    types: list[DataType] | None = None  # Spark's types of the columns, when computed from scratch
+
+
+class Maintenance:
+    """One bringing up to date of a view's relations (`reflected` None or `full`: computed from scratch)."""
+
+    def __init__(self, session: Services, view: str, root, program: Program, output_names: list[str],
+                 reflected: Reflected | None, trace: MaintenanceTrace):
+        self.session = session
+        self.catalog: Catalog = session.catalog
+        self.view = view
+        self.root = root  # the view's directory
+        self.program = program
+        self.output_names = output_names
+        self.reflected = reflected
+        self.trace = trace
+        self.token = uuid.uuid4().hex[:8]
+        self.names = itertools.count()
+        self.registered: list[str] = []
+        self.db = Database(self.catalog.timezone())
+
+    def run(self, bases: BaseVersions, parts: dict[str, str], statement: str) -> Reflected:
+        """Maintain (or compute) every relation; commit the changed ones; the new Reflected."""
+        started = time.monotonic()
+        try:
+            inputs = self.base_inputs(bases)
+            results: dict[str, Result] = {}
+            for component in analysis.stratify(self.program):
+                self.stratum(component, parts, inputs, results)
+            versions = self.commit(results, parts, statement)
+        finally:
+            for name in self.registered:
+                self.catalog.registered.remove(name)
+            self.db.close()
+        self.trace.seconds = time.monotonic() - started
+        return Reflected(parts[self.program.output], parts, self.program.to_datalog(), versions, bases)
+
+    # -------------------------------------------------------------- inputs
+
+    def base_inputs(self, bases: BaseVersions) -> dict[str, Inputs]:
+        inputs = {}
+        for name, (directory, version) in bases.items():
+            new = version_name(name, version)
+            before = self.reflected.bases.get(name) if self.reflected is not None else None
+            if before is None or before[0] != directory:
+                inputs[name] = Inputs(new, new, plus=new)  # all of it is new
+            elif before[1] == version:
+                inputs[name] = Inputs(new, new)
+            else:
+                inputs[name] = self.table_changes(name, directory, before[1], version)
+        return inputs
+
+    def table_changes(self, name: str, directory: str, old: int, new: int) -> Inputs:
+        """A base table's versions, and the rows it gained and lost between them, from the files the
+        commits since `old` added and removed."""
+        table = ManagedTable(name, directory)
+        before, after = table.snapshot(old), table.snapshot(new)
+        old_files, new_files = set(before.files), set(after.files)
+        added = read_files(after.restricted(tuple(new_files - old_files)))
+        removed = read_files(before.restricted(tuple(old_files - new_files)))
+        plus = self.difference(added, read_files(before)) if added.num_rows else None
+        minus = self.difference(removed, read_files(after)) if removed.num_rows else None
+        return Inputs(version_name(name, old), version_name(name, new), self.register(plus), self.register(minus))
+
+    # -------------------------------------------------------------- strata
+
+    def stratum(self, component: analysis.Component, parts: dict[str, str], inputs: dict[str, Inputs],
+                results: dict[str, Result]) -> None:
+        program = self.program
+        rules = [rule for rule in program.rules if rule.head in component]
+        reads = {atom.relation for rule in rules for atom in rule.atoms
+                 if not atom.call_args and atom.relation not in component}
+        stored = {name: self.reflected.relation(self.view, name) for name in component.relations} \
+            if self.reflected is not None else {}
+        if not any(inputs[name].changed for name in reads):
+            for name in component.relations:
+                inputs[name] = Inputs(stored[name], stored[name])
+            return
+        source = alias_source(program, component)
+        if source is not None and source in results:  # the same facts as the relation it copies
+            (name,) = component.relations
+            inputs[name], results[name] = inputs[source], results[source]
+            return
+        stratum = StratumRules(program, component, inputs)
+        why = "computed" if self.reflected is None else why_recomputed(program, component)
+        for name in component.relations:
+            started = time.monotonic()
+            record = Maintained(program.relations[name].display_name, why and f"computed again: {why}")
+            if why:
+                result = self.recompute(stratum, name, stored.get(name))
+            else:
+                result = self.dred(stratum, name, stored, record)
+            record.added = result.plus.num_rows if result.plus is not None else 0
+            record.removed = result.minus.num_rows if result.minus is not None else 0
+            record.seconds = time.monotonic() - started
+            if why == "computed":
+                record.how, record.added = "computed", result.facts.num_rows
+            self.trace.relations.append(record)
+            results[name] = result
+            inputs[name] = Inputs(stored.get(name, ""), self.register(result.facts),
+                                  self.register(result.plus), self.register(result.minus))
+
+    def recompute(self, stratum: StratumRules, name: str, stored: str | None) -> Result:
+        answer = self.evaluate(stratum.recomputation(name))
+        facts = answer.table
+        if stored is None:
+            return Result(facts, facts, None, answer.types)
+        old = self.stored_facts(stored, facts.schema)
+        return Result(facts, self.nonempty(self.difference(facts, old)), self.nonempty(self.difference(old, facts)))
+
+    def dred(self, stratum: StratumRules, name: str, stored: dict[str, str], record: Maintained) -> Result:
+        old = self.stored_facts(stored[name])
+        kept, kept_facts, over_deleted = stored, old, None
+        if deletes(stratum.rules, stratum.inputs):
+            record.how = "DRed"
+            over_deleted = self.evaluate(stratum.over_deletion(stored, name)).table.cast(old.schema)
+            kept_facts = self.difference(old, over_deleted)
+            kept = dict(stored, **{name: self.register(kept_facts, always=True)})
+            over = {name: self.register(over_deleted, always=True)}
+        else:
+            record.how, over = "insertion", None
+        derived = self.evaluate(stratum.insertion(kept, over, name)).table.cast(old.schema)
+        fresh = self.difference(derived, kept_facts)
+        facts = pa.concat_tables([kept_facts, fresh])
+        if over_deleted is None:
+            return Result(facts, self.nonempty(fresh), None)
+        plus = self.difference(fresh, over_deleted)
+        record.over_deleted, record.rederived = over_deleted.num_rows, fresh.num_rows - plus.num_rows
+        return Result(facts, self.nonempty(plus), self.nonempty(self.difference(over_deleted, fresh)))
+
+    # -------------------------------------------------------------- evaluation
+
+    def evaluate(self, program: Program) -> Answer:
+        """A maintenance program's answer, planned and run as any query's (its strategies included)."""
+        plan = self.session.plan_program(program)
+        answer = self.session.executor(self.trace.evaluation).fetch(plan)
+        return Answer(answer.names, answer.types, positional(answer.table))
+
+    def stored_facts(self, name: str, schema: pa.Schema | None = None) -> pa.Table:
+        facts = positional(self.catalog.arrow_table(name))
+        return facts.cast(schema) if schema is not None else facts
+
+    def register(self, facts: pa.Table | str | None, always: bool = False) -> str | None:
+        """A name the next programs read `facts` by (a table's name as it is)."""
+        if facts is None or isinstance(facts, str):
+            return facts
+        name = f"mv_{self.token}_{next(self.names)}"
+        self.catalog.register(name, None, facts)
+        self.registered.append(name)
+        return name
+
+    def difference(self, facts: pa.Table, other: pa.Table) -> pa.Table:
+        """The distinct facts of `facts` not in `other` (NULL equal to NULL, as EXCEPT)."""
+        if other.num_rows == 0 and facts.num_rows == 0:
+            return facts
+        facts = positional(facts)
+        return self.db.query("SELECT * FROM facts EXCEPT SELECT * FROM other", facts=facts,
+                             other=positional(other).cast(facts.schema))
+
+    @staticmethod
+    def nonempty(facts: pa.Table) -> pa.Table | None:
+        return facts if facts.num_rows else None
+
+    # -------------------------------------------------------------- commits
+
+    def commit(self, results: dict[str, Result], parts: dict[str, str], statement: str) -> dict[str, int]:
+        """Each stored relation's new version: a commit where it changed (an append when it only gained
+        facts, else its facts replaced), else the version it had."""
+        versions = dict(self.reflected.versions) if self.reflected is not None else {}
+        done: set[str] = set()
+        for name, result in results.items():
+            part = parts[name]
+            if part in done:
+                continue
+            done.add(part)
+            if self.reflected is not None and result.plus is None and result.minus is None:
+                continue
+            versions[part] = self.write(part, result, name == self.program.output or
+                                        parts[self.program.output] == part, statement)
+        return versions
+
+    def write(self, part: str, result: Result, output: bool, statement: str) -> int:
+        root = self.root / part
+        table = ManagedTable(state_name(self.view, part), root)
+        if self.reflected is None or not (root / "_delta_log").exists():
+            names = self.output_names if output else [f"c{i}" for i in range(result.facts.num_columns)]
+            schema = StructType([StructField(n, t) for n, t in zip(names, result.types)])
+            root.mkdir(parents=True, exist_ok=True)
+            write_rows(table, [result.facts], schema, lambda files: ManagedTable.create(
+                table.name, root, schema, files, "MAINTAIN", statement), self.catalog.timezone)
+            return 0
+        before = table.snapshot()
+        schema = before.schema
+        if result.minus is None:
+            write_rows(table, [result.plus], schema, lambda files: table.append(files, schema, "MAINTAIN", statement),
+                       self.catalog.timezone)
+        else:
+            write_rows(table, [result.facts], schema, lambda files: table.commit(
+                before, files, before.files, schema, "MAINTAIN", statement), self.catalog.timezone)
+        return table.snapshot().version
+
+
+def alias_source(program: Program, component: analysis.Component) -> str | None:
+    """The relation a non-recursive relation copies unchanged (`answer(x, y) :- tc(x, y).`), if it does:
+    it stores nothing of its own."""
+    if component.recursive or len(component.relations) != 1:
+        return None
+    (name,) = component.relations
+    rules = program.rules_for(name)
+    if len(rules) != 1 or len(rules[0].body) != 1 or not isinstance(rules[0].body[0], Atom):
+        return None
+    rule, atom = rules[0], rules[0].body[0]
+    source = program.relations.get(atom.relation)
+    if (source is None or atom.filters or atom.optional or atom.call_args or atom.nulls_equal
+            or len(set(atom.args)) != len(atom.args) or "_" in atom.args
+            or [term.sql() for term in rule.terms] != [f"{arg}" for arg in atom.args]
+            or (program.relations[name].distinct and not source.distinct)):
+        return None
+    return atom.relation
+
+
+def positional(facts: pa.Table) -> pa.Table:
+    return facts.rename_columns([f"c{i}" for i in range(facts.num_columns)])
+
+
+def read_files(snapshot: Snapshot) -> pa.Table:
+    return positional(snapshot.read_arrow())
+

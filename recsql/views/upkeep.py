@@ -1,0 +1,176 @@
+"""When a materialized view is computed or brought up to date: at CREATE and REFRESH, after a statement
+changes one of its base tables (in that statement), and before a statement reads it when its base
+tables were changed by another process (or a maintenance failed): a view is never read stale."""
+
+from __future__ import annotations
+
+import shutil
+import uuid
+from pathlib import Path
+
+from sqlglot import exp
+
+from recsql import analysis
+from recsql.catalog_entries import Entry, Kind, view_query_of
+from recsql.errors import NotSupportedError, ProgrammingError
+from recsql.relation_names import split_version
+from recsql.statements.handler import Services
+from recsql.views.maintenance import Maintenance, MaintenanceTrace, alias_source
+from recsql.views.stored import Reflected, maintaining
+from translator import dialect
+from translator.ir import Program
+from translator.translate import translate
+
+MAINTAINABLE = (Kind.TABLE, Kind.MATERIALIZED)
+
+
+def view_program(session: Services, create: exp.Create) -> Program:
+    """The program of a materialized view's query (its rows have no order: ORDER BY is dropped)."""
+    query = view_query_of(create)
+    if query.args.get("limit") or query.args.get("offset"):
+        raise NotSupportedError("a materialized view cannot have LIMIT or OFFSET")
+    query = query.copy()
+    query.set("order", None)
+    program = translate(query, session.catalog)
+    analysis.stratify(program)
+    return program
+
+
+def base_tables(session: Services, program: Program) -> dict[str, list]:
+    """The tables the program reads and their current versions ([directory, version]); a fixed version
+    (`t VERSION AS OF 3`) never changes, and is left out."""
+    catalog = session.catalog
+    bases = {}
+    for rule in program.rules:
+        for atom in rule.atoms:
+            name = atom.relation
+            if atom.call_args or name in program.relations or name in bases or split_version(name)[1] is not None:
+                continue
+            entry = catalog.entry_of(name) if catalog.session_data(name) is None else None
+            if entry is None or entry.kind not in MAINTAINABLE:
+                kind = "data of this session or of Spark" if entry is None else f"a {entry.kind} table"
+                raise NotSupportedError(f"a materialized view reads recsql's own tables and materialized views; "
+                                        f"'{name}' is {kind}")
+            bases[name] = current_version(session, name)
+    return bases
+
+
+def current_version(session: Services, name: str) -> list:
+    """[directory, version] of a table as it is now (of a materialized view: the version it is current at,
+    after bringing it up to date)."""
+    catalog = session.catalog
+    entry = catalog.entry(name)
+    if entry is None:
+        raise ProgrammingError(f"table '{name}' not found")
+    if entry.kind == Kind.MATERIALIZED:
+        up_to_date(session, name)
+        entry = catalog.entry(name)
+        reflected = Reflected.of(entry)
+        return [str(catalog.warehouse / entry.path / reflected.output), reflected.versions[reflected.output]]
+    table = catalog.managed(name)
+    return [str(table.root), table.current().version]
+
+
+def create(session: Services, name: str, create: exp.Create, sql: str, replace: bool) -> MaintenanceTrace:
+    """Compute a new view's relations and publish its entry (replacing an old one's at once)."""
+    catalog = session.catalog
+    existing = catalog.entries.absent_unless(name, replace)
+    program = view_program(session, create)
+    bases = base_tables(session, program)
+    parts = stored_parts(program)
+    relative = Path("tables") / f"{name}-{uuid.uuid4().hex[:12]}"
+    root = catalog.warehouse / relative
+    trace = MaintenanceTrace(name)
+    try:
+        reflected = Maintenance(session, name, root, program, list(program.output_columns), None, trace).run(
+            bases, parts, sql)
+        entry = Entry(name, Kind.MATERIALIZED, path=relative.as_posix(), sql=sql, reflects=reflected.as_json())
+        catalog.entries.publish(entry, replace=existing is not None)
+    except BaseException:
+        shutil.rmtree(root, ignore_errors=True)
+        raise
+    if existing is not None:
+        catalog.remove_data(existing)
+    return trace
+
+
+def stored_parts(program: Program) -> dict[str, str]:
+    """The part (table directory) storing each relation: its own, or its source's for a copy."""
+    parts: dict[str, str] = {}
+    for component in analysis.stratify(program):
+        source = alias_source(program, component)
+        for name in component.relations:
+            parts[name] = parts[source] if source is not None else f"r{len(set(parts.values()))}"
+    return parts
+
+
+def up_to_date(session: Services, name: str, refresh: bool = False) -> MaintenanceTrace | None:
+    """Bring a materialized view to its base tables' current versions (REFRESH: compute it again);
+    what maintaining it did, or None when it was current."""
+    catalog = session.catalog
+    with maintaining(catalog.metadata, name):
+        entry = catalog.entry(name)
+        if entry is None or entry.kind != Kind.MATERIALIZED:
+            raise ProgrammingError(f"materialized view '{name}' not found")
+        reflected = Reflected.of(entry)
+        replaced = set(reflected.parts.values())
+        create = dialect.parse_one(entry.sql)
+        program = view_program(session, create)
+        bases = base_tables(session, program)
+        current = program.to_datalog() == reflected.program and set(bases) == set(reflected.bases)
+        if current and bases == reflected.bases and not refresh:
+            return None
+        if not current or refresh:
+            reflected = None
+        trace = MaintenanceTrace(name)
+        root = catalog.warehouse / entry.path
+        parts = Reflected.of(entry).parts if reflected is not None else fresh_parts(root, stored_parts(program))
+        maintained = Maintenance(session, name, root, program, list(program.output_columns), reflected,
+                                 trace).run(bases, parts, entry.sql)
+        entry.reflects = maintained.as_json()
+        catalog.entries.publish(entry, replace=True)
+        for part in replaced - set(parts.values()):  # a view computed again: its former tables
+            shutil.rmtree(root / part, ignore_errors=True)
+        return trace
+
+
+def fresh_parts(root: Path, parts: dict[str, str]) -> dict[str, str]:
+    """Parts for computing a view again beside its current tables (which stay readable until the entry
+    names the new ones)."""
+    prefix = f"g{uuid.uuid4().hex[:6]}_"
+    return {relation: prefix + part for relation, part in parts.items()}
+
+
+def dependents(session: Services, table: str) -> list[str]:
+    """The materialized views that read `table`."""
+    return [entry.name for entry in session.catalog.entries.all()
+            if entry.kind == Kind.MATERIALIZED and table in (entry.reflects or {}).get("bases", {})]
+
+
+def maintain_dependents(session: Services, table: str, traces: list[MaintenanceTrace] | None = None) -> None:
+    """After `table` changed: every view reading it (and the views reading those) brought up to date."""
+    for view in dependents(session, table):
+        trace = up_to_date(session, view)
+        if trace is not None and traces is not None:
+            traces.append(trace)
+        maintain_dependents(session, view, traces)
+
+
+def read_views(session: Services, statement: exp.Expression) -> None:
+    """Bring up to date the materialized views a statement reads (through views too)."""
+    catalog = session.catalog
+    seen: set[str] = set()
+    pending = [table.name.lower() for table in statement.find_all(exp.Table) if not table.args.get("db")]
+    while pending:
+        name = pending.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        if catalog.session_data(name) is not None:
+            continue
+        entry = catalog.entry(name)
+        if entry is not None and entry.kind == Kind.VIEW:
+            query = dialect.parse_one(entry.sql)
+            pending += [table.name.lower() for table in query.find_all(exp.Table) if not table.args.get("db")]
+        elif entry is not None and entry.kind == Kind.MATERIALIZED:
+            up_to_date(session, name)
