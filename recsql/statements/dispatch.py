@@ -4,17 +4,18 @@ SELECT, UNION, ...). Adding a statement is one handler and one line here."""
 
 from __future__ import annotations
 
+import pyarrow as pa
 from sqlglot import exp
 
 from recsql.errors import NotSupportedError
 from recsql.statements import admin, ddl, materialized, queries, writes
-from recsql.statements.handler import Handler
+from recsql.statements.handler import Handler, Result, Services
 from translator.dialect import Explain, Vacuum
 
 HANDLERS: dict[type[exp.Expression], Handler] = {
     exp.Query: queries.select,
     exp.Values: queries.select,
-    Explain: queries.explain,
+    Explain: lambda session, statement, sql: explain(session, statement, sql),
     exp.Create: ddl.create,
     exp.Drop: ddl.drop,
     exp.Refresh: materialized.refresh,
@@ -28,6 +29,36 @@ HANDLERS: dict[type[exp.Expression], Handler] = {
     exp.Analyze: admin.analyze,
     Vacuum: admin.vacuum,
 }
+
+
+WRITES = (exp.Insert, exp.Delete, exp.Update, exp.Merge)
+
+
+def explain(session: Services, statement: Explain, sql: str) -> Result:
+    """EXPLAIN [ANALYZE] of a query, or EXPLAIN ANALYZE of a write."""
+    if isinstance(statement.this, WRITES):
+        return explain_write(session, statement, sql)
+    return queries.explain(session, statement, sql)
+
+
+def explain_write(session: Services, statement: Explain, sql: str) -> Result:
+    """EXPLAIN ANALYZE of a write: runs it, and says how many rows it changed and what maintaining the
+    materialized views reading its table did (facts added, removed, over-deleted, re-derived; time)."""
+    if not statement.args.get("analyze"):
+        raise NotSupportedError("EXPLAIN of a write: use EXPLAIN ANALYZE, which runs it")
+    write = statement.this
+    session.maintenance = []
+    try:
+        result = handler_for(write)(session, write, write.sql(dialect="spark"))
+        traces = session.maintenance
+    finally:
+        session.maintenance = None
+    lines = [f"rows changed: {result.rowcount}"]
+    for trace in traces:
+        lines += trace.report()
+    if not traces:
+        lines.append("no materialized view reads the table")
+    return Result.of(pa.table({"plan": lines}), ["string"])
 
 
 def handler_for(statement: exp.Expression) -> Handler:

@@ -18,7 +18,6 @@ from translator.errors import TranslationError
 from translator.translate import translate
 
 QUERY_TYPES = (exp.Query, exp.Values)
-WRITES = (exp.Insert, exp.Delete, exp.Update, exp.Merge)
 IN_PROCESS = "runs without Spark: the whole query in this process (DuckDB over Arrow)"
 
 
@@ -32,8 +31,6 @@ def select(session: Services, query: exp.Expression, sql: str) -> Result:
 def explain(session: Services, statement: Explain, sql: str) -> Result:
     """EXPLAIN [ANALYZE] query: the plan, where it would run, and with ANALYZE what running it did."""
     query = statement.this
-    if isinstance(query, WRITES) and statement.args.get("analyze"):
-        return explain_write(session, query, sql)
     if not isinstance(query, QUERY_TYPES):
         raise NotSupportedError("EXPLAIN takes a query (EXPLAIN ANALYZE also INSERT, DELETE, UPDATE, MERGE)")
     plan = session.plan(query)
@@ -45,25 +42,6 @@ def explain(session: Services, statement: Explain, sql: str) -> Result:
     if statement.args.get("analyze"):
         answer = executor.fetch(plan)
         lines += [""] + trace.report() + [f"answer rows: {answer.table.num_rows}"]
-    return Result.of(pa.table({"plan": lines}), ["string"])
-
-
-def explain_write(session: Services, write: exp.Expression, sql: str) -> Result:
-    """EXPLAIN ANALYZE of a write: runs it, and says what it changed and what maintaining the materialized
-    views reading its table did (facts added, removed, over-deleted and re-derived, time)."""
-    from recsql.statements.dispatch import handler_for
-
-    session.maintenance = []
-    try:
-        result = handler_for(write)(session, write, write.sql(dialect="spark"))
-        traces = session.maintenance
-    finally:
-        session.maintenance = None
-    lines = [f"rows changed: {result.rowcount}"]
-    for trace in traces:
-        lines += trace.report()
-    if not traces:
-        lines.append("no materialized view reads the table")
     return Result.of(pa.table({"plan": lines}), ["string"])
 
 

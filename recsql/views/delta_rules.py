@@ -53,7 +53,7 @@ def why_recomputed(program: Program, component: Component) -> str:
             return f"{relation.display_name} aggregates with {relation.aggregate.function}() in its recursion"
         if relation.iteration is Iteration.BAG:
             return f"{relation.display_name} iterates as UNION ALL"
-        if not relation.distinct:
+        if not relation.distinct and not component.recursive:  # a recursion's facts are a set
             return f"{relation.display_name} keeps duplicate rows"
         if relation.max_level is not None:
             return f"{relation.display_name} has a MAX RECURSION LEVEL"

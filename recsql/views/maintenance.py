@@ -155,16 +155,18 @@ class Maintenance:
             return
         stratum = StratumRules(program, component, inputs)
         why = "computed" if self.reflected is None else why_recomputed(program, component)
-        for name in component.relations:
-            started = time.monotonic()
-            record = Maintained(program.relations[name].display_name, why and f"computed again: {why}")
-            if why:
-                result = self.recompute(stratum, name, stored.get(name))
-            else:
-                result = self.dred(stratum, name, stored, record)
+        started = time.monotonic()
+        records = {name: Maintained(program.relations[name].display_name, why and f"computed again: {why}")
+                   for name in component.relations}
+        if why:
+            maintained = {name: self.recompute(stratum, name, stored.get(name)) for name in component.relations}
+        else:
+            maintained = self.dred(stratum, stored, records)
+        for name, result in maintained.items():
+            record = records[name]
             record.added = result.plus.num_rows if result.plus is not None else 0
             record.removed = result.minus.num_rows if result.minus is not None else 0
-            record.seconds = time.monotonic() - started
+            record.seconds = (time.monotonic() - started) / len(maintained)
             if why == "computed":
                 record.how, record.added = "computed", result.facts.num_rows
             self.trace.relations.append(record)
@@ -180,25 +182,33 @@ class Maintenance:
         old = self.stored_facts(stored, facts.schema)
         return Result(facts, self.nonempty(self.difference(facts, old)), self.nonempty(self.difference(old, facts)))
 
-    def dred(self, stratum: StratumRules, name: str, stored: dict[str, str], record: Maintained) -> Result:
-        old = self.stored_facts(stored[name])
-        kept, kept_facts, over_deleted = stored, old, None
+    def dred(self, stratum: StratumRules, stored: dict[str, str], records: dict[str, Maintained]
+             ) -> dict[str, Result]:
+        """The stratum's relations maintained by DRed (insertions only when nothing can be deleted)."""
+        names = stratum.component.relations
+        old = {name: self.stored_facts(stored[name]) for name in names}
+        kept, kept_facts, over_deleted, over = stored, old, None, None
         if deletes(stratum.rules, stratum.inputs):
-            record.how = "DRed"
-            over_deleted = self.evaluate(stratum.over_deletion(stored, name)).table.cast(old.schema)
-            kept_facts = self.difference(old, over_deleted)
-            kept = dict(stored, **{name: self.register(kept_facts, always=True)})
-            over = {name: self.register(over_deleted, always=True)}
-        else:
-            record.how, over = "insertion", None
-        derived = self.evaluate(stratum.insertion(kept, over, name)).table.cast(old.schema)
-        fresh = self.difference(derived, kept_facts)
-        facts = pa.concat_tables([kept_facts, fresh])
-        if over_deleted is None:
-            return Result(facts, self.nonempty(fresh), None)
-        plus = self.difference(fresh, over_deleted)
-        record.over_deleted, record.rederived = over_deleted.num_rows, fresh.num_rows - plus.num_rows
-        return Result(facts, self.nonempty(plus), self.nonempty(self.difference(over_deleted, fresh)))
+            over_deleted = {name: self.evaluate(stratum.over_deletion(stored, name)).table.cast(old[name].schema)
+                            for name in names}
+            kept_facts = {name: self.difference(old[name], over_deleted[name]) for name in names}
+            kept = {name: self.register(facts) for name, facts in kept_facts.items()}
+            over = {name: self.register(facts) for name, facts in over_deleted.items()}
+        results = {}
+        for name in names:
+            records[name].how = "insertion" if over is None else "DRed"
+            derived = self.evaluate(stratum.insertion(kept, over, name)).table.cast(old[name].schema)
+            fresh = self.difference(derived, kept_facts[name])
+            facts = pa.concat_tables([kept_facts[name], fresh])
+            if over_deleted is None:
+                results[name] = Result(facts, self.nonempty(fresh), None)
+                continue
+            plus = self.difference(fresh, over_deleted[name])
+            records[name].over_deleted = over_deleted[name].num_rows
+            records[name].rederived = fresh.num_rows - plus.num_rows
+            results[name] = Result(facts, self.nonempty(plus),
+                                   self.nonempty(self.difference(over_deleted[name], fresh)))
+        return results
 
     # -------------------------------------------------------------- evaluation
 
@@ -212,7 +222,7 @@ class Maintenance:
         facts = positional(self.catalog.arrow_table(name))
         return facts.cast(schema) if schema is not None else facts
 
-    def register(self, facts: pa.Table | str | None, always: bool = False) -> str | None:
+    def register(self, facts: pa.Table | str | None) -> str | None:
         """A name the next programs read `facts` by (a table's name as it is)."""
         if facts is None or isinstance(facts, str):
             return facts
