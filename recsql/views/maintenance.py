@@ -90,6 +90,7 @@ class Maintenance:
         self.names = itertools.count()
         self.registered: list[str] = []
         self.db = Database(self.catalog.timezone())
+        self.read = read_by_strata(program)
 
     def run(self, bases: BaseVersions, parts: dict[str, str], statement: str) -> Reflected:
         """Maintain (or compute) every relation; commit the changed ones; the new Reflected."""
@@ -144,14 +145,16 @@ class Maintenance:
                  if not atom.call_args and atom.relation not in component}
         stored = {name: self.reflected.relation(self.view, name) for name in component.relations} \
             if self.reflected is not None else {}
+        source = alias_source(program, component)
+        if source is not None:  # the same facts as the relation it copies
+            (name,) = component.relations
+            inputs[name] = inputs[source]
+            if source in results:
+                results[name] = results[source]
+            return
         if not any(inputs[name].changed for name in reads):
             for name in component.relations:
                 inputs[name] = Inputs(stored[name], stored[name])
-            return
-        source = alias_source(program, component)
-        if source is not None and source in results:  # the same facts as the relation it copies
-            (name,) = component.relations
-            inputs[name], results[name] = inputs[source], results[source]
             return
         stratum = StratumRules(program, component, inputs)
         why = "computed" if self.reflected is None else why_recomputed(program, component)
@@ -171,8 +174,11 @@ class Maintenance:
                 record.how, record.added = "computed", result.facts.num_rows
             self.trace.relations.append(record)
             results[name] = result
-            inputs[name] = Inputs(stored.get(name, ""), self.register(result.facts),
-                                  self.register(result.plus), self.register(result.minus))
+            if name in self.read:  # what later strata read it by
+                inputs[name] = Inputs(stored.get(name, ""), self.register(result.facts),
+                                      self.register(result.plus), self.register(result.minus))
+            else:
+                inputs[name] = Inputs(stored.get(name, ""), stored.get(name, ""))
 
     def recompute(self, stratum: StratumRules, name: str, stored: str | None) -> Result:
         answer = self.evaluate(stratum.recomputation(name))
@@ -299,6 +305,13 @@ def alias_source(program: Program, component: analysis.Component) -> str | None:
             or (program.relations[name].distinct and not source.distinct)):
         return None
     return atom.relation
+
+
+def read_by_strata(program: Program) -> set[str]:
+    """The relations some relation reads, other than a copy of it (which reads what it copies)."""
+    copies = {name for component in analysis.stratify(program) if alias_source(program, component)
+              for name in component.relations}
+    return {atom.relation for rule in program.rules if rule.head not in copies for atom in rule.atoms}
 
 
 def positional(facts: pa.Table) -> pa.Table:
