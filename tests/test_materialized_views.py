@@ -108,7 +108,7 @@ def check_history(conn, view: str, history) -> None:
 
 
 @pytest.mark.parametrize("view", sorted(VIEWS))
-@settings(max_examples=12, deadline=None)
+@settings(max_examples=8, deadline=None)
 @given(data=st.data())
 def test_views_equal_their_query_after_every_change_locally(conn, view, data):
     set_strategy(conn, "local")
