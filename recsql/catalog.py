@@ -39,6 +39,7 @@ from recsql.catalog_entries import Entry, EntryStore, Kind, view_query_of
 from recsql.delta_tables import Commit, DataFile, ManagedTable, Snapshot
 from recsql.errors import ProgrammingError
 from recsql.file_reads import FileReads
+from recsql.kept_rows import KeptRows
 from recsql.lazy_spark import LazySpark
 from recsql.path_tables import PathTables
 from recsql.readers import FileTable, Refused
@@ -76,6 +77,7 @@ class Catalog:
         self.registered = Registered(lambda table: arrow_frame(self.spark, table))
         self.spark_tables = SparkTables(spark)
         self.file_reads = FileReads()
+        self.kept_rows = KeptRows()  # managed tables' rows by version
         self.path_tables = PathTables(lambda: self.spark, self.file_reads, self.timezone)
         self.views: dict[str, tuple[str, str]] = {}  # relation → (the version it was read at, its Spark view)
         self.tables: dict[str, ManagedTable] = {}  # by directory: each keeps the log state it has read
@@ -289,8 +291,11 @@ class Catalog:
         if source is not None:
             return source.arrow_table(name)
         entry = self.stored(name)
+        if entry.kind in DELTA_KINDS and split_version(name)[2]:
+            return self.snapshot(name).read_arrow(FILE_COLUMN)
         if entry.kind in DELTA_KINDS:
-            return self.snapshot(name).read_arrow(FILE_COLUMN if split_version(name)[2] else None)
+            snapshot = self.snapshot(name)
+            return self.kept_rows.get(snapshot.identity, snapshot.read_arrow)
         read = self.external_read(entry)
         return read.table if isinstance(read, FileTable) else str(read)
 

@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 from typing import Callable
 
-from recsql.relation_names import VERSION_MARK
+from recsql.relation_names import STATE_MARK, VERSION_MARK
 from recsql.statistics import TableStatistics
 from recsql.warehouse_format import write_atomically
 
@@ -34,6 +34,7 @@ class StatisticsFiles:
         write_atomically(self.path(name), json.dumps(gathered.to_json()))
 
     def remove(self, name: str) -> None:
-        """Forget the statistics of a dropped table, and of its versions."""
-        for kept in [self.path(name), *self.directory.glob(f"{name}{VERSION_MARK}*.json")]:
+        """Forget the statistics of a dropped table, of its versions, and of a materialized view's relations."""
+        kept_by = [*self.directory.glob(f"{name}{VERSION_MARK}*.json"), *self.directory.glob(f"{name}{STATE_MARK}*.json")]
+        for kept in [self.path(name), *kept_by]:
             kept.unlink(missing_ok=True)

@@ -65,13 +65,16 @@ def why_recomputed(program: Program, component: Component) -> str:
     return ""
 
 
-def deletes(rules: list[Rule], inputs: dict[str, Inputs]) -> bool:
-    """Whether the change can remove facts of the stratum: an input lost facts that a rule reads
-    positively, or gained facts that a rule reads through a negation."""
+def changes(rules: list[Rule], inputs: dict[str, Inputs], gains: bool) -> bool:
+    """Whether the change can add facts to the stratum (`gains`: an input gained facts a rule reads
+    positively, or lost facts a rule reads through a negation), or remove some (the other way round)."""
     for rule in rules:
         for atom in rule.atoms:
             change = inputs.get(atom.relation)
-            if change is not None and (change.plus if atom.negated else change.minus) is not None:
+            if change is None:
+                continue
+            adding, removing = (change.minus, change.plus) if atom.negated else (change.plus, change.minus)
+            if (adding if gains else removing) is not None:
                 return True
     return False
 
@@ -105,8 +108,11 @@ class StratumRules:
     def insertion(self, kept: dict[str, str], over_deleted: dict[str, str] | None, target: str) -> Program:
         """Facts of `target` derivable after the change that the facts kept (`kept`: the old ones less the
         over-deleted) may lack: the over-deleted ones derivable again from what is kept, those derived
-        from gained facts, and, to a fixpoint, those derived from these."""
+        from gained facts, and, to a fixpoint, those derived from these. When nothing can insert a fact
+        (the change only deletes), every fact derived is an over-deleted one: each rule is restricted
+        to those, and the fixpoint stays within them."""
         rules = []
+        only_again = over_deleted is not None and not changes(self.rules, self.inputs, gains=True)
         for rule in self.rules:
             if over_deleted is not None:
                 body = tuple(self.version(literal, kept, "new") for literal in rule.body)
@@ -120,8 +126,41 @@ class StratumRules:
                 for chosen in combinations(own, size):
                     body = tuple(replace(literal, relation=inserted(literal.relation)) if i in chosen
                                  else self.version(literal, kept, "new") for i, literal in enumerate(rule.body))
+                    if only_again:
+                        body += restriction(rule, over_deleted[rule.head])
                     rules.append(Rule(inserted(rule.head), rule.terms, body))
         return self.program_of(rules, inserted, target, "derived")
+
+    def closure_insertion(self, step: str, old: str, target: str) -> Program:
+        """For a closure of `step` (see `closure_of`) that only gained steps: its new facts in a few
+        iterations instead of one per step of the longest new path, the old facts serving as every
+        stretch of old steps: a new path is old paths joined by gained steps."""
+        gained = self.inputs[step].plus
+        through = inserted("gained")  # (a, w): a path ending with a gained step
+        rules = [Rule(through, (var("a"), var("w")), body) for body in (
+            (Atom(gained, ("a", "w")),),
+            (Atom(old, ("a", "u")), Atom(gained, ("u", "w"))),
+            (Atom(through, ("a", "u")), Atom(gained, ("u", "w"))),
+            (Atom(through, ("a", "u")), Atom(old, ("u", "v")), Atom(gained, ("v", "w"))))]
+        rules += [Rule(inserted(target), (var("a"), var("d")), (Atom(through, ("a", "d")),)),
+                  Rule(inserted(target), (var("a"), var("d")), (Atom(through, ("a", "w")), Atom(old, ("w", "d"))))]
+        return self.closure_program(rules, through, target, "derived")
+
+    def closure_over_deletion(self, step: str, old: str, target: str) -> Program:
+        """For a closure of `step` that lost steps: the old facts with a path through a lost step (no
+        recursion: the old facts are every old path)."""
+        lost = self.inputs[step].minus
+        through = deleted("lost")
+        rules = [Rule(through, (var("a"), var("w")), body) for body in (
+            (Atom(lost, ("a", "w")),), (Atom(old, ("a", "u")), Atom(lost, ("u", "w"))))]
+        rules += [Rule(deleted(target), (var("a"), var("d")), (Atom(through, ("a", "d")),)),
+                  Rule(deleted(target), (var("a"), var("d")), (Atom(through, ("a", "w")), Atom(old, ("w", "d"))))]
+        return self.closure_program(rules, through, target, "over-deleted")
+
+    def closure_program(self, rules: list[Rule], through: str, target: str, what: str) -> Program:
+        program = self.program_of(rules, inserted if what == "derived" else deleted, target, what)
+        program.relations[through] = Relation(through, ("a", "w"), distinct=True, label=f"paths ({what})")
+        return program
 
     def recomputation(self, target: str) -> Program:
         """The stratum's rules over the new versions of what they read."""
@@ -180,6 +219,35 @@ class StratumRules:
             relations[naming(name)] = Relation(naming(name), relation.columns, distinct=True,
                                                label=f"{relation.display_name} ({what})")
         return Program(relations, rules, naming(target))
+
+
+def closure_of(program: Program, component: Component) -> str | None:
+    """The relation whose transitive closure the stratum is, if it is one: a single binary relation
+    r with the rules r(x, y) :- e(x, y) and r(x, z) :- r(x, y), e(y, z) (or e(x, y), r(y, z), or
+    r(x, y), r(y, z)), e read from outside the stratum."""
+    if len(component.relations) != 1:
+        return None
+    (name,) = component.relations
+    rules = program.rules_for(name)
+    if len(rules) != 2 or len(program.relations[name].columns) != 2:
+        return None
+    plain = all(isinstance(literal, Atom) and not (literal.filters or literal.optional or literal.call_args
+                                                   or literal.nulls_equal) and len(set(literal.args)) == 2
+                and "_" not in literal.args for rule in rules for literal in rule.body)
+    heads = all(all(isinstance(term, exp.Column) for term in rule.terms) for rule in rules)
+    if not plain or not heads:
+        return None
+    exit_rule, recursive = sorted(rules, key=lambda rule: any(atom.relation == name for atom in rule.atoms))
+    if len(exit_rule.body) != 1 or exit_rule.body[0].relation == name or len(recursive.body) != 2:
+        return None
+    step = exit_rule.body[0].relation
+    if [term.name for term in exit_rule.terms] != list(exit_rule.body[0].args):
+        return None
+    first, second = recursive.body
+    x, z = (term.name for term in recursive.terms)
+    chained = first.args[1] == second.args[0] and first.args[0] == x and second.args[1] == z and x != z
+    kinds = {first.relation, second.relation}
+    return step if chained and kinds <= {name, step} and name in kinds else None
 
 
 def deleted(name: str) -> str:

@@ -16,16 +16,17 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 from pyspark.sql.types import DataType, StructField, StructType
 
-from recsql import analysis
+from recsql import analysis, statistics
 from recsql.catalog import Catalog
 from recsql.delta_tables import ManagedTable, Snapshot
 from recsql.engine.answer import Answer
 from recsql.engine.local.database import Database
 from recsql.engine.trace import Trace
 from recsql.relation_names import state_name, version_name
+from recsql.statistics import TableStatistics
 from recsql.statements.handler import Services
 from recsql.table_writes import write_rows
-from recsql.views.delta_rules import Inputs, StratumRules, deletes, why_recomputed
+from recsql.views.delta_rules import Inputs, StratumRules, changes, closure_of, why_recomputed
 from recsql.views.stored import Reflected
 from translator.ir import Atom, Program
 
@@ -190,20 +191,25 @@ class Maintenance:
 
     def dred(self, stratum: StratumRules, stored: dict[str, str], records: dict[str, Maintained]
              ) -> dict[str, Result]:
-        """The stratum's relations maintained by DRed (insertions only when nothing can be deleted)."""
+        """The stratum's relations maintained by DRed (insertions only when nothing can be deleted); a
+        transitive closure with rules of its own for both steps (delta_rules.closure_of)."""
         names = stratum.component.relations
+        step = closure_of(self.program, stratum.component)
         old = {name: self.stored_facts(stored[name]) for name in names}
         kept, kept_facts, over_deleted, over = stored, old, None, None
-        if deletes(stratum.rules, stratum.inputs):
-            over_deleted = {name: self.evaluate(stratum.over_deletion(stored, name)).table.cast(old[name].schema)
-                            for name in names}
+        if changes(stratum.rules, stratum.inputs, gains=False):
+            over_deleted = {name: self.evaluate(
+                stratum.closure_over_deletion(step, stored[name], name) if step is not None else
+                stratum.over_deletion(stored, name)).table.cast(old[name].schema) for name in names}
             kept_facts = {name: self.difference(old[name], over_deleted[name]) for name in names}
             kept = {name: self.register(facts) for name, facts in kept_facts.items()}
             over = {name: self.register(facts) for name, facts in over_deleted.items()}
         results = {}
         for name in names:
             records[name].how = "insertion" if over is None else "DRed"
-            derived = self.evaluate(stratum.insertion(kept, over, name)).table.cast(old[name].schema)
+            program = (stratum.closure_insertion(step, stored[name], name) if step is not None and over is None
+                       else stratum.insertion(kept, over, name))
+            derived = self.evaluate(program).table.cast(old[name].schema)
             fresh = self.difference(derived, kept_facts[name])
             facts = pa.concat_tables([kept_facts[name], fresh])
             if over_deleted is None:
@@ -268,6 +274,8 @@ class Maintenance:
         return versions
 
     def write(self, part: str, result: Result, output: bool, statement: str) -> int:
+        """Commit a relation's new facts to its table; the new version. Its rows and statistics are kept
+        for the next statements (the statistics carried from the version before, rows counted again)."""
         root = self.root / part
         table = ManagedTable(state_name(self.view, part), root)
         if self.reflected is None or not (root / "_delta_log").exists():
@@ -276,16 +284,29 @@ class Maintenance:
             root.mkdir(parents=True, exist_ok=True)
             write_rows(table, [result.facts], schema, lambda files: ManagedTable.create(
                 table.name, root, schema, files, "MAINTAIN", statement), self.catalog.timezone)
-            return 0
-        before = table.snapshot()
-        schema = before.schema
-        if result.minus is None:
-            write_rows(table, [result.plus], schema, lambda files: table.append(files, schema, "MAINTAIN", statement),
-                       self.catalog.timezone)
         else:
-            write_rows(table, [result.facts], schema, lambda files: table.commit(
-                before, files, before.files, schema, "MAINTAIN", statement), self.catalog.timezone)
-        return table.snapshot().version
+            latest = table.snapshot()
+            schema = latest.schema
+            if result.minus is None and latest.version == self.reflected.versions[part]:
+                write_rows(table, [result.plus], schema, lambda files: table.append(
+                    files, schema, "MAINTAIN", statement), self.catalog.timezone)
+            else:  # facts lost, or a commit no entry names (its process died before naming it): replaced
+                write_rows(table, [result.facts], schema, lambda files: table.commit(
+                    latest, files, latest.files, schema, "MAINTAIN", statement), self.catalog.timezone)
+        snapshot = table.snapshot()
+        self.keep(part, snapshot, result.facts)
+        return snapshot.version
+
+    def keep(self, part: str, snapshot: Snapshot, facts: pa.Table) -> None:
+        rows = facts.rename_columns(snapshot.arrow_schema.names).cast(snapshot.arrow_schema)
+        self.catalog.kept_rows.put(snapshot.identity, rows)
+        before = None
+        if self.reflected is not None and part in self.reflected.versions:
+            before = self.catalog.cached_statistics(version_name(state_name(self.view, part),
+                                                                 self.reflected.versions[part]))
+        gathered = (statistics.from_arrow(rows, snapshot.key) if before is None else
+                    TableStatistics(rows.num_rows, before.columns, snapshot.key))
+        self.catalog.statistics_files.write(version_name(state_name(self.view, part), snapshot.version), gathered)
 
 
 def alias_source(program: Program, component: analysis.Component) -> str | None:

@@ -157,20 +157,24 @@ def maintain_dependents(session: Services, table: str, traces: list[MaintenanceT
 
 
 def read_views(session: Services, statement: exp.Expression) -> None:
-    """Bring up to date the materialized views a statement reads (through views too)."""
+    """Bring up to date the materialized views a statement reads (through views too). Only recsql's own
+    entries are looked at: a name they do not hold (a CTE, Spark's) costs a missing file, never Spark."""
     catalog = session.catalog
     seen: set[str] = set()
-    pending = [table.name.lower() for table in statement.find_all(exp.Table) if not table.args.get("db")]
+    pending = table_names(statement)
     while pending:
         name = pending.pop()
-        if name in seen:
+        if name in seen or name in catalog.registered:
             continue
         seen.add(name)
-        if catalog.session_data(name) is not None:
-            continue
         entry = catalog.entry(name)
         if entry is not None and entry.kind == Kind.VIEW:
-            query = dialect.parse_one(entry.sql)
-            pending += [table.name.lower() for table in query.find_all(exp.Table) if not table.args.get("db")]
+            pending += table_names(dialect.parse_one(entry.sql))
         elif entry is not None and entry.kind == Kind.MATERIALIZED:
             up_to_date(session, name)
+
+
+def table_names(statement: exp.Expression) -> list[str]:
+    """The one-part table names a statement reads or writes (not table functions such as range(10))."""
+    return [table.name.lower() for table in statement.find_all(exp.Table)
+            if isinstance(table.this, exp.Identifier) and table.name and not table.args.get("db")]
