@@ -8,6 +8,7 @@ walk with every stratum computed from the new versions."""
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import time
 import uuid
@@ -30,7 +31,8 @@ from recsql.views.delta_rules import Inputs, StratumRules, changes, closure_of, 
 from recsql.views.stored import Reflected
 from translator.ir import Atom, Program
 
-BaseVersions = dict[str, list]  # table -> [its directory, its version]
+BaseVersions = dict[str, list]
+LARGER = 4  # a set difference against a table this many times larger reads only its matching rows  # table -> [its directory, its version]
 
 
 @dataclass
@@ -90,7 +92,6 @@ class Maintenance:
         self.token = uuid.uuid4().hex[:8]
         self.names = itertools.count()
         self.registered: list[str] = []
-        self.db = Database(self.catalog.timezone())
         self.read = read_by_strata(program)
 
     def run(self, bases: BaseVersions, parts: dict[str, str], statement: str) -> Reflected:
@@ -105,7 +106,6 @@ class Maintenance:
         finally:
             for name in self.registered:
                 self.catalog.registered.remove(name)
-            self.db.close()
         self.trace.seconds = time.monotonic() - started
         return Reflected(parts[self.program.output], parts, self.program.to_datalog(), versions, bases)
 
@@ -244,12 +244,18 @@ class Maintenance:
         return name
 
     def difference(self, facts: pa.Table, other: pa.Table) -> pa.Table:
-        """The distinct facts of `facts` not in `other` (NULL equal to NULL, as EXCEPT)."""
-        if other.num_rows == 0 and facts.num_rows == 0:
-            return facts
+        """The distinct facts of `facts` not in `other` (NULL equal to NULL, as EXCEPT). Against a much
+        larger `other` (the old facts of a relation), only the rows of it matching some fact are
+        taken: a pass over it, not a hash table of it."""
         facts = positional(facts)
-        return self.db.query("SELECT * FROM facts EXCEPT SELECT * FROM other", facts=facts,
-                             other=positional(other).cast(facts.schema))
+        other = positional(other).cast(facts.schema)
+        if other.num_rows > LARGER * facts.num_rows:
+            matching = " AND ".join(f"o.{c} IS NOT DISTINCT FROM f.{c}" for c in facts.column_names)
+            other_sql = f"SELECT o.* FROM other o SEMI JOIN facts f ON {matching}"
+        else:
+            other_sql = "SELECT * FROM other"
+        with contextlib.closing(Database(self.catalog.timezone())) as db:  # the thread's idle connection
+            return db.query(f"SELECT * FROM facts EXCEPT {other_sql}", facts=facts, other=other)
 
     @staticmethod
     def nonempty(facts: pa.Table) -> pa.Table | None:
@@ -329,10 +335,12 @@ def alias_source(program: Program, component: analysis.Component) -> str | None:
 
 
 def read_by_strata(program: Program) -> set[str]:
-    """The relations some relation reads, other than a copy of it (which reads what it copies)."""
-    copies = {name for component in analysis.stratify(program) if alias_source(program, component)
-              for name in component.relations}
-    return {atom.relation for rule in program.rules if rule.head not in copies for atom in rule.atoms}
+    """The relations a later stratum reads, other than a copy (which reads what it copies)."""
+    components = analysis.stratify(program)
+    stratum_of = {name: component for component in components for name in component.relations}
+    copies = {name for component in components if alias_source(program, component) for name in component.relations}
+    return {atom.relation for rule in program.rules if rule.head not in copies for atom in rule.atoms
+            if atom.relation not in stratum_of.get(rule.head, ())}
 
 
 def positional(facts: pa.Table) -> pa.Table:

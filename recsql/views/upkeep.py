@@ -4,8 +4,10 @@ tables were changed by another process (or a maintenance failed): a view is neve
 
 from __future__ import annotations
 
+import functools
 import shutil
 import uuid
+import weakref
 from pathlib import Path
 
 from sqlglot import exp
@@ -22,6 +24,55 @@ from translator.ir import Program
 from translator.translate import translate
 
 MAINTAINABLE = (Kind.TABLE, Kind.MATERIALIZED)
+
+
+PROGRAMS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # catalog -> {(sql, what it reads): program}
+
+
+def stored_program(session: Services, sql: str) -> Program:
+    """The program of a stored view's statement, translated again only when what it reads changed (a
+    table's columns, a plain view's query): maintenance runs at every write of its tables."""
+    catalog = session.catalog
+    key = (sql, read_signature(session, view_query_of(parsed(sql))))
+    programs = PROGRAMS.setdefault(catalog, {})
+    if key not in programs:
+        if len(programs) > KEPT_PROGRAMS:
+            programs.clear()
+        programs[key] = view_program(session, parsed(sql))
+    return programs[key]
+
+
+KEPT_PROGRAMS = 64
+
+
+@functools.lru_cache(maxsize=KEPT_PROGRAMS)
+def parsed_once(sql: str) -> exp.Expression:
+    return dialect.parse_one(sql)
+
+
+def parsed(sql: str) -> exp.Expression:
+    return parsed_once(sql).copy()
+
+
+def read_signature(session: Services, statement: exp.Expression) -> tuple:
+    """What translating a statement depends on: each name it reads (through plain views too) with the
+    columns of a table or the query of a view."""
+    catalog = session.catalog
+    signature, seen, pending = [], set(), table_names(statement)
+    while pending:
+        name = pending.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        entry = None if name in catalog.registered else catalog.entry(name)
+        if entry is None:
+            signature.append((name, name in catalog.registered))
+        elif entry.kind == Kind.VIEW:
+            signature.append((name, entry.sql))
+            pending += table_names(view_query_of(parsed_once(entry.sql)))
+        else:
+            signature.append((name, catalog.schema(name).json()))
+    return tuple(sorted(signature, key=str))
 
 
 def view_program(session: Services, create: exp.Create) -> Program:
@@ -114,8 +165,7 @@ def up_to_date(session: Services, name: str, refresh: bool = False) -> Maintenan
             raise ProgrammingError(f"materialized view '{name}' not found")
         reflected = Reflected.of(entry)
         replaced = set(reflected.parts.values())
-        create = dialect.parse_one(entry.sql)
-        program = view_program(session, create)
+        program = stored_program(session, entry.sql)
         bases = base_tables(session, program)
         current = program.to_datalog() == reflected.program and set(bases) == set(reflected.bases)
         if current and bases == reflected.bases and not refresh:
@@ -169,7 +219,7 @@ def read_views(session: Services, statement: exp.Expression) -> None:
         seen.add(name)
         entry = catalog.entry(name)
         if entry is not None and entry.kind == Kind.VIEW:
-            pending += table_names(dialect.parse_one(entry.sql))
+            pending += table_names(view_query_of(parsed_once(entry.sql)))
         elif entry is not None and entry.kind == Kind.MATERIALIZED:
             up_to_date(session, name)
 
