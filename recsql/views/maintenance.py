@@ -201,7 +201,7 @@ class Maintenance:
             over_deleted = {name: self.evaluate(
                 stratum.closure_over_deletion(step, stored[name], name) if step is not None else
                 stratum.over_deletion(stored, name)).table.cast(old[name].schema) for name in names}
-            kept_facts = {name: self.difference(old[name], over_deleted[name]) for name in names}
+            kept_facts = {name: self.difference(old[name], over_deleted[name], distinct=True) for name in names}
             kept = {name: self.register(facts) for name, facts in kept_facts.items()}
             over = {name: self.register(facts) for name, facts in over_deleted.items()}
         results = {}
@@ -243,19 +243,22 @@ class Maintenance:
         self.registered.append(name)
         return name
 
-    def difference(self, facts: pa.Table, other: pa.Table) -> pa.Table:
+    def difference(self, facts: pa.Table, other: pa.Table, distinct: bool = False) -> pa.Table:
         """The distinct facts of `facts` not in `other` (NULL equal to NULL, as EXCEPT). Against a much
         larger `other` (the old facts of a relation), only the rows of it matching some fact are
-        taken: a pass over it, not a hash table of it."""
+        taken; from a much larger set (`distinct`: no fact twice), the facts matching none of a small
+        `other` are: a pass over the large side either way, not a hash table of it."""
         facts = positional(facts)
         other = positional(other).cast(facts.schema)
+        matching = " AND ".join(f"o.{c} IS NOT DISTINCT FROM f.{c}" for c in facts.column_names)
         if other.num_rows > LARGER * facts.num_rows:
-            matching = " AND ".join(f"o.{c} IS NOT DISTINCT FROM f.{c}" for c in facts.column_names)
-            other_sql = f"SELECT o.* FROM other o SEMI JOIN facts f ON {matching}"
+            sql = f"SELECT * FROM facts EXCEPT SELECT o.* FROM other o SEMI JOIN facts f ON {matching}"
+        elif distinct and facts.num_rows > LARGER * other.num_rows:
+            sql = f"SELECT f.* FROM facts f ANTI JOIN other o ON {matching}"
         else:
-            other_sql = "SELECT * FROM other"
+            sql = "SELECT * FROM facts EXCEPT SELECT * FROM other"
         with contextlib.closing(Database(self.catalog.timezone())) as db:  # the thread's idle connection
-            return db.query(f"SELECT * FROM facts EXCEPT {other_sql}", facts=facts, other=other)
+            return db.query(sql, facts=facts, other=other)
 
     @staticmethod
     def nonempty(facts: pa.Table) -> pa.Table | None:
