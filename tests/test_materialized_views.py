@@ -6,6 +6,13 @@ caught up when the view is next read."""
 
 from __future__ import annotations
 
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
 import pyarrow as pa
 import pytest
 from deltalake import write_deltalake
@@ -13,6 +20,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from strategies import set_strategy
+
+import recsql
 
 VIEWS = {
     "closure": ("mv_edge", "WITH RECURSIVE tc(x, y) AS (SELECT src, dst FROM mv_edge UNION "
@@ -162,3 +171,39 @@ def test_explain_analyze_of_a_write_says_what_maintenance_did(conn):
         assert "tc: DRed, +0 -1 (over-deleted 2, re-derived 1)" in " ".join(plan)
     finally:
         set_strategy(conn, "distributed")
+
+
+WRITER = """
+import random, sys
+import recsql
+conn = recsql.connect(warehouse=sys.argv[1], conf={"recsql.spark_start": "on_demand", "recsql.strategy": "local"})
+cur = conn.cursor()
+rng = random.Random(int(sys.argv[2]))
+print("ready", flush=True)
+while True:
+    edges = [(rng.randrange(30), rng.randrange(30)) for _ in range(3)]
+    cur.execute("INSERT INTO mv_edge VALUES " + ", ".join(map(str, edges)))
+    cur.execute(f"DELETE FROM mv_edge WHERE src = {rng.randrange(30)}")
+"""
+
+
+def test_a_writer_killed_while_maintaining_leaves_the_view_readable_and_right(tmp_path):
+    """A process inserting and deleting base rows in a loop (each statement maintaining the view) is killed
+    at random moments: the view then reads exactly what its query computes."""
+    warehouse = tmp_path / "warehouse"
+    conn = recsql.connect(warehouse=str(warehouse), conf={"recsql.spark_start": "on_demand"})
+    set_strategy(conn, "local")
+    run(conn, "CREATE TABLE mv_edge (src INT, dst INT)")
+    run(conn, "INSERT INTO mv_edge VALUES " + ", ".join(f"({i}, {(i * 7 + 3) % 30})" for i in range(30)))
+    query = VIEWS["closure"][1]
+    run(conn, f"CREATE MATERIALIZED VIEW mv_closure AS {query}")
+    rng = random.Random(20_261_125)
+    for trial in range(3):
+        writer = subprocess.Popen([sys.executable, "-c", WRITER, str(warehouse), str(trial)],
+                                  stdout=subprocess.PIPE, text=True, cwd=Path(__file__).resolve().parent.parent)
+        assert writer.stdout.readline().strip() == "ready"
+        time.sleep(rng.uniform(0.5, 2.0))
+        writer.send_signal(signal.SIGKILL)
+        writer.wait()
+        assert run(conn, "SELECT * FROM mv_closure") == run(conn, query), f"trial {trial}"
+    conn.close()

@@ -26,7 +26,7 @@ from itertools import combinations
 from sqlglot import exp
 
 from recsql.analysis import Component
-from translator.ir import Atom, Condition, Iteration, Literal, Program, Relation, Rule, var
+from translator.ir import WILDCARD, Atom, Condition, Iteration, Literal, Program, Relation, Rule, var
 
 
 @dataclass(frozen=True)
@@ -105,27 +105,34 @@ class StratumRules:
                 rules.append(Rule(deleted(rule.head), rule.terms, body))
         return self.program_of(rules, deleted, target, "over-deleted")
 
-    def insertion(self, kept: dict[str, str], over_deleted: dict[str, str] | None, target: str) -> Program:
-        """Facts of `target` derivable after the change that the facts kept (`kept`: the old ones less the
-        over-deleted) may lack: the over-deleted ones derivable again from what is kept, those derived
-        from gained facts, and, to a fixpoint, those derived from these. When nothing can insert a fact
-        (the change only deletes), every fact derived is an over-deleted one: each rule is restricted
-        to those, and the fixpoint stays within them."""
+    def insertion(self, old: dict[str, str], over_deleted: dict[str, str] | None, target: str) -> Program:
+        """Facts of `target` derivable after the change that the facts kept (the old ones less the
+        over-deleted: read as the old, less those, never copied) may lack: the over-deleted ones
+        derivable again from what is kept, those derived from gained facts, and, to a fixpoint, those
+        derived from these. When nothing can insert a fact (the change only deletes), every fact derived
+        is an over-deleted one: each rule is restricted to those, and the fixpoint stays within them."""
         rules = []
         only_again = over_deleted is not None and not changes(self.rules, self.inputs, gains=True)
+
+        def after(literal: Literal, position: int) -> tuple[Literal, ...]:
+            """What `literal` reads after the change: the kept facts of the stratum, the new versions."""
+            if not self.reads_stratum(literal):
+                return (self.version(literal, {}, "new"),)
+            return kept(literal, old[literal.relation], over_deleted and over_deleted[literal.relation], position)
+
         for rule in self.rules:
             if over_deleted is not None:
-                body = tuple(self.version(literal, kept, "new") for literal in rule.body)
+                body = sum((after(literal, i) for i, literal in enumerate(rule.body)), ())
                 rules.append(Rule(inserted(rule.head), rule.terms, body + restriction(rule, over_deleted[rule.head])))
             for position, literal in enumerate(rule.body):
                 for cause in self.inserting(literal):
-                    body = tuple(self.version(other, kept, "new") for i, other in enumerate(rule.body) if i != position)
+                    body = sum((after(other, i) for i, other in enumerate(rule.body) if i != position), ())
                     rules.append(Rule(inserted(rule.head), rule.terms, body + cause))
             own = [i for i, literal in enumerate(rule.body) if self.reads_stratum(literal)]
             for size in range(1, len(own) + 1):
                 for chosen in combinations(own, size):
-                    body = tuple(replace(literal, relation=inserted(literal.relation)) if i in chosen
-                                 else self.version(literal, kept, "new") for i, literal in enumerate(rule.body))
+                    body = sum(((replace(literal, relation=inserted(literal.relation)),) if i in chosen
+                                else after(literal, i) for i, literal in enumerate(rule.body)), ())
                     if only_again:
                         body += restriction(rule, over_deleted[rule.head])
                     rules.append(Rule(inserted(rule.head), rule.terms, body))
@@ -256,6 +263,15 @@ def deleted(name: str) -> str:
 
 def inserted(name: str) -> str:
     return f"{name}__derived"
+
+
+def kept(atom: Atom, old: str, over_deleted: str | None, position: int) -> tuple[Literal, ...]:
+    """An atom reading the facts kept of a relation: its old facts, less the over-deleted (NULL equal to
+    NULL); a wildcard becomes a variable of its own, for the over-deleted fact to match whole."""
+    if over_deleted is None:
+        return (replace(atom, relation=old),)
+    args = tuple(f"__kept{position}_{i}" if arg == WILDCARD else arg for i, arg in enumerate(atom.args))
+    return replace(atom, relation=old, args=args), Atom(over_deleted, args, negated=True, nulls_equal=True)
 
 
 def restriction(rule: Rule, over_deleted: str) -> tuple[Literal, ...]:

@@ -196,19 +196,18 @@ class Maintenance:
         names = stratum.component.relations
         step = closure_of(self.program, stratum.component)
         old = {name: self.stored_facts(stored[name]) for name in names}
-        kept, kept_facts, over_deleted, over = stored, old, None, None
+        kept_facts, over_deleted, over = old, None, None
         if changes(stratum.rules, stratum.inputs, gains=False):
             over_deleted = {name: self.evaluate(
                 stratum.closure_over_deletion(step, stored[name], name) if step is not None else
                 stratum.over_deletion(stored, name)).table.cast(old[name].schema) for name in names}
             kept_facts = {name: self.difference(old[name], over_deleted[name], distinct=True) for name in names}
-            kept = {name: self.register(facts) for name, facts in kept_facts.items()}
             over = {name: self.register(facts) for name, facts in over_deleted.items()}
         results = {}
         for name in names:
             records[name].how = "insertion" if over is None else "DRed"
             program = (stratum.closure_insertion(step, stored[name], name) if step is not None and over is None
-                       else stratum.insertion(kept, over, name))
+                       else stratum.insertion(stored, over, name))
             derived = self.evaluate(program).table.cast(old[name].schema)
             fresh = self.difference(derived, kept_facts[name])
             facts = pa.concat_tables([kept_facts[name], fresh])
