@@ -5,6 +5,7 @@ the limits of `recsql.max_iterations`, `recsql.max_rows` and a local evaluation'
 
 from __future__ import annotations
 
+import functools
 import time
 from dataclasses import dataclass
 from typing import Generic, Iterable, Mapping, Protocol, Sequence
@@ -175,9 +176,11 @@ def rule_ids(program: Program) -> dict[tuple, int]:
     return {rule_key(rule): i for i, rule in enumerate(program.rules)}
 
 
+@functools.lru_cache(maxsize=4096)
 def rule_key(rule: Rule) -> tuple:
     """A rule up to the order of its body: the planner may reorder a delta variant's joins, and every
-    variant of a rule contributes as that rule."""
+    variant of a rule contributes as that rule. Kept per rule: every evaluation of a program (and its
+    typing) asks again, and printing literals costs more than the rest of a small evaluation."""
     return rule.head, tuple(term.sql() for term in rule.terms), tuple(sorted(str(literal) for literal in rule.body))
 
 
