@@ -26,7 +26,7 @@ from itertools import combinations
 from sqlglot import exp
 
 from recsql.analysis import Component
-from translator.ir import WILDCARD, Atom, Condition, Iteration, Literal, Program, Relation, Rule, var
+from translator.ir import WILDCARD, Assignment, Atom, Condition, Iteration, Literal, Program, Relation, Rule, var
 
 
 @dataclass(frozen=True)
@@ -169,6 +169,30 @@ class StratumRules:
         program.relations[through] = Relation(through, ("a", "w"), distinct=True, label=f"paths ({what})")
         return program
 
+    def improvement(self, old: dict[str, str], target: str) -> Program:
+        """For a stratum of min()/max() relations whose inputs only gained facts: the groups whose value
+        improves, with the better value. Values only improve then, and an improved value comes from a
+        derivation reading a gained fact or an improved one; every candidate is compared with the old
+        value of its group as it is derived, so only improvements travel on."""
+        rules = []
+        for rule in self.rules:
+            better = improves(self.program.relations[rule.head], rule, old[rule.head])
+            for position, literal in enumerate(rule.body):
+                for cause in self.inserting(literal):
+                    body = tuple(self.version(other, old, "new") for i, other in enumerate(rule.body) if i != position)
+                    rules.append(Rule(inserted(rule.head), rule.terms, body + cause + better))
+            own = [i for i, literal in enumerate(rule.body) if self.reads_stratum(literal)]
+            for size in range(1, len(own) + 1):
+                for chosen in combinations(own, size):
+                    body = tuple(replace(literal, relation=inserted(literal.relation)) if i in chosen
+                                 else self.version(literal, old, "new") for i, literal in enumerate(rule.body))
+                    rules.append(Rule(inserted(rule.head), rule.terms, body + better))
+        program = self.program_of(rules, inserted, target, "improved")
+        for name in self.component.relations:
+            relation = program.relations[inserted(name)]
+            program.relations[relation.name] = replace(relation, aggregate=self.program.relations[name].aggregate)
+        return program
+
     def recomputation(self, target: str) -> Program:
         """The stratum's rules over the new versions of what they read."""
         own = {name: name for name in self.component.relations}
@@ -263,6 +287,31 @@ def deleted(name: str) -> str:
 
 def inserted(name: str) -> str:
     return f"{name}__derived"
+
+
+def extremes(program: Program, component: Component) -> bool:
+    """Whether every relation of the stratum keeps a min() or max() per group (improvement applies)."""
+    return all(program.relations[name].aggregate is not None and
+               program.relations[name].aggregate.function in ("min", "max") for name in component.relations)
+
+
+def improves(relation: Relation, rule: Rule, old: str) -> tuple[Literal, ...]:
+    """Literals keeping the rule's candidates better than the old value of their group (or of a group
+    without one): the head's group terms bound to variables, and no old fact of the group as good."""
+    literals: list[Literal] = []
+    args = []
+    for position, term in enumerate(rule.terms):
+        if position == relation.aggregate.column:
+            args.append("__old_value")
+            value = term
+        elif isinstance(term, exp.Column):
+            args.append(term.name)
+        else:
+            args.append(f"__group{position}")
+            literals.append(Assignment(f"__group{position}", term.copy()))
+    compare = exp.LTE if relation.aggregate.function == "min" else exp.GTE
+    on = compare(this=var("__old_value"), expression=value.copy())
+    return (*literals, Atom(old, tuple(args), negated=True, on=on))
 
 
 def kept(atom: Atom, old: str, over_deleted: str | None, position: int) -> tuple[Literal, ...]:

@@ -13,6 +13,7 @@ import itertools
 import time
 import uuid
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import pyarrow as pa
 from pyspark.sql.types import DataType, StructField, StructType
@@ -27,12 +28,12 @@ from recsql.relation_names import state_name, version_name
 from recsql.statistics import TableStatistics
 from recsql.statements.handler import Services
 from recsql.table_writes import write_rows
-from recsql.views.delta_rules import Inputs, StratumRules, changes, closure_of, why_recomputed
+from recsql.views.delta_rules import Inputs, StratumRules, changes, closure_of, extremes, why_recomputed
 from recsql.views.stored import Reflected
 from translator.ir import Atom, Program
 
-BaseVersions = dict[str, list]
-LARGER = 4  # a set difference against a table this many times larger reads only its matching rows  # table -> [its directory, its version]
+BaseVersions = dict[str, list]  # table -> [its directory, its version]
+LARGER = 4  # a set difference against a table this many times larger reads only its matching rows
 
 
 @dataclass
@@ -77,9 +78,9 @@ class Result:
 
 
 class Maintenance:
-    """One bringing up to date of a view's relations (`reflected` None or `full`: computed from scratch)."""
+    """One bringing up to date of a view's relations (`reflected` None: all computed from the tables)."""
 
-    def __init__(self, session: Services, view: str, root, program: Program, output_names: list[str],
+    def __init__(self, session: Services, view: str, root: Path, program: Program, output_names: list[str],
                  reflected: Reflected | None, trace: MaintenanceTrace):
         self.session = session
         self.catalog: Catalog = session.catalog
@@ -112,16 +113,18 @@ class Maintenance:
     # -------------------------------------------------------------- inputs
 
     def base_inputs(self, bases: BaseVersions) -> dict[str, Inputs]:
+        """What each base table is now and, when the view is maintained, what it gained and lost (the
+        caller computes the view again when a table's directory is another: it was dropped and made anew)."""
         inputs = {}
         for name, (directory, version) in bases.items():
             new = version_name(name, version)
-            before = self.reflected.bases.get(name) if self.reflected is not None else None
-            if before is None or before[0] != directory:
+            if self.reflected is None:
                 inputs[name] = Inputs(new, new, plus=new)  # all of it is new
-            elif before[1] == version:
-                inputs[name] = Inputs(new, new)
-            else:
-                inputs[name] = self.table_changes(name, directory, before[1], version)
+                continue
+            before = self.reflected.bases[name]
+            assert before[0] == directory, f"{name} is another table than the view reflects"
+            inputs[name] = Inputs(new, new) if before[1] == version else self.table_changes(
+                name, directory, before[1], version)
         return inputs
 
     def table_changes(self, name: str, directory: str, old: int, new: int) -> Inputs:
@@ -159,10 +162,15 @@ class Maintenance:
             return
         stratum = StratumRules(program, component, inputs)
         why = "computed" if self.reflected is None else why_recomputed(program, component)
+        improves = bool(why) and self.reflected is not None and extremes(program, component) and not changes(
+            stratum.rules, inputs, gains=False)
         started = time.monotonic()
-        records = {name: Maintained(program.relations[name].display_name, why and f"computed again: {why}")
+        records = {name: Maintained(program.relations[name].display_name,
+                                    "improvement" if improves else why and f"computed again: {why}")
                    for name in component.relations}
-        if why:
+        if improves:
+            maintained = {name: self.improve(stratum, stored, name) for name in component.relations}
+        elif why:
             maintained = {name: self.recompute(stratum, name, stored.get(name)) for name in component.relations}
         else:
             maintained = self.dred(stratum, stored, records)
@@ -180,6 +188,21 @@ class Maintenance:
                                       self.register(result.plus), self.register(result.minus))
             else:
                 inputs[name] = Inputs(stored.get(name, ""), stored.get(name, ""))
+
+    def improve(self, stratum: StratumRules, stored: dict[str, str], name: str) -> Result:
+        """A min()/max() relation whose inputs only gained facts: the groups that improve replace theirs."""
+        old = self.stored_facts(stored[name])
+        improved = self.evaluate(stratum.improvement(stored, name)).table.cast(old.schema)
+        keys = [f"c{i}" for i in self.program.relations[name].group_key]
+        replaced = self.matching(old, improved, keys)
+        facts = pa.concat_tables([self.difference(old, replaced, distinct=True), improved])
+        return Result(facts, self.nonempty(improved), self.nonempty(replaced))
+
+    def matching(self, facts: pa.Table, groups: pa.Table, keys: list[str]) -> pa.Table:
+        """The facts of `facts` whose group (the columns `keys`) is one of `groups`' (NULL equal to NULL)."""
+        on = " AND ".join(f"f.{key} IS NOT DISTINCT FROM g.{key}" for key in keys) or "TRUE"
+        with contextlib.closing(Database(self.catalog.timezone())) as db:
+            return db.query(f"SELECT f.* FROM facts f SEMI JOIN groups g ON {on}", facts=facts, groups=groups)
 
     def recompute(self, stratum: StratumRules, name: str, stored: str | None) -> Result:
         answer = self.evaluate(stratum.recomputation(name))

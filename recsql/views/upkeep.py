@@ -167,14 +167,15 @@ def up_to_date(session: Services, name: str, refresh: bool = False) -> Maintenan
         replaced = set(reflected.parts.values())
         program = stored_program(session, entry.sql)
         bases = base_tables(session, program)
-        current = program.to_datalog() == reflected.program and set(bases) == set(reflected.bases)
+        same_tables = directories(bases) == directories(reflected.bases)  # none dropped and made anew
+        current = program.to_datalog() == reflected.program and same_tables
         if current and bases == reflected.bases and not refresh:
             return None
         if not current or refresh:
             reflected = None
         trace = MaintenanceTrace(name)
         root = catalog.warehouse / entry.path
-        parts = Reflected.of(entry).parts if reflected is not None else fresh_parts(root, stored_parts(program))
+        parts = Reflected.of(entry).parts if reflected is not None else fresh_parts(stored_parts(program))
         maintained = Maintenance(session, name, root, program, list(program.output_columns), reflected,
                                  trace).run(bases, parts, entry.sql)
         entry.reflects = maintained.as_json()
@@ -184,7 +185,11 @@ def up_to_date(session: Services, name: str, refresh: bool = False) -> Maintenan
         return trace
 
 
-def fresh_parts(root: Path, parts: dict[str, str]) -> dict[str, str]:
+def directories(bases: dict[str, list]) -> dict[str, str]:
+    return {table: directory for table, (directory, _) in bases.items()}
+
+
+def fresh_parts(parts: dict[str, str]) -> dict[str, str]:
     """Parts for computing a view again beside its current tables (which stay readable until the entry
     names the new ones)."""
     prefix = f"g{uuid.uuid4().hex[:6]}_"
