@@ -172,25 +172,15 @@ class StratumRules:
     def improvement(self, old: dict[str, str], target: str) -> Program:
         """For a stratum of min()/max() relations whose inputs only gained facts: the groups whose value
         improves, with the better value. Values only improve then, and an improved value comes from a
-        derivation reading a gained fact or an improved one; every candidate is compared with the old
-        value of its group as it is derived, so only improvements travel on."""
-        rules = []
-        for rule in self.rules:
-            better = improves(self.program.relations[rule.head], rule, old[rule.head])
-            for position, literal in enumerate(rule.body):
-                for cause in self.inserting(literal):
-                    body = tuple(self.version(other, old, "new") for i, other in enumerate(rule.body) if i != position)
-                    rules.append(Rule(inserted(rule.head), rule.terms, body + cause + better))
-            own = [i for i, literal in enumerate(rule.body) if self.reads_stratum(literal)]
-            for size in range(1, len(own) + 1):
-                for chosen in combinations(own, size):
-                    body = tuple(replace(literal, relation=inserted(literal.relation)) if i in chosen
-                                 else self.version(literal, old, "new") for i, literal in enumerate(rule.body))
-                    rules.append(Rule(inserted(rule.head), rule.terms, body + better))
-        program = self.program_of(rules, inserted, target, "improved")
-        for name in self.component.relations:
-            relation = program.relations[inserted(name)]
-            program.relations[relation.name] = replace(relation, aggregate=self.program.relations[name].aggregate)
+        derivation reading a gained fact or an improved one (the insertion's rules); every candidate is
+        compared with the old value of its group as it is derived, so only improvements travel on."""
+        program = self.insertion(old, None, target)
+        names = {inserted(name): name for name in self.component.relations}
+        program.rules = [Rule(rule.head, rule.terms, rule.body + improves(
+            self.program.relations[names[rule.head]], rule, old[names[rule.head]])) for rule in program.rules]
+        for derived, name in names.items():
+            program.relations[derived] = replace(program.relations[derived],
+                                                 aggregate=self.program.relations[name].aggregate)
         return program
 
     def recomputation(self, target: str) -> Program:
