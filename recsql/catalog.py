@@ -468,6 +468,8 @@ class Catalog:
         entry = self.entry(name)
         wanted = {Kind.TABLE: (Kind.TABLE, Kind.EXTERNAL), Kind.VIEW: (Kind.VIEW,),
                   Kind.MATERIALIZED: (Kind.MATERIALIZED,)}[kind]
+        if entry is not None and entry.kind == Kind.MATERIALIZED and kind != Kind.MATERIALIZED:
+            raise ProgrammingError(f"'{name}' is a materialized view: DROP MATERIALIZED VIEW {name} drops it")
         if entry is None or entry.kind not in wanted:
             if if_exists:
                 return

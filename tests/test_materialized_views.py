@@ -207,3 +207,32 @@ def test_a_writer_killed_while_maintaining_leaves_the_view_readable_and_right(tm
         writer.wait()
         assert run(conn, "SELECT * FROM mv_closure") == run(conn, query), f"trial {trial}"
     conn.close()
+
+
+def test_a_view_over_a_view_follows_its_base_and_the_statements_about_views(conn):
+    set_strategy(conn, "local")
+    try:
+        run(conn, "CREATE OR REPLACE TABLE mv_edge (src INT, dst INT)")
+        run(conn, "INSERT INTO mv_edge VALUES (1, 2), (2, 3)")
+        run(conn, f"CREATE OR REPLACE MATERIALIZED VIEW mv_closure AS {VIEWS['closure'][1]}")
+        run(conn, "CREATE OR REPLACE MATERIALIZED VIEW mv_reach_counts AS SELECT x, count(*) AS n FROM mv_closure "
+                  "GROUP BY x")
+        run(conn, "INSERT INTO mv_edge VALUES (3, 4)")
+        assert run(conn, "SELECT * FROM mv_reach_counts") == [(1, 3), (2, 2), (3, 1)]
+        run(conn, "DROP TABLE mv_edge")
+        run(conn, "CREATE TABLE mv_edge (src INT, dst INT)")  # another table of the same name
+        run(conn, "INSERT INTO mv_edge VALUES (5, 6)")
+        assert run(conn, "SELECT * FROM mv_closure") == [(5, 6)]
+        assert run(conn, "SELECT * FROM mv_reach_counts") == [(5, 1)]
+        with pytest.raises(recsql.ProgrammingError, match="DROP MATERIALIZED VIEW mv_closure"):
+            run(conn, "DROP VIEW mv_closure")
+        with pytest.raises(recsql.ProgrammingError, match="materialized view"):
+            run(conn, "INSERT INTO mv_closure VALUES (1, 1)")
+        conn.register("mv_session", pa.table({"a": [1]}))
+        with pytest.raises(recsql.NotSupportedError, match="'mv_session' is data of this session"):
+            run(conn, "CREATE MATERIALIZED VIEW mv_bad AS SELECT * FROM mv_session")
+        run(conn, "DROP MATERIALIZED VIEW mv_reach_counts")
+        run(conn, "DROP MATERIALIZED VIEW IF EXISTS mv_reach_counts")
+        assert "mv_reach_counts" not in {name for name, *_ in run(conn, "SHOW TABLES")}
+    finally:
+        set_strategy(conn, "distributed")
