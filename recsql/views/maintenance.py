@@ -124,19 +124,19 @@ class Maintenance:
             before = self.reflected.bases[name]
             assert before[0] == directory, f"{name} is another table than the view reflects"
             inputs[name] = Inputs(new, new) if before[1] == version else self.table_changes(
-                name, directory, before[1], version)
+                name, before[1], version)
         return inputs
 
-    def table_changes(self, name: str, directory: str, old: int, new: int) -> Inputs:
+    def table_changes(self, name: str, old: int, new: int) -> Inputs:
         """A base table's versions, and the rows it gained and lost between them, from the files the
         commits since `old` added and removed."""
-        table = ManagedTable(name, directory)
+        table = self.catalog.managed(name)  # the catalog's: it keeps the log it has read
         before, after = table.snapshot(old), table.snapshot(new)
         old_files, new_files = set(before.files), set(after.files)
         added = read_files(after.restricted(tuple(new_files - old_files)))
         removed = read_files(before.restricted(tuple(old_files - new_files)))
-        plus = self.difference(added, read_files(before)) if added.num_rows else None
-        minus = self.difference(removed, read_files(after)) if removed.num_rows else None
+        plus = self.difference(added, self.rows_of(before)) if added.num_rows else None
+        minus = self.difference(removed, self.rows_of(after)) if removed.num_rows else None
         return Inputs(version_name(name, old), version_name(name, new), self.register(plus), self.register(minus))
 
     # -------------------------------------------------------------- strata
@@ -251,6 +251,10 @@ class Maintenance:
         plan = self.session.plan_program(program)
         answer = self.session.executor(self.trace.evaluation).fetch(plan)
         return Answer(answer.names, answer.types, positional(answer.table))
+
+    def rows_of(self, snapshot: Snapshot) -> pa.Table:
+        """A whole version of a table, kept for the next statements."""
+        return positional(self.catalog.kept_rows.get(snapshot.identity, snapshot.read_arrow))
 
     def stored_facts(self, name: str, schema: pa.Schema | None = None) -> pa.Table:
         facts = positional(self.catalog.arrow_table(name))
