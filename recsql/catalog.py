@@ -393,20 +393,28 @@ class Catalog:
             before = table.snapshot()
             return write_rows(table, parts, schema, lambda files: table.commit(
                 before, files, before.files, schema, operation, statement), self.timezone)
-        relative = Path("tables") / f"{name}-{uuid.uuid4().hex[:12]}"
-        root = self.warehouse / relative
-        table = ManagedTable(name, root)
-        root.mkdir(parents=True)
-        try:
+        with self.new_data(name, existing) as relative:
+            root = self.warehouse / relative
+            table = ManagedTable(name, root)
+            root.mkdir(parents=True)
             written = write_rows(table, parts, schema, lambda files: ManagedTable.create(
                 name, root, schema, files, operation, statement), self.timezone)
             self.entries.publish(Entry(name, Kind.TABLE, path=relative.as_posix()), replace=existing is not None)
+        return written
+
+    @contextlib.contextmanager
+    def new_data(self, name: str, existing: Entry | None) -> Iterator[Path]:
+        """A fresh directory of the warehouse (relative to it) for a new table's or view's data, which the
+        block writes and publishes the entry of: removed if the block fails; else the data of the entry
+        it replaced (`existing`) is removed after."""
+        relative = Path("tables") / f"{name}-{uuid.uuid4().hex[:12]}"
+        try:
+            yield relative
         except BaseException:
-            shutil.rmtree(root, ignore_errors=True)
+            shutil.rmtree(self.warehouse / relative, ignore_errors=True)
             raise
         if existing is not None:
             self.remove_data(existing)
-        return written
 
     def timezone(self) -> str:
         """Spark's session time zone: what a timestamp without one means."""

@@ -12,25 +12,6 @@ from recsql.statements import admin, ddl, materialized, queries, writes
 from recsql.statements.handler import Handler, Result, Services
 from translator.dialect import Explain, Vacuum
 
-HANDLERS: dict[type[exp.Expression], Handler] = {
-    exp.Query: queries.select,
-    exp.Values: queries.select,
-    Explain: lambda session, statement, sql: explain(session, statement, sql),
-    exp.Create: ddl.create,
-    exp.Drop: ddl.drop,
-    exp.Refresh: materialized.refresh,
-    exp.Insert: writes.insert,
-    exp.Delete: writes.change,
-    exp.Update: writes.change,
-    exp.Merge: writes.change,
-    exp.Set: admin.set_option,
-    exp.Show: admin.show_tables,
-    exp.Describe: admin.describe,
-    exp.Analyze: admin.analyze,
-    Vacuum: admin.vacuum,
-}
-
-
 WRITES = (exp.Insert, exp.Delete, exp.Update, exp.Merge)
 
 
@@ -59,6 +40,25 @@ def explain_write(session: Services, statement: Explain, sql: str) -> Result:
     if not traces:
         lines.append("no materialized view reads the table")
     return Result.of(pa.table({"plan": lines}), ["string"])
+
+
+HANDLERS: dict[type[exp.Expression], Handler] = {
+    exp.Query: queries.select,
+    exp.Values: queries.select,
+    Explain: explain,
+    exp.Create: ddl.create,
+    exp.Drop: ddl.drop,
+    exp.Refresh: materialized.refresh,
+    exp.Insert: writes.insert,
+    exp.Delete: writes.change,
+    exp.Update: writes.change,
+    exp.Merge: writes.change,
+    exp.Set: admin.set_option,
+    exp.Show: admin.show_tables,
+    exp.Describe: admin.describe,
+    exp.Analyze: admin.analyze,
+    Vacuum: admin.vacuum,
+}
 
 
 def handler_for(statement: exp.Expression) -> Handler:

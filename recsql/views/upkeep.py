@@ -8,7 +8,7 @@ import functools
 import shutil
 import uuid
 import weakref
-from pathlib import Path
+from typing import Iterator
 
 from sqlglot import exp
 
@@ -58,20 +58,12 @@ def read_signature(session: Services, statement: exp.Expression) -> tuple:
     """What translating a statement depends on: each name it reads (through plain views too) with the
     columns of a table or the query of a view."""
     catalog = session.catalog
-    signature, seen, pending = [], set(), table_names(statement)
-    while pending:
-        name = pending.pop()
-        if name in seen:
-            continue
-        seen.add(name)
-        entry = None if name in catalog.registered else catalog.entry(name)
+    signature = []
+    for name, entry in names_read(session, statement):
         if entry is None:
             signature.append((name, name in catalog.registered))
-        elif entry.kind == Kind.VIEW:
-            signature.append((name, entry.sql))
-            pending += table_names(view_query_of(parsed_once(entry.sql)))
         else:
-            signature.append((name, catalog.schema(name).json()))
+            signature.append((name, entry.sql if entry.kind == Kind.VIEW else catalog.schema(name).json()))
     return tuple(sorted(signature, key=str))
 
 
@@ -129,19 +121,12 @@ def create(session: Services, name: str, create: exp.Create, sql: str, replace: 
     program = view_program(session, create)
     bases = base_tables(session, program)
     parts = stored_parts(program)
-    relative = Path("tables") / f"{name}-{uuid.uuid4().hex[:12]}"
-    root = catalog.warehouse / relative
     trace = MaintenanceTrace(name)
-    try:
-        reflected = Maintenance(session, name, root, program, list(program.output_columns), None, trace).run(
-            bases, parts, sql)
+    with catalog.new_data(name, existing) as relative:
+        reflected = Maintenance(session, name, catalog.warehouse / relative, program, list(program.output_columns),
+                                None, trace).run(bases, parts, sql)
         entry = Entry(name, Kind.MATERIALIZED, path=relative.as_posix(), sql=sql, reflects=reflected.as_json())
         catalog.entries.publish(entry, replace=existing is not None)
-    except BaseException:
-        shutil.rmtree(root, ignore_errors=True)
-        raise
-    if existing is not None:
-        catalog.remove_data(existing)
     return trace
 
 
@@ -212,21 +197,28 @@ def maintain_dependents(session: Services, table: str, traces: list[MaintenanceT
 
 
 def read_views(session: Services, statement: exp.Expression) -> None:
-    """Bring up to date the materialized views a statement reads (through views too). Only recsql's own
-    entries are looked at: a name they do not hold (a CTE, Spark's) costs a missing file, never Spark."""
+    """Bring up to date the materialized views a statement reads (through views too)."""
+    for name, entry in names_read(session, statement):
+        if entry is not None and entry.kind == Kind.MATERIALIZED:
+            up_to_date(session, name)
+
+
+def names_read(session: Services, statement: exp.Expression) -> Iterator[tuple[str, Entry | None]]:
+    """Each name a statement reads, through the queries of plain views, with its entry (None: registered
+    data, or a name recsql does not keep). Only recsql's own entries are looked at: a name they do not
+    hold (a CTE, Spark's) costs a missing file, never Spark."""
     catalog = session.catalog
     seen: set[str] = set()
     pending = table_names(statement)
     while pending:
         name = pending.pop()
-        if name in seen or name in catalog.registered:
+        if name in seen:
             continue
         seen.add(name)
-        entry = catalog.entry(name)
+        entry = None if name in catalog.registered else catalog.entry(name)
         if entry is not None and entry.kind == Kind.VIEW:
             pending += table_names(view_query_of(parsed_once(entry.sql)))
-        elif entry is not None and entry.kind == Kind.MATERIALIZED:
-            up_to_date(session, name)
+        yield name, entry
 
 
 def table_names(statement: exp.Expression) -> list[str]:
