@@ -138,10 +138,8 @@ class Catalog:
 
     def view_query(self, name: str) -> exp.Expression | None:
         name = name.lower()
-        if self.session_data(name) is not None:
-            return None
         entry = self.entry(name)
-        if entry is None or entry.kind != Kind.VIEW:
+        if entry is None or entry.kind != Kind.VIEW or self.session_data(name) is not None:
             return None
         return view_query_of(dialect.parse_one(entry.sql))
 

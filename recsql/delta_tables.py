@@ -35,7 +35,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from deltalake import DeltaTable, Schema
 from deltalake.exceptions import CommitFailedError, DeltaError
-from deltalake.transaction import AddAction, CommitProperties, RemoveAction, create_table_with_add_actions
+from deltalake.transaction import AddAction, CommitProperties, create_table_with_add_actions
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
 
@@ -269,52 +269,71 @@ class ManagedTable:
         return [DataFile(str(path), path.stat().st_size, data.num_rows)]
 
     def append(self, files: list[DataFile], schema: StructType, operation: str, statement: str) -> None:
-        """Commit files that only add rows (a blind append). Committed directly: the next version's
-        commit file is created unless another writer created it first; then the commit goes after it,
-        unless that writer changed the table's schema."""
+        """Commit files that only add rows (a blind append): it goes after whatever other writers
+        committed meanwhile, unless one of them changed the table's schema."""
         if not files:
             return
-        actions = [
-            {"commitInfo": {"timestamp": now_ms(), "operation": "WRITE", "operationParameters": {"mode": "Append"},
-                            "isBlindAppend": True, OPERATION: operation, STATEMENT: statement}},
-            *({"add": add_entry(self.root, file)} for file in files),
-        ]
-        text = "\n".join(json.dumps(action) for action in actions) + "\n"
+        info = {"operation": "WRITE", "operationParameters": {"mode": "Append"}, "isBlindAppend": True}
+        self.publish(commit_info(info, operation, statement), [{"add": add_entry(self.root, file)} for file in files],
+                     self.current().version, schema, frozenset(), "rows were being inserted")
+
+    def commit(self, snapshot: Snapshot, add: list[DataFile], remove: Iterable[DataFile], schema: StructType,
+               operation: str, statement: str) -> None:
+        """Commit a change computed from `snapshot` (files removed and added). It goes after the commits
+        other writers made since, unless one removed a file this one removes (both rewrote the same
+        rows) or changed the schema (Delta's write-serializable isolation: rows appended meanwhile are
+        kept as they are). A changed schema replaces the table's schema (CREATE OR REPLACE), through
+        delta-rs."""
+        if schema != snapshot.schema:  # an overwrite whose metadata carries the new schema
+            with delta_errors(self.name, self.root):
+                table = DeltaTable(str(self.root), version=snapshot.version)
+                table.create_write_transaction([add_action(self.root, file) for file in add], mode="overwrite",
+                                               schema=delta_schema(schema),
+                                               commit_properties=commit_properties(operation, statement))
+            return
+        removed = list(remove)
+        actions = [{"remove": remove_entry(self.root, file)} for file in removed]
+        actions += [{"add": add_entry(self.root, file)} for file in add]
+        self.publish(commit_info({"operation": "WRITE", "operationParameters": {"mode": "Overwrite"}}, operation,
+                                 statement), actions, snapshot.version, schema,
+                     frozenset(relative(self.root, file.path) for file in removed), "this statement ran")
+
+    def publish(self, info: dict, actions: list[dict], read: int, schema: StructType, rewritten: frozenset[str],
+                during: str) -> None:
+        """Write a commit as the version after `read` (the version the change was computed from), or,
+        when others committed first, after theirs: each is read, and one that removed a file of
+        `rewritten` or changed the schema makes this commit fail (OperationalError: run it again)."""
+        text = "\n".join(json.dumps(action) for action in [info, *actions]) + "\n"
         temporary = self.log / f".{uuid.uuid4().hex}.json.tmp"
         temporary.write_text(text)
+        version = read
         try:
             while True:
-                state = self.current()
-                version, current = state.version, state.schema
-                if current != schema:
-                    raise OperationalError(f"table '{self.name}' was changed by another statement while rows "
-                                           "were being inserted; run the INSERT again")
                 try:
                     os.link(temporary, self.log / commit_name(version + 1))
                     break
-                except FileExistsError:  # another writer committed that version first: go after it
-                    continue
+                except FileExistsError:  # another writer committed that version first
+                    version += 1
+                    if self.conflicts(version, schema, rewritten):
+                        raise OperationalError(f"table '{self.name}' was changed by another statement while "
+                                               f"{during}; run the statement again") from None
         finally:
             temporary.unlink(missing_ok=True)
         version += 1
         if version % CHECKPOINT_INTERVAL == 0:
             CHECKPOINTS.submit(self.root, version)
 
-    def commit(self, snapshot: Snapshot, add: list[DataFile], remove: Iterable[DataFile], schema: StructType,
-               operation: str, statement: str) -> None:
-        """Commit a change computed from `snapshot` (files removed and added) through delta-rs, which
-        refuses it if a commit since the snapshot touched the same files. A changed schema replaces the
-        table's schema (CREATE OR REPLACE)."""
-        with delta_errors(self.name, self.root):
-            table = DeltaTable(str(self.root), version=snapshot.version)
-            properties = commit_properties(operation, statement)
-            if schema != snapshot.schema:  # an overwrite whose metadata carries the new schema
-                table.create_write_transaction([add_action(self.root, file) for file in add], mode="overwrite",
-                                               schema=delta_schema(schema), commit_properties=properties)
-                return
-            removed = [RemoveAction(relative(self.root, file.path), True, now_ms(), file.size, {}) for file in remove]
-            table.create_write_transaction(removed + [add_action(self.root, file) for file in add], mode="append",
-                                           schema=delta_schema(schema), commit_properties=properties)
+    def conflicts(self, version: int, schema: StructType, rewritten: frozenset[str]) -> bool:
+        """Whether another writer's commit `version` removed a file of `rewritten` or changed the schema."""
+        for line in (self.log / commit_name(version)).read_text().splitlines():
+            action = json.loads(line) if line.strip() else {}
+            if "remove" in action and unquote(action["remove"]["path"]) in rewritten:
+                return True
+            if "metaData" in action and StructType.fromJson(json.loads(action["metaData"]["schemaString"])) != schema:
+                return True
+            if "protocol" in action:
+                return True
+        return False
 
     def discard(self, files: Iterable[DataFile], directories: Iterable[Path]) -> None:
         """Remove files written for a commit that did not happen."""
@@ -389,6 +408,15 @@ def relative(root: Path, path: str) -> str:
 def add_entry(root: Path, file: DataFile) -> dict:
     return {"path": relative(root, file.path), "partitionValues": {}, "size": file.size,
             "modificationTime": now_ms(), "dataChange": True, "stats": json.dumps({"numRecords": file.rows})}
+
+
+def remove_entry(root: Path, file: DataFile) -> dict:
+    return {"path": relative(root, file.path), "deletionTimestamp": now_ms(), "dataChange": True,
+            "extendedFileMetadata": True, "partitionValues": {}, "size": file.size}
+
+
+def commit_info(info: dict, operation: str, statement: str) -> dict:
+    return {"commitInfo": {"timestamp": now_ms(), **info, OPERATION: operation, STATEMENT: statement}}
 
 
 def add_action(root: Path, file: DataFile) -> AddAction:

@@ -50,6 +50,24 @@ class TranslatorCore:
         self.variable_names: set[str] = set()
         self.views: dict[str, str] = {}
         self.views_in_progress: list[str] = []
+        self.table_names: set[str] = set()  # what the statement's table references name, in views' too
+        self.cte_names: set[str] = set()
+
+    def reserve_names(self, query: exp.Expression) -> None:
+        """Note every name a table reference of the query makes, through the views it reads, and the
+        names of its CTEs: a derived relation must not take the name of a table the program reads, and
+        knowing them up front spares asking the catalog of each new name (Spark's answers by a round trip)."""
+        pending = [query]
+        while pending:
+            node = pending.pop()
+            self.cte_names.update(cte.alias_or_name.lower() for cte in node.find_all(exp.CTE))
+            for table in node.find_all(exp.Table):
+                name = ".".join(part.name.lower() for part in table.parts)
+                if name not in self.table_names:
+                    self.table_names.add(name)
+                    view = self.catalog.view_query(name)
+                    if view is not None:
+                        pending.append(view)
 
     def new_relation(self, hint: str, columns: tuple[str, ...], **properties: Any) -> str:
         base = hint.lower()
@@ -61,7 +79,11 @@ class TranslatorCore:
         return name
 
     def _is_stored(self, name: str) -> bool:
-        return self.catalog.table_columns(name) is not None or self.catalog.view_query(name) is not None
+        """Whether a name is taken by a table the program may read. A CTE's name may also be a stored
+        table's that its own body reads (`WITH edge AS (SELECT ... FROM edge)`): the catalog says."""
+        if name in self.cte_names:
+            return self.catalog.table_columns(name) is not None or self.catalog.view_query(name) is not None
+        return name in self.table_names
 
     def fresh_variable(self, hint: str) -> str:
         base = "".join(ch for ch in hint.upper() if ch.isalnum() or ch == "_").lstrip("_0123456789") or "V"

@@ -38,6 +38,7 @@ class Translator(QueriesMixin, FromMixin, ConditionsMixin, AggregationMixin):
         if not isinstance(query, exp.Query):
             raise UnsupportedError.at_node(f"expected a query, got {query.key.upper()}", query)
         query = query.copy()
+        self.reserve_names(query)
         order = query.args.get("order")
         limit = query.args.get("limit")
         query.set("order", None)

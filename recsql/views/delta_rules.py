@@ -141,17 +141,33 @@ class StratumRules:
     def closure_insertion(self, step: str, old: str, target: str) -> Program:
         """For a closure of `step` (see `closure_of`) that only gained steps: its new facts in a few
         iterations instead of one per step of the longest new path, the old facts serving as every
-        stretch of old steps: a new path is old paths joined by gained steps."""
+        stretch of old steps: a new path is old paths joined by gained steps. The old facts are read
+        twice, outside the recursion, which joins only the few paths ending with a gained step."""
         gained = self.inputs[step].plus
+        reach = inserted("step")  # (u, w): an old path from u (or none) and a gained step to w
         through = inserted("gained")  # (a, w): a path ending with a gained step
-        rules = [Rule(through, (var("a"), var("w")), body) for body in (
-            (Atom(gained, ("a", "w")),),
-            (Atom(old, ("a", "u")), Atom(gained, ("u", "w"))),
-            (Atom(through, ("a", "u")), Atom(gained, ("u", "w"))),
-            (Atom(through, ("a", "u")), Atom(old, ("u", "v")), Atom(gained, ("v", "w"))))]
+        rules = [Rule(reach, (var("u"), var("w")), (Atom(gained, ("u", "w")),)),
+                 Rule(reach, (var("u"), var("w")), (Atom(old, ("u", "v")), Atom(gained, ("v", "w")))),
+                 Rule(through, (var("a"), var("w")), (Atom(reach, ("a", "w")),)),
+                 Rule(through, (var("a"), var("w")), (Atom(through, ("a", "u")), Atom(reach, ("u", "w"))))]
         rules += [Rule(inserted(target), (var("a"), var("d")), (Atom(through, ("a", "d")),)),
                   Rule(inserted(target), (var("a"), var("d")), (Atom(through, ("a", "w")), Atom(old, ("w", "d"))))]
-        return self.closure_program(rules, through, target, "derived")
+        program = self.closure_program(rules, through, target, "derived")
+        program.relations[reach] = Relation(reach, ("u", "w"), distinct=True, label="gained steps after old paths")
+        return program
+
+    def closure_rederivation(self, step: str, old: str, over_deleted: str, target: str) -> Program:
+        """For a closure of `step` that only lost steps: the over-deleted paths that remain, each a
+        step of the new version followed by a kept path (the old facts less the over-deleted) or by a
+        path found again; every rule is restricted to the over-deleted paths (NULL equal to NULL), so
+        the joins stay within them."""
+        new, again = self.inputs[step].new, inserted(target)
+        within = Atom(over_deleted, ("a", "d"), nulls_equal=True)
+        rules = [Rule(again, (var("a"), var("d")), body + (within,)) for body in (
+            (Atom(new, ("a", "d")),),
+            (Atom(new, ("a", "w")), *kept(Atom(target, ("w", "d")), old, over_deleted, 1)),
+            (Atom(new, ("a", "w")), Atom(again, ("w", "d"))))]
+        return self.program_of(rules, inserted, target, "derived")
 
     def closure_over_deletion(self, step: str, old: str, target: str) -> Program:
         """For a closure of `step` that lost steps: the old facts with a path through a lost step (no

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql.types import DataType, StructField, StructType
 
 from recsql import analysis, statistics
@@ -129,15 +130,20 @@ class Maintenance:
 
     def table_changes(self, name: str, old: int, new: int) -> Inputs:
         """A base table's versions, and the rows it gained and lost between them, from the files the
-        commits since `old` added and removed."""
+        commits since `old` added and removed: the rows of the added files not in the removed ones, and
+        the other way round. A row also in a file no commit touched (a table may hold a row twice) is
+        then counted as gained or lost when it was not; that costs a little work, never a wrong fact: a
+        row the table had already derives nothing new, and a fact over-deleted through a row still
+        there is derived again."""
         table = self.catalog.managed(name)  # the catalog's: it keeps the log it has read
         before, after = table.snapshot(old), table.snapshot(new)
         old_files, new_files = set(before.files), set(after.files)
         added = read_files(after.restricted(tuple(new_files - old_files)))
         removed = read_files(before.restricted(tuple(old_files - new_files)))
-        plus = self.difference(added, self.rows_of(before)) if added.num_rows else None
-        minus = self.difference(removed, self.rows_of(after)) if removed.num_rows else None
-        return Inputs(version_name(name, old), version_name(name, new), self.register(plus), self.register(minus))
+        if added.num_rows and removed.num_rows:
+            added, removed = self.differences(added, removed)
+        return Inputs(version_name(name, old), version_name(name, new),
+                      self.register(self.nonempty(added)), self.register(self.nonempty(removed)))
 
     # -------------------------------------------------------------- strata
 
@@ -226,12 +232,24 @@ class Maintenance:
                 stratum.over_deletion(stored, name)).table.cast(old[name].schema) for name in names}
             kept_facts = {name: self.difference(old[name], over_deleted[name], distinct=True) for name in names}
             over = {name: self.register(facts) for name, facts in over_deleted.items()}
+        gains = changes(stratum.rules, stratum.inputs, gains=True)
         results = {}
         for name in names:
             records[name].how = "insertion" if over is None else "DRed"
-            program = (stratum.closure_insertion(step, stored[name], name) if step is not None and over is None
-                       else stratum.insertion(stored, over, name))
+            if step is None:
+                program = stratum.insertion(stored, over, name)
+            elif over is None:
+                program = stratum.closure_insertion(step, stored[name], name)
+            else:
+                program = stratum.closure_rederivation(step, stored[name], over[name], name) if not gains \
+                    else stratum.insertion(stored, over, name)
             derived = self.evaluate(program).table.cast(old[name].schema)
+            if over_deleted is not None and not gains:  # every fact derived is an over-deleted one found again
+                records[name].over_deleted = over_deleted[name].num_rows
+                records[name].rederived = derived.num_rows
+                results[name] = Result(pa.concat_tables([kept_facts[name], derived]), None,
+                                       self.nonempty(self.difference(over_deleted[name], derived)))
+                continue
             fresh = self.difference(derived, kept_facts[name])
             facts = pa.concat_tables([kept_facts[name], fresh])
             if over_deleted is None:
@@ -251,10 +269,6 @@ class Maintenance:
         plan = self.session.plan_program(program)
         answer = self.session.executor(self.trace.evaluation).fetch(plan)
         return Answer(answer.names, answer.types, positional(answer.table))
-
-    def rows_of(self, snapshot: Snapshot) -> pa.Table:
-        """A whole version of a table, kept for the next statements."""
-        return positional(self.catalog.kept_rows.get(snapshot.identity, snapshot.read_arrow))
 
     def stored_facts(self, name: str, schema: pa.Schema | None = None) -> pa.Table:
         facts = positional(self.catalog.arrow_table(name))
@@ -286,6 +300,16 @@ class Maintenance:
         with contextlib.closing(Database(self.catalog.timezone())) as db:  # the thread's idle connection
             return db.query(sql, facts=facts, other=other)
 
+    def differences(self, facts: pa.Table, other: pa.Table) -> tuple[pa.Table, pa.Table]:
+        """`facts` less `other` and `other` less `facts` (as EXCEPT), in one pass over both."""
+        other = other.cast(facts.schema)
+        sql = ("SELECT TRUE AS left_side, * FROM (SELECT * FROM facts EXCEPT SELECT * FROM other) UNION ALL "
+               "SELECT FALSE, * FROM (SELECT * FROM other EXCEPT SELECT * FROM facts)")
+        with contextlib.closing(Database(self.catalog.timezone())) as db:
+            both = db.query(sql, facts=facts, other=other)
+        side = both.column(0)
+        return tuple(both.filter(mask).drop_columns(["left_side"]) for mask in (side, pc.invert(side)))
+
     @staticmethod
     def nonempty(facts: pa.Table) -> pa.Table | None:
         return facts if facts.num_rows else None
@@ -312,8 +336,10 @@ class Maintenance:
         """Commit a relation's new facts to its table; the new version. Its rows and statistics are kept
         for the next statements (the statistics carried from the version before, rows counted again)."""
         root = self.root / part
-        table = ManagedTable(state_name(self.view, part), root)
-        if self.reflected is None or not (root / "_delta_log").exists():
+        fresh = self.reflected is None or not (root / "_delta_log").exists()
+        table = ManagedTable(state_name(self.view, part), root) if fresh else \
+            self.catalog.managed(state_name(self.view, part))  # the catalog's: it keeps the log it has read
+        if fresh:
             names = self.output_names if output else [f"c{i}" for i in range(result.facts.num_columns)]
             schema = StructType([StructField(n, t) for n, t in zip(names, result.types)])
             root.mkdir(parents=True, exist_ok=True)

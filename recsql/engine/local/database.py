@@ -28,16 +28,19 @@ class Database:
     connection (every table unregistered) for the next one opened in the same thread."""
 
     idle = threading.local()
+    sql_types: dict[pa.Schema, tuple[str | None, ...]] = {}  # DuckDB's types of Arrow's (the same everywhere)
 
     def __init__(self, timezone: str, threads: int | None = None):
         """`threads`: how many threads each query may use (DuckDB's default: every core)."""
         self.reusable = threads is None
-        self.connection = self.idle.__dict__.pop("connection", None) if self.reusable else None
+        self.connection, self.timezone = self.idle.__dict__.pop("connection", (None, None)) if self.reusable \
+            else (None, None)
         if self.connection is None:
             self.connection = duckdb.connect(config={"threads": threads} if threads else {})
-        self.connection.execute(f"SET TimeZone = {exp.Literal.string(timezone).sql(dialect='duckdb')}")
+        if timezone != self.timezone:
+            self.connection.execute(f"SET TimeZone = {exp.Literal.string(timezone).sql(dialect='duckdb')}")
+            self.timezone = timezone
         self.registered: dict[str, pa.Table] = {}
-        self.sql_types: dict[pa.Schema, tuple[str | None, ...]] = {}
         self.casts: dict[tuple, str] = {}
 
     def register(self, name: str, table: pa.Table) -> None:
@@ -89,7 +92,7 @@ class Database:
             return
         for name in self.registered:
             self.connection.unregister(name)
-        self.idle.connection = self.connection
+        self.idle.connection = self.connection, self.timezone
 
 
 def null_table(names: list[str]) -> pa.Table:

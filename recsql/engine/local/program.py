@@ -108,7 +108,11 @@ class LocalProgram:
     def answer(self, db: Database) -> tuple[pa.Table, Types]:
         program = self.program
         width = len(program.relations[program.output].columns) - program.hidden_columns
-        query = answer_query(table("_output"), width, program.order_by, program.limit)
         types = self.types[program.output][:width]
-        facts = db.query(self.printer.sql(query), _output=self.facts[program.output])
+        facts = self.facts[program.output]
+        if program.order_by or program.limit is not None or width < facts.num_columns:
+            query = answer_query(table("_output"), width, program.order_by, program.limit)
+            facts = db.query(self.printer.sql(query), _output=facts)
+        else:
+            facts = facts.rename_columns(column_names(width))
         return db.conform(facts, self.typing.arrow_schema(types)), types
