@@ -13,6 +13,7 @@ import sys
 import time
 from pathlib import Path
 
+import networkx as nx
 import pyarrow as pa
 import pytest
 from deltalake import write_deltalake
@@ -170,6 +171,29 @@ def test_explain_analyze_of_a_write_says_what_maintenance_did(conn):
         assert plan[0] == "rows changed: 1"
         assert any(line.startswith("== Maintenance of mv_closure") for line in plan)
         assert "tc: DRed, +0 -1 (over-deleted 2, re-derived 1)" in " ".join(plan)
+    finally:
+        set_strategy(conn, "distributed")
+
+
+def test_a_shortest_distance_that_must_grow_is_derived_again_from_the_groups_that_stand(conn):
+    """Deleting an edge of the shortest path to 3 (and so to 4): only the groups whose distance came
+    through it are derived again, from the distances of the others; the distances grow as Dijkstra says."""
+
+    set_strategy(conn, "local")
+    try:
+        edges = [(0, 1, 1), (1, 3, 1), (0, 2, 2), (2, 3, 5), (3, 4, 1), (0, 5, 1)]
+        run(conn, "CREATE OR REPLACE TABLE mv_wedge (src INT, dst INT, w INT)")
+        run(conn, "INSERT INTO mv_wedge VALUES " + ", ".join(map(str, edges)))
+        run(conn, f"CREATE OR REPLACE MATERIALIZED VIEW mv_sp AS {VIEWS['shortest'][1]}")
+        cursor = conn.cursor()
+        cursor.execute("EXPLAIN ANALYZE DELETE FROM mv_wedge WHERE src = 1 AND dst = 3")
+        report = " ".join(line for (line,) in cursor.fetchall())
+        assert "sp: DRed, +2 -2 (over-deleted 2, re-derived 2)" in report
+        graph = nx.DiGraph()
+        graph.add_weighted_edges_from(edge for edge in edges if edge[:2] != (1, 3))
+        expected = sorted(nx.single_source_dijkstra_path_length(graph, 0).items())
+        assert run(conn, "SELECT node, dist FROM mv_sp ORDER BY node") == expected
+        assert dict(expected)[3] == 7 and dict(expected)[4] == 8
     finally:
         set_strategy(conn, "distributed")
 

@@ -26,7 +26,8 @@ from itertools import combinations
 from sqlglot import exp
 
 from recsql.analysis import Component
-from translator.ir import WILDCARD, Assignment, Atom, Condition, Iteration, Literal, Program, Relation, Rule, var
+from translator.ir import (WILDCARD, Assignment, Atom, Condition, Iteration, Literal, Program, Relation, Rule, var,
+                          variables_of)
 
 
 @dataclass(frozen=True)
@@ -44,12 +45,12 @@ class Inputs:
         return self.plus is not None or self.minus is not None
 
 
-def why_recomputed(program: Program, component: Component) -> str:
+def why_recomputed(program: Program, component: Component, extremes_kept: bool = False) -> str:
     """Why DRed does not maintain a stratum (it is computed again from its inputs' new versions); "" when
-    it does."""
+    it does. `extremes_kept`: a min() or max() in the recursion is no reason (see `extremes`)."""
     for name in component.relations:
         relation = program.relations[name]
-        if relation.aggregate is not None:
+        if relation.aggregate is not None and not (extremes_kept and relation.aggregate.function in ("min", "max")):
             return f"{relation.display_name} aggregates with {relation.aggregate.function}() in its recursion"
         if relation.iteration is Iteration.BAG:
             return f"{relation.display_name} iterates as UNION ALL"
@@ -199,6 +200,59 @@ class StratumRules:
                                                  aggregate=self.program.relations[name].aggregate)
         return program
 
+    def affected_groups(self, old: dict[str, str], target: str) -> Program:
+        """For a stratum of min()/max() relations whose inputs only lost facts: the groups of `target`
+        whose value may change (its group columns). A group is affected when
+        its old value came from a derivation that is gone: one reading a lost fact (a gained one through
+        a negation) or the old value of an affected group, and deriving exactly the group's old value
+        (a derivation that did not give the group its value changes nothing by going)."""
+        rules = []
+        for rule in self.rules:
+            for position, literal in enumerate(rule.body):
+                if self.reads_stratum(literal):
+                    relation = self.program.relations[literal.relation]
+                    cause: Literal | None = Atom(affected(literal.relation),
+                                                 tuple(literal.args[i] for i in relation.group_key))
+                    body = (cause, self.version(literal, old, "old"))
+                else:
+                    cause = self.deleting(literal)
+                    body = (cause,) if cause is not None else ()
+                if cause is None:
+                    continue
+                body += tuple(self.version(other, old, "old") for i, other in enumerate(rule.body) if i != position)
+                head = self.program.relations[rule.head]
+                rules.append(Rule(affected(rule.head), group_terms(head, rule), body + tight(head, rule, old[rule.head])))
+        relations = {affected(name): Relation(affected(name), tuple(
+            self.program.relations[name].columns[i] for i in self.program.relations[name].group_key), distinct=True,
+            label=f"{self.program.relations[name].display_name} (affected groups)") for name in self.component.relations}
+        return Program(relations, rules, affected(target))
+
+    def affected_rederivation(self, old: dict[str, str], groups: dict[str, str], target: str) -> Program:
+        """The values of the affected groups (`groups`: each relation's, from `affected_groups`) after the
+        change: every rule restricted to them, reading a relation of the stratum as its unaffected groups
+        (their old values stand) or as the affected ones being derived again, the inputs as they are now."""
+        rules = []
+        for rule in self.rules:
+            head = self.program.relations[rule.head]
+            within = group_restriction(head, rule, groups[rule.head])
+            own = [i for i, literal in enumerate(rule.body) if self.reads_stratum(literal)]
+            new = [literal if self.reads_stratum(literal) else self.version(literal, {}, "new") for literal in rule.body]
+            if not own:
+                rules.append(Rule(inserted(rule.head), rule.terms, tuple(new) + within))
+                continue
+            (position,) = own
+            atom = rule.body[position]
+            keys = tuple(atom.args[i] for i in self.program.relations[atom.relation].group_key)
+            for reading in ((replace(atom, relation=inserted(atom.relation)),),
+                            (replace(atom, relation=old[atom.relation]),
+                             Atom(groups[atom.relation], keys, negated=True, nulls_equal=True))):
+                body = tuple(new[:position]) + reading + tuple(new[position + 1:])
+                rules.append(Rule(inserted(rule.head), rule.terms, body + within))
+        relations = {inserted(name): replace(self.program.relations[name], name=inserted(name),
+                                             label=f"{self.program.relations[name].display_name} (derived again)")
+                     for name in self.component.relations}
+        return Program(relations, rules, inserted(target))
+
     def recomputation(self, target: str) -> Program:
         """The stratum's rules over the new versions of what they read."""
         own = {name: name for name in self.component.relations}
@@ -287,6 +341,46 @@ def closure_of(program: Program, component: Component) -> str | None:
     return step if chained and kinds <= {name, step} and name in kinds else None
 
 
+def group_terms(relation: Relation, rule: Rule) -> tuple[exp.Expression, ...]:
+    return tuple(term.copy() for i, term in enumerate(rule.terms) if i != relation.aggregate.column)
+
+
+def tight(relation: Relation, rule: Rule, old: str) -> tuple[Literal, ...]:
+    """Literals keeping the rule's derivations that gave their group its old value (`old`: the
+    relation's old facts): the group's old fact, its value equal to the one derived."""
+    value = exp.NullSafeEQ(this=var("__old_value"), expression=rule.terms[relation.aggregate.column].copy())
+    return of_groups(relation, rule, old, {relation.aggregate.column: "__old_value"}) + (Condition(value),)
+
+
+def group_restriction(relation: Relation, rule: Rule, groups: str) -> tuple[Literal, ...]:
+    """Literals keeping the rule's derivations for the groups of `groups` (NULL equal to NULL)."""
+    return of_groups(relation, rule, groups, {}, nulls_equal=True)
+
+
+def of_groups(relation: Relation, rule: Rule, name: str, others: dict[int, str], nulls_equal: bool = False
+              ) -> tuple[Literal, ...]:
+    """An atom of `name` whose group columns are the rule's head groups (a head term other than a fresh
+    variable is matched by a condition), its other columns the variables `others` gives by position."""
+    args, conditions = [], []
+    for position in range(len(rule.terms)):
+        if position in others:
+            args.append(others[position])
+            continue
+        if position == relation.aggregate.column:
+            continue
+        term = rule.terms[position]
+        if isinstance(term, exp.Column) and term.name not in args:
+            args.append(term.name)
+            continue
+        args.append(f"__group{position}")
+        conditions.append(Condition(exp.NullSafeEQ(this=var(f"__group{position}"), expression=term.copy())))
+    return (Atom(name, tuple(args), nulls_equal=nulls_equal), *conditions)
+
+
+def affected(name: str) -> str:
+    return f"{name}__affected"
+
+
 def deleted(name: str) -> str:
     return f"{name}__overdeleted"
 
@@ -296,9 +390,38 @@ def inserted(name: str) -> str:
 
 
 def extremes(program: Program, component: Component) -> bool:
-    """Whether every relation of the stratum keeps a min() or max() per group (improvement applies)."""
-    return all(program.relations[name].aggregate is not None and
-               program.relations[name].aggregate.function in ("min", "max") for name in component.relations)
+    """Whether every relation of the stratum keeps a min() or max() per group, and nothing else keeps it
+    from being maintained (improvement applies)."""
+    return all(program.relations[name].aggregate is not None and program.relations[name].aggregate.function
+               in ("min", "max") for name in component.relations) and not why_recomputed(program, component, True)
+
+
+def values_flow_linearly(program: Program, component: Component) -> bool:
+    """Whether each rule of the stratum reads the stratum at most once, and the value it reads there only
+    into the value it derives (the re-derivation of affected groups applies)."""
+    for rule in program.rules:
+        if rule.head not in component:
+            continue
+        own = [literal for literal in rule.body if isinstance(literal, Atom) and literal.relation in component]
+        if len(own) > 1 or any(atom.filters or atom.call_args or atom.optional for atom in own):
+            return False
+        if own and not value_only_in_head(program, rule, own[0]):
+            return False
+    return True
+
+
+def value_only_in_head(program: Program, rule: Rule, atom: Atom) -> bool:
+    """Whether the value an atom reads of an aggregate relation is a variable used only by the value the
+    rule derives (not by its groups, conditions or other literals)."""
+    value = atom.args[program.relations[atom.relation].aggregate.column]
+    head = program.relations[rule.head]
+    if value == WILDCARD or list(atom.args).count(value) > 1:
+        return False
+    groups = [term for i, term in enumerate(rule.terms) if i != head.aggregate.column]
+    others = [literal for literal in rule.body if literal is not atom]
+    return not any(value in variables_of(term) for term in groups) and not any(
+        value in literal.variables() or (isinstance(literal, Atom) and value in literal.condition_variables())
+        for literal in others)
 
 
 def improves(relation: Relation, rule: Rule, old: str) -> tuple[Literal, ...]:

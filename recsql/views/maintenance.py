@@ -29,7 +29,8 @@ from recsql.relation_names import state_name, version_name
 from recsql.statistics import TableStatistics
 from recsql.statements.handler import Services
 from recsql.table_writes import write_rows
-from recsql.views.delta_rules import Inputs, StratumRules, changes, closure_of, extremes, why_recomputed
+from recsql.views.delta_rules import (Inputs, StratumRules, changes, closure_of, extremes, values_flow_linearly,
+                                      why_recomputed)
 from recsql.views.stored import Reflected
 from translator.ir import Atom, Program
 
@@ -168,14 +169,17 @@ class Maintenance:
             return
         stratum = StratumRules(program, component, inputs)
         why = "computed" if self.reflected is None else why_recomputed(program, component)
-        improves = bool(why) and self.reflected is not None and extremes(program, component) and not changes(
-            stratum.rules, inputs, gains=False)
+        extreme = bool(why) and self.reflected is not None and extremes(program, component)
+        gains, losses = (changes(stratum.rules, inputs, gains=gaining) for gaining in (True, False))
         started = time.monotonic()
-        records = {name: Maintained(program.relations[name].display_name,
-                                    "improvement" if improves else why and f"computed again: {why}")
+        records = {name: Maintained(program.relations[name].display_name, why and f"computed again: {why}")
                    for name in component.relations}
-        if improves:
+        if extreme and not losses:
+            for record in records.values():
+                record.how = "improvement"
             maintained = {name: self.improve(stratum, stored, name) for name in component.relations}
+        elif extreme and not gains and values_flow_linearly(program, component):
+            maintained = self.regrow(stratum, stored, records)
         elif why:
             maintained = {name: self.recompute(stratum, name, stored.get(name)) for name in component.relations}
         else:
@@ -203,6 +207,27 @@ class Maintenance:
         replaced = self.matching(old, improved, keys)
         facts = pa.concat_tables([self.difference(old, replaced, distinct=True), improved])
         return Result(facts, self.nonempty(improved), self.nonempty(replaced))
+
+    def regrow(self, stratum: StratumRules, stored: dict[str, str], records: dict[str, Maintained]
+               ) -> dict[str, Result]:
+        """min()/max() relations whose inputs only lost facts (values only worsen): DRed on groups. The
+        groups whose value came from a derivation that is gone are derived again, from the values of the
+        other groups (which stand) and the inputs' new versions."""
+        names = stratum.component.relations
+        groups = {name: self.evaluate(stratum.affected_groups(stored, name)).table for name in names}
+        registered = {name: self.register(table) for name, table in groups.items()}
+        results = {}
+        for name in names:
+            records[name].how = "DRed"
+            old = self.stored_facts(stored[name])
+            keys = [f"c{i}" for i in self.program.relations[name].group_key]
+            replaced = self.matching(old, groups[name].rename_columns(keys), keys)
+            again = self.evaluate(stratum.affected_rederivation(stored, registered, name)).table.cast(old.schema)
+            records[name].over_deleted, records[name].rederived = replaced.num_rows, again.num_rows
+            results[name] = Result(pa.concat_tables([self.difference(old, replaced, distinct=True), again]),
+                                   self.nonempty(self.difference(again, replaced)),
+                                   self.nonempty(self.difference(replaced, again)))
+        return results
 
     def matching(self, facts: pa.Table, groups: pa.Table, keys: list[str]) -> pa.Table:
         """The facts of `facts` whose group (the columns `keys`) is one of `groups`' (NULL equal to NULL)."""
