@@ -29,7 +29,7 @@ from recsql.relation_names import state_name, version_name
 from recsql.statistics import TableStatistics
 from recsql.statements.handler import Services
 from recsql.table_writes import write_rows
-from recsql.views.delta_rules import (Inputs, StratumRules, changes, closure_of, extremes, values_flow_linearly,
+from recsql.views.delta_rules import (Inputs, StratumRules, changes, closure_of, extremes, regrowable,
                                       why_recomputed)
 from recsql.views.stored import Reflected
 from translator.ir import Atom, Program
@@ -170,6 +170,7 @@ class Maintenance:
         stratum = StratumRules(program, component, inputs)
         why = "computed" if self.reflected is None else why_recomputed(program, component)
         extreme = bool(why) and self.reflected is not None and extremes(program, component)
+        regrow = bool(why) and self.reflected is not None and regrowable(program, component)
         gains, losses = (changes(stratum.rules, inputs, gains=gaining) for gaining in (True, False))
         started = time.monotonic()
         records = {name: Maintained(program.relations[name].display_name, why and f"computed again: {why}")
@@ -178,7 +179,7 @@ class Maintenance:
             for record in records.values():
                 record.how = "improvement"
             maintained = {name: self.improve(stratum, stored, name) for name in component.relations}
-        elif extreme and not gains and values_flow_linearly(program, component):
+        elif regrow and not (extreme and gains):
             maintained = self.regrow(stratum, stored, records)
         elif why:
             maintained = {name: self.recompute(stratum, name, stored.get(name)) for name in component.relations}
@@ -210,9 +211,9 @@ class Maintenance:
 
     def regrow(self, stratum: StratumRules, stored: dict[str, str], records: dict[str, Maintained]
                ) -> dict[str, Result]:
-        """min()/max() relations whose inputs only lost facts (values only worsen): DRed on groups. The
-        groups whose value came from a derivation that is gone are derived again, from the values of the
-        other groups (which stand) and the inputs' new versions."""
+        """Aggregates in recursion maintained as DRed on groups (min()/max() whose inputs only lost facts,
+        sum()/count()): the groups a change affects are derived again, from the values of the other groups
+        (which stand) and the inputs' new versions."""
         names = stratum.component.relations
         groups = {name: self.evaluate(stratum.affected_groups(stored, name)).table for name in names}
         registered = {name: self.register(table) for name, table in groups.items()}
