@@ -118,6 +118,17 @@ def check_history(conn, view: str, history) -> None:
         assert run(conn, f"SELECT * FROM mv_{view}") == run(conn, query), step
 
 
+def explained_write(conn, view: str, rows: list[tuple], statement: str) -> list[str]:
+    """The lines of EXPLAIN ANALYZE of `statement` after view `mv_<view>` is made over its table holding `rows`."""
+    table, query = VIEWS[view]
+    run(conn, f"CREATE OR REPLACE TABLE {table} ({', '.join(f'{column} INT' for column in columns(table))})")
+    run(conn, f"INSERT INTO {table} VALUES " + ", ".join(map(str, rows)))
+    run(conn, f"CREATE OR REPLACE MATERIALIZED VIEW mv_{view} AS {query}")
+    cursor = conn.cursor()
+    cursor.execute(f"EXPLAIN ANALYZE {statement}")
+    return [line for (line,) in cursor.fetchall()]
+
+
 @pytest.mark.parametrize("view", sorted(VIEWS))
 @settings(max_examples=5, deadline=None)
 @given(data=st.data())
@@ -162,12 +173,7 @@ def test_a_change_by_another_writer_is_caught_up_when_read(conn, warehouse):
 def test_explain_analyze_of_a_write_says_what_maintenance_did(conn):
     set_strategy(conn, "local")
     try:
-        run(conn, "CREATE OR REPLACE TABLE mv_edge (src INT, dst INT)")
-        run(conn, "INSERT INTO mv_edge VALUES (1, 2), (2, 3), (1, 3)")
-        run(conn, f"CREATE OR REPLACE MATERIALIZED VIEW mv_closure AS {VIEWS['closure'][1]}")
-        cursor = conn.cursor()
-        cursor.execute("EXPLAIN ANALYZE DELETE FROM mv_edge WHERE src = 2")
-        plan = [line for (line,) in cursor.fetchall()]
+        plan = explained_write(conn, "closure", [(1, 2), (2, 3), (1, 3)], "DELETE FROM mv_edge WHERE src = 2")
         assert plan[0] == "rows changed: 1"
         assert any(line.startswith("== Maintenance of mv_closure") for line in plan)
         assert "tc: DRed, +0 -1 (over-deleted 2, re-derived 1)" in " ".join(plan)
@@ -178,21 +184,15 @@ def test_explain_analyze_of_a_write_says_what_maintenance_did(conn):
 def test_a_shortest_distance_that_must_grow_is_derived_again_from_the_groups_that_stand(conn):
     """Deleting an edge of the shortest path to 3 (and so to 4): only the groups whose distance came
     through it are derived again, from the distances of the others; the distances grow as Dijkstra says."""
-
     set_strategy(conn, "local")
     try:
         edges = [(0, 1, 1), (1, 3, 1), (0, 2, 2), (2, 3, 5), (3, 4, 1), (0, 5, 1)]
-        run(conn, "CREATE OR REPLACE TABLE mv_wedge (src INT, dst INT, w INT)")
-        run(conn, "INSERT INTO mv_wedge VALUES " + ", ".join(map(str, edges)))
-        run(conn, f"CREATE OR REPLACE MATERIALIZED VIEW mv_sp AS {VIEWS['shortest'][1]}")
-        cursor = conn.cursor()
-        cursor.execute("EXPLAIN ANALYZE DELETE FROM mv_wedge WHERE src = 1 AND dst = 3")
-        report = " ".join(line for (line,) in cursor.fetchall())
-        assert "sp: DRed, +2 -2 (over-deleted 2, re-derived 2)" in report
+        report = explained_write(conn, "shortest", edges, "DELETE FROM mv_wedge WHERE src = 1 AND dst = 3")
+        assert "  sp: DRed, +2 -2 (over-deleted 2, re-derived 2)" in " ".join(report)
         graph = nx.DiGraph()
         graph.add_weighted_edges_from(edge for edge in edges if edge[:2] != (1, 3))
         expected = sorted(nx.single_source_dijkstra_path_length(graph, 0).items())
-        assert run(conn, "SELECT node, dist FROM mv_sp ORDER BY node") == expected
+        assert run(conn, "SELECT node, dist FROM mv_shortest ORDER BY node") == expected
         assert dict(expected)[3] == 7 and dict(expected)[4] == 8
     finally:
         set_strategy(conn, "distributed")
@@ -204,16 +204,11 @@ def test_path_counts_are_maintained_from_the_contributions_of_the_groups_that_st
     set_strategy(conn, "local")
     try:
         edges = [(0, 1), (0, 2), (1, 3), (2, 3), (3, 4)]
-        run(conn, "CREATE OR REPLACE TABLE mv_dag (src INT, dst INT)")
-        run(conn, "INSERT INTO mv_dag VALUES " + ", ".join(map(str, edges)))
-        run(conn, f"CREATE OR REPLACE MATERIALIZED VIEW mv_paths AS {VIEWS['path_counts'][1]}")
-        cursor = conn.cursor()
-        cursor.execute("EXPLAIN ANALYZE INSERT INTO mv_dag VALUES (0, 3)")
-        report = " ".join(line for (line,) in cursor.fetchall())
-        assert "paths: DRed, +2 -2 (over-deleted 2, re-derived 2)" in report
+        report = explained_write(conn, "path_counts", edges, "INSERT INTO mv_dag VALUES (0, 3)")
+        assert "  paths: DRed, +2 -2 (over-deleted 2, re-derived 2)" in " ".join(report)
         graph = nx.DiGraph(edges + [(0, 3)])
         expected = [(node, len(list(nx.all_simple_paths(graph, 0, node))) if node else 1) for node in sorted(graph)]
-        assert run(conn, "SELECT node, n FROM mv_paths ORDER BY node") == expected == [(0, 1), (1, 1), (2, 1), (3, 3),
+        assert run(conn, "SELECT node, n FROM mv_path_counts ORDER BY node") == expected == [(0, 1), (1, 1), (2, 1), (3, 3),
                                                                                       (4, 3)]
     finally:
         set_strategy(conn, "distributed")
