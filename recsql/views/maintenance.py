@@ -29,8 +29,8 @@ from recsql.relation_names import state_name, version_name
 from recsql.statistics import TableStatistics
 from recsql.statements.handler import Services
 from recsql.table_writes import write_rows
-from recsql.views.delta_rules import (Inputs, StratumRules, changes, closure_of, extremes, regrowable,
-                                      why_recomputed)
+from recsql.views.delta_rules import Inputs, StratumRules, changes, closure_of, extremes, why_recomputed
+from recsql.views.group_rules import affected_groups, affected_rederivation, regrowable
 from recsql.views.stored import Reflected
 from translator.ir import Atom, Program
 
@@ -215,7 +215,7 @@ class Maintenance:
         sum()/count()): the groups a change affects are derived again, from the values of the other groups
         (which stand) and the inputs' new versions."""
         names = stratum.component.relations
-        groups = {name: self.evaluate(stratum.affected_groups(stored, name)).table for name in names}
+        groups = {name: self.evaluate(affected_groups(stratum, stored, name)).table for name in names}
         registered = {name: self.register(table) for name, table in groups.items()}
         results = {}
         for name in names:
@@ -223,7 +223,7 @@ class Maintenance:
             old = self.stored_facts(stored[name])
             keys = [f"c{i}" for i in self.program.relations[name].group_key]
             replaced = self.matching(old, groups[name].rename_columns(keys), keys)
-            again = self.evaluate(stratum.affected_rederivation(stored, registered, name)).table.cast(old.schema)
+            again = self.evaluate(affected_rederivation(stratum, stored, registered, name)).table.cast(old.schema)
             records[name].over_deleted, records[name].rederived = replaced.num_rows, again.num_rows
             results[name] = Result(pa.concat_tables([self.difference(old, replaced, distinct=True), again]),
                                    self.nonempty(self.difference(again, replaced)),

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from typing import Iterator
+from typing import ClassVar, Iterator
 
 import duckdb
 import pyarrow as pa
@@ -28,7 +28,7 @@ class Database:
     connection (every table unregistered) for the next one opened in the same thread."""
 
     idle = threading.local()
-    sql_types: dict[pa.Schema, tuple[str | None, ...]] = {}  # DuckDB's types of Arrow's (the same everywhere)
+    sql_types: ClassVar[dict[pa.Schema, tuple[str | None, ...]]] = {}  # DuckDB's types of Arrow's, everywhere alike
 
     def __init__(self, timezone: str, threads: int | None = None):
         """`threads`: how many threads each query may use (DuckDB's default: every core)."""
