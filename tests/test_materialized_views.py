@@ -214,6 +214,27 @@ def test_path_counts_are_maintained_from_the_contributions_of_the_groups_that_st
         set_strategy(conn, "distributed")
 
 
+def test_vacuum_of_a_view_removes_the_files_of_its_tables_old_versions(conn):
+    """Each maintenance that deletes rewrites a view's table; VACUUM ... RETAIN 0 HOURS removes the files
+    of the versions before, and the view still reads (and is maintained) right."""
+    set_strategy(conn, "local")
+    try:
+        explained_write(conn, "closure", [(1, 2), (2, 3), (3, 4)], "DELETE FROM mv_edge WHERE src = 3")
+        run(conn, "INSERT INTO mv_edge VALUES (3, 4), (4, 5)")
+        run(conn, "DELETE FROM mv_edge WHERE src = 1")
+        files = sorted(conn.session.catalog.warehouse.rglob("*.parquet"))
+        cursor = conn.cursor()
+        cursor.execute("VACUUM mv_closure RETAIN 0 HOURS")
+        assert cursor.rowcount > 0
+        assert len(sorted(conn.session.catalog.warehouse.rglob("*.parquet"))) == len(files) - cursor.rowcount
+        assert run(conn, "SELECT * FROM mv_closure") == run(conn, VIEWS["closure"][1]) == [(2, 3), (2, 4), (2, 5),
+                                                                                          (3, 4), (3, 5), (4, 5)]
+        run(conn, "DELETE FROM mv_edge WHERE src = 4")
+        assert run(conn, "SELECT * FROM mv_closure") == [(2, 3), (2, 4), (3, 4)]
+    finally:
+        set_strategy(conn, "distributed")
+
+
 WRITER = """
 import random, sys
 import recsql

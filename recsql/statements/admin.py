@@ -13,6 +13,7 @@ from recsql.errors import NotSupportedError, ProgrammingError
 from recsql.settings import PREFIX
 from recsql.statements.handler import Result, Services
 from recsql.statements.queries import relation_columns
+from recsql.views import upkeep
 from recsql.views.stored import Reflected
 from translator.core import table_name
 from translator.dialect import Vacuum
@@ -107,7 +108,12 @@ def analyze(session: Services, statement: exp.Analyze, sql: str) -> Result:
 
 def vacuum(session: Services, statement: Vacuum, sql: str) -> Result:
     """VACUUM t [RETAIN n HOURS]: remove the files no version of the last n hours (default 168) reads,
-    and files that writers left without committing them; the rowcount is the files removed."""
+    and files that writers left without committing them (of each table of a materialized view); the
+    rowcount is the files removed."""
     hours = statement.args.get("hours")
     retain = int(hours.name) if hours is not None else VACUUM_RETAIN_HOURS
-    return Result(rowcount=session.catalog.vacuum(table_name(statement.this, session.catalog), retain))
+    name = table_name(statement.this, session.catalog)
+    entry = session.catalog.entry(name)
+    if entry is not None and entry.kind == Kind.MATERIALIZED:
+        return Result(rowcount=upkeep.vacuum(session, name, retain))
+    return Result(rowcount=session.catalog.vacuum(name, retain))

@@ -15,7 +15,7 @@ from sqlglot import exp
 from recsql import analysis
 from recsql.catalog_entries import Entry, Kind, view_query_of
 from recsql.errors import NotSupportedError, ProgrammingError
-from recsql.relation_names import split_version
+from recsql.relation_names import split_version, state_name
 from recsql.statements.handler import Services
 from recsql.views.maintenance import Maintenance, MaintenanceTrace, alias_source
 from recsql.views.stored import Reflected, maintaining
@@ -168,6 +168,15 @@ def up_to_date(session: Services, name: str, refresh: bool = False) -> Maintenan
         for part in replaced - set(parts.values()):  # a view computed again: its former tables
             shutil.rmtree(root / part, ignore_errors=True)
         return trace
+
+
+def vacuum(session: Services, name: str, retain_hours: int) -> int:
+    """VACUUM of a materialized view: each of its tables, while no maintenance changes them (a file a
+    maintenance has written but not yet committed is no leftover); the files removed."""
+    catalog = session.catalog
+    with maintaining(catalog.metadata, name):
+        parts = set(Reflected.of(catalog.entry(name)).parts.values())
+        return sum(catalog.managed(state_name(name, part)).vacuum(retain_hours) for part in sorted(parts))
 
 
 def directories(bases: dict[str, list]) -> dict[str, str]:
