@@ -746,3 +746,20 @@ def test_changing_a_view_is_an_error_naming_it(cur, error_tables, sql):
     raised(cur, sql, (recsql.ProgrammingError, recsql.NotSupportedError), ["dml_err_view"])
     assert rows_of(cur, "dml_err_base") == bag(ERROR_BASE)
     assert rows_of(cur, "dml_err_view") == bag(ERROR_BASE)
+
+
+def test_vacuum_removes_the_files_only_older_versions_read(cur):
+    """An insert, a delete and an update each leave files only older versions read; VACUUM ... RETAIN 0
+    HOURS removes them (the current version reads on), a version that read them can no longer be."""
+    cur.execute("DROP TABLE IF EXISTS dml_vacuum")
+    cur.execute("CREATE TABLE dml_vacuum (a INT, b INT, c STRING)")
+    cur.execute("INSERT INTO dml_vacuum VALUES (1, 10, 'x'), (2, 20, 'y'), (3, 30, 'z')")
+    cur.execute("DELETE FROM dml_vacuum WHERE a = 2")
+    cur.execute("UPDATE dml_vacuum SET c = 'w' WHERE a = 3")
+    cur.execute("VACUUM dml_vacuum RETAIN 0 HOURS")
+    assert cur.rowcount >= 2
+    assert rows_of(cur, "dml_vacuum") == bag([(1, 10, "x"), (3, 30, "w")])
+    with pytest.raises(recsql.ProgrammingError, match="VACUUM removed its files"):
+        cur.execute("SELECT * FROM dml_vacuum VERSION AS OF 1")
+    cur.execute("VACUUM dml_vacuum")
+    assert cur.rowcount == 0
