@@ -52,6 +52,7 @@ class TranslatorCore:
         self.views_in_progress: list[str] = []
         self.table_names: set[str] = set()  # what the statement's table references name, in views' too
         self.cte_names: set[str] = set()
+        self.view_queries: dict[str, exp.Expression | None] = {}
 
     def reserve_names(self, query: exp.Expression) -> None:
         """Note every name a table reference of the query makes, through the views it reads, and the
@@ -65,9 +66,16 @@ class TranslatorCore:
                 name = ".".join(part.name.lower() for part in table.parts)
                 if name not in self.table_names:
                     self.table_names.add(name)
-                    view = self.catalog.view_query(name)
+                    view = self.view_query(name)
                     if view is not None:
                         pending.append(view)
+
+    def view_query(self, name: str) -> exp.Expression | None:
+        """The query of the stored view `name` (None: no such view), parsed once per translation."""
+        name = name.lower()
+        if name not in self.view_queries:
+            self.view_queries[name] = self.catalog.view_query(name)
+        return self.view_queries[name]
 
     def new_relation(self, hint: str, columns: tuple[str, ...], **properties: Any) -> str:
         base = hint.lower()
@@ -82,7 +90,7 @@ class TranslatorCore:
         """Whether a name is taken by a table the program may read. A CTE's name may also be a stored
         table's that its own body reads (`WITH edge AS (SELECT ... FROM edge)`): the catalog says."""
         if name in self.cte_names:
-            return self.catalog.table_columns(name) is not None or self.catalog.view_query(name) is not None
+            return self.catalog.table_columns(name) is not None or self.view_query(name) is not None
         return name in self.table_names
 
     def fresh_variable(self, hint: str) -> str:

@@ -120,7 +120,7 @@ class FromMixin(TranslatorCore):
         columns = self.catalog.table_columns(name)
         if columns is not None:
             return name, tuple(columns)
-        view = self.catalog.view_query(name)
+        view = self.view_query(name)
         if view is not None:
             relation = self.translate_view(name, view, node)
             return relation, self.program.relations[relation].columns

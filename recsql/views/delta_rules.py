@@ -295,11 +295,15 @@ def inserted(name: str) -> str:
     return f"{name}__derived"
 
 
-def extremes(program: Program, component: Component) -> bool:
-    """Whether every relation of the stratum keeps a min() or max() per group, and nothing else keeps it
-    from being maintained (improvement applies)."""
+EXTREMES = ("min", "max")
+SUMS = ("sum", "count")
+
+
+def aggregated_by(program: Program, component: Component, functions: tuple[str, ...]) -> bool:
+    """Whether every relation of the stratum keeps one of `functions` per group (EXTREMES: improvement
+    applies), and nothing else keeps the stratum from being maintained."""
     return all(program.relations[name].aggregate is not None and program.relations[name].aggregate.function
-               in ("min", "max") for name in component.relations) and not why_recomputed(program, component, True)
+               in functions for name in component.relations) and not why_recomputed(program, component, True)
 
 
 def improves(relation: Relation, rule: Rule, old: str) -> tuple[Literal, ...]:

@@ -22,7 +22,7 @@ from dataclasses import replace
 from sqlglot import exp
 
 from recsql.analysis import Component
-from recsql.views.delta_rules import StratumRules, inserted, why_recomputed
+from recsql.views.delta_rules import EXTREMES, SUMS, StratumRules, aggregated_by, inserted
 from translator.ir import WILDCARD, Atom, Condition, Literal, Program, Relation, Rule, var, variables_of
 
 
@@ -34,13 +34,13 @@ def affected_groups(stratum: StratumRules, old: dict[str, str], target: str) -> 
     group's old value (a derivation that did not give it its value changes nothing by going).
     Under sum()/count(), every contribution counts: a group is affected by a derivation read from a
     changed fact, in either direction, or from an affected group."""
-    extreme = stratum.program.relations[target].aggregate.function in ("min", "max")
+    extreme = stratum.program.relations[target].aggregate.function in EXTREMES
     rules = []
     for rule in stratum.rules:
         head = stratum.program.relations[rule.head]
         kept_value = tight(head, rule, old[rule.head]) if extreme else ()
         for position, literal in enumerate(rule.body):
-            before, after = (others(stratum, rule, old, version, position) for version in ("old", "new"))
+            before, after = (rest_of_body(stratum, rule, old, version, position) for version in ("old", "new"))
             if stratum.reads_stratum(literal):
                 relation = stratum.program.relations[literal.relation]
                 cause = Atom(affected(literal.relation), tuple(literal.args[i] for i in relation.group_key))
@@ -59,8 +59,9 @@ def affected_groups(stratum: StratumRules, old: dict[str, str], target: str) -> 
                                              distinct=True, label=f"{relation.display_name} (affected groups)")
     return Program(relations, rules, affected(target))
 
-def others(stratum: StratumRules, rule: Rule, old: dict[str, str], version: str, position: int
-           ) -> tuple[Literal, ...]:
+
+def rest_of_body(stratum: StratumRules, rule: Rule, old: dict[str, str], version: str, position: int
+                 ) -> tuple[Literal, ...]:
     """The rule's literals but the one at `position`, reading the `version` (old or new) of what they read."""
     return tuple(stratum.version(other, old, version) for i, other in enumerate(rule.body) if i != position)
 
@@ -93,14 +94,13 @@ def affected_rederivation(stratum: StratumRules, old: dict[str, str], groups: di
                       Atom(groups[atom.relation], keys, negated=True, nulls_equal=True))
         rules.append(Rule(inserted(rule.head), rule.terms, (*new[:position], recursive, *new[position + 1:]) + within))
         body = (*new[:position], *unaffected, *new[position + 1:]) + within
-        if head.aggregate.function in ("min", "max"):
+        if head.aggregate.function in EXTREMES:
             rules.append(Rule(inserted(rule.head), rule.terms, body))
             continue
         standing, summed = contributions_summed(head, rule, body, keys, f"{rule.head}__standing{number}")
         relations.update(standing)
         rules += summed
     return Program(relations, rules, inserted(target))
-
 
 
 def group_terms(relation: Relation, rule: Rule) -> tuple[exp.Expression, ...]:
@@ -166,10 +166,8 @@ def regrowable(program: Program, component: Component) -> bool:
     affects (`affected_groups`): every relation keeps a min()/max() (then only when its inputs only lose
     facts), or every one a sum()/count(), each by some group, nothing else keeps it from being
     maintained, and values flow linearly (`values_flow_linearly`)."""
-    relations = [program.relations[name] for name in component.relations]
-    functions = {relation.aggregate.function if relation.aggregate else None for relation in relations}
-    return (functions <= {"min", "max"} or functions <= {"sum", "count"}) and None not in functions and \
-        all(relation.group_key for relation in relations) and not why_recomputed(program, component, True) and \
+    return (aggregated_by(program, component, EXTREMES) or aggregated_by(program, component, SUMS)) and \
+        all(program.relations[name].group_key for name in component.relations) and \
         values_flow_linearly(program, component)
 
 

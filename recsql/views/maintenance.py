@@ -29,7 +29,8 @@ from recsql.relation_names import state_name, version_name
 from recsql.statistics import TableStatistics
 from recsql.statements.handler import Services
 from recsql.table_writes import write_rows
-from recsql.views.delta_rules import Inputs, StratumRules, changes, closure_of, extremes, why_recomputed
+from recsql.views.delta_rules import (EXTREMES, Inputs, StratumRules, aggregated_by, changes, closure_of,
+                                      why_recomputed)
 from recsql.views.group_rules import affected_groups, affected_rederivation, regrowable
 from recsql.views.stored import Reflected
 from translator.ir import Atom, Program
@@ -169,7 +170,7 @@ class Maintenance:
             return
         stratum = StratumRules(program, component, inputs)
         why = "computed" if self.reflected is None else why_recomputed(program, component)
-        extreme = bool(why) and self.reflected is not None and extremes(program, component)
+        extreme = bool(why) and self.reflected is not None and aggregated_by(program, component, EXTREMES)
         regrow = bool(why) and self.reflected is not None and regrowable(program, component)
         gains, losses = (changes(stratum.rules, inputs, gains=gaining) for gaining in (True, False))
         started = time.monotonic()
@@ -262,13 +263,12 @@ class Maintenance:
         results = {}
         for name in names:
             records[name].how = "insertion" if over is None else "DRed"
-            if step is None:
-                program = stratum.insertion(stored, over, name)
-            elif over is None:
+            if step is not None and over is None:
                 program = stratum.closure_insertion(step, stored[name], name)
+            elif step is not None and not gains:
+                program = stratum.closure_rederivation(step, stored[name], over[name], name)
             else:
-                program = stratum.closure_rederivation(step, stored[name], over[name], name) if not gains \
-                    else stratum.insertion(stored, over, name)
+                program = stratum.insertion(stored, over, name)
             derived = self.evaluate(program).table.cast(old[name].schema)
             if over_deleted is not None and not gains:  # every fact derived is an over-deleted one found again
                 records[name].over_deleted = over_deleted[name].num_rows
