@@ -217,13 +217,14 @@ class SortKey:
 
 @dataclass
 class Program:
-    """Relations derived by rules, plus the answer: which relation, in which order, how many rows."""
+    """Relations derived by rules, plus the answer: which relation, in which order, which rows of it."""
 
     relations: dict[str, Relation] = field(default_factory=dict)
     rules: list[Rule] = field(default_factory=list)
     output: str = ""
     order_by: tuple[SortKey, ...] = ()
     limit: int | None = None
+    offset: int = 0  # answer rows skipped before the limit's
     hidden_columns: int = 0  # trailing output columns used only for ORDER BY
 
     def rules_for(self, relation: str) -> list[Rule]:
@@ -261,5 +262,7 @@ class Program:
             answer += f" order by {keys}"
         if self.limit is not None:
             answer += f" limit {self.limit}"
+        if self.offset:
+            answer += f" offset {self.offset}"
         lines.append(answer + ".")
         return "\n".join(lines)

@@ -1,4 +1,5 @@
-"""ORDER BY and LIMIT of the outermost query: the answer's sort keys, hidden columns and row limit.
+"""ORDER BY, LIMIT and OFFSET of the outermost query: the answer's sort keys, hidden columns, row limit
+and the rows skipped before it.
 
 They are allowed only on the outermost query, where they become properties of the Program rather than
 rules, so they are computed apart from the translation of the query itself: the ORDER BY expressions
@@ -68,9 +69,24 @@ def sort_keys(
     return tuple(keys)
 
 
-def limit_value(limit: exp.Limit) -> int:
-    """The row count of a LIMIT clause."""
-    value = limit.expression
+def limit_value(limit: exp.Limit | exp.Fetch) -> int:
+    """The row count of a LIMIT clause (or of FETCH FIRST n ROWS ONLY)."""
+    if isinstance(limit, exp.Fetch):
+        options = limit.args.get("limit_options")
+        if options is not None and (options.args.get("percent") or options.args.get("with_ties")):
+            raise TranslationError.at_node("FETCH FIRST takes a row count (no PERCENT, no WITH TIES)", limit)
+        return row_count(limit.args.get("count") or exp.Literal.number(1), "FETCH FIRST")
+    return row_count(limit.expression, "LIMIT")
+
+
+def offset_value(offset: exp.Offset) -> int:
+    """The rows an OFFSET clause skips."""
+    return row_count(offset.expression, "OFFSET")
+
+
+def row_count(value: exp.Expression, clause: str) -> int:
+    if isinstance(value, exp.Paren):
+        value = value.unnest()
     if not (isinstance(value, exp.Literal) and value.is_int):
-        raise TranslationError.at_node("LIMIT takes a non-negative integer", value)
+        raise TranslationError.at_node(f"{clause} takes a non-negative integer", value)
     return int(value.this)

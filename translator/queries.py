@@ -34,9 +34,10 @@ class QueriesMixin(TranslatorCore):
         """Translate any query node into a relation; returns the relation's name."""
         if isinstance(query, exp.Subquery):
             return self.translate_query(query.this, env, outer, name_hint, correlations)
-        if query.args.get("order") or query.args.get("limit"):
-            if not isinstance(query, exp.Select) or query.args.get("limit") is not None:
-                raise UnsupportedError.at_node("ORDER BY / LIMIT are supported only on the outermost query", query)
+        if query.args.get("order") or query.args.get("limit") or query.args.get("offset"):
+            if not isinstance(query, exp.Select) or query.args.get("limit") or query.args.get("offset"):
+                raise UnsupportedError.at_node("ORDER BY / LIMIT / OFFSET are supported only on the outermost query",
+                                               query)
             query = query.copy()
             query.set("order", None)  # ordering inside a subquery has no effect on its rows
         if isinstance(query, exp.Select):

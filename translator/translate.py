@@ -9,7 +9,7 @@ operations become relations of their own. A recursive CTE is simply a relation w
 `Translator` is the translation's entry point, combining its parts, each a mixin over the shared state
 of `TranslatorCore` (translator/core.py): query forms and WITH (queries.py), FROM items and joins
 (from_clause.py), conditions, expressions and subqueries (conditions.py), GROUP BY (aggregation.py).
-ORDER BY and LIMIT of the outermost query (order_limit.py) become properties of the Program.
+ORDER BY, LIMIT and OFFSET of the outermost query (order_limit.py) become properties of the Program.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from translator.core import SchemaProvider
 from translator.errors import UnsupportedError
 from translator.from_clause import FromMixin
 from translator.ir import Program
-from translator.order_limit import hidden_order_columns, limit_value, sort_keys
+from translator.order_limit import hidden_order_columns, limit_value, offset_value, sort_keys
 from translator.queries import QueriesMixin
 
 
@@ -41,8 +41,9 @@ class Translator(QueriesMixin, FromMixin, ConditionsMixin, AggregationMixin):
         self.reserve_names(query)
         order = query.args.get("order")
         limit = query.args.get("limit")
-        query.set("order", None)
-        query.set("limit", None)
+        offset = query.args.get("offset")
+        for clause in ("order", "limit", "offset"):
+            query.set(clause, None)
         hidden = hidden_order_columns(query, order)
         output = self.translate_query(query, {}, None, name_hint="answer")
         self.program.output = output
@@ -51,6 +52,8 @@ class Translator(QueriesMixin, FromMixin, ConditionsMixin, AggregationMixin):
             self.program.order_by = sort_keys(query, order, hidden, self.program.relations[output].columns)
         if limit is not None:
             self.program.limit = limit_value(limit)
+        if offset is not None:
+            self.program.offset = offset_value(offset)
         return self.program
 
 

@@ -19,7 +19,7 @@ from recsql.engine.states import Engine, Facts, State, SumState, state_for
 from recsql.errors import OperationalError
 from recsql.planner import Stratum, Variant, Version
 from recsql.settings import Settings
-from translator.ir import Program, Relation, Rule
+from translator.ir import Atom, Program, Relation, Rule
 
 Versions = tuple[Version | None, ...] | None  # per body literal, the version an atom of the component reads
 
@@ -82,12 +82,14 @@ class Limits:
     silent truncation. `capacity`: derived rows past which the evaluation stops with CapacityExceeded
     (a local evaluation planned from estimates), as soon as its growth says the next iteration would pass
     them: the iterations before are cheap, the one that passes them the costliest, and its work would be
-    thrown away or moved."""
+    thrown away or moved. `enough`: the facts after which the evaluation may stop, the answer being the
+    first rows of the stratum's relation (see `rows_enough`)."""
 
     def __init__(self, program: Program, stratum: Stratum, settings: Settings, capacity: int | None = None):
         self.program = program
         self.stratum = stratum
         self.capacity = capacity
+        self.enough = rows_enough(program, stratum)
         self.max_rows = settings.max_rows
         self.max_iterations = settings.max_iterations
         self.limited_by: Relation | None = None
@@ -129,6 +131,40 @@ class Limits:
         return ", ".join(f"'{self.program.relations[n].display_name}'" for n in self.stratum.relations)
 
 
+def rows_enough(program: Program, stratum: Stratum) -> int | None:
+    """A LIMIT n (OFFSET m) with no ORDER BY over the recursive relation of this stratum, whose answer is
+    that relation's facts one answer row each (a copy of it, or a projection keeping duplicates): any
+    n + m of its facts make a right answer, and without aggregates in the stratum every fact derived is
+    one of the fixpoint's. The evaluation may then stop once it has that many, as Spark and PostgreSQL
+    stop a LIMITed recursion: a UNION ALL recursion that never ends alone gives its first rows. One
+    relation in the stratum: its new facts are the iteration's (which an exchanging evaluation's tasks
+    count together, so that they all stop in the same iteration)."""
+    if program.limit is None or program.order_by or len(stratum.relations) != 1:
+        return None
+    (name,) = stratum.relations
+    relation = program.relations[name]
+    if relation.aggregate is not None:
+        return None
+    if program.output != name and not answers_one_row_per_fact(program, relation):
+        return None
+    return program.limit + program.offset
+
+
+def answers_one_row_per_fact(program: Program, relation: Relation) -> bool:
+    """Whether the answer's one rule reads `relation` alone and makes a row of each of its facts: no
+    filter, no computed column, and no DISTINCT merging facts into one row."""
+    rules = program.rules_for(program.output)
+    if len(rules) != 1 or len(rules[0].body) != 1 or not isinstance(rules[0].body[0], Atom):
+        return False
+    (rule,), atom = rules, rules[0].body[0]
+    if atom.relation != relation.name or atom.filters or atom.optional or atom.call_args:
+        return False
+    if not all(isinstance(term, exp.Column) and term.name in atom.args for term in rule.terms):
+        return False
+    copies = [term.name for term in rule.terms] == list(atom.args)
+    return not program.relations[program.output].distinct or (copies and relation.distinct)
+
+
 def next_rows(new_rows: int, previous_rows: int) -> int:
     """The new facts the next iteration is expected to derive: this iteration's, grown (or shrunk) as
     much as they did from the previous one."""
@@ -136,7 +172,8 @@ def next_rows(new_rows: int, previous_rows: int) -> int:
 
 
 def iterate(evaluation: Fixpoint, limits: Limits, progress: ProgressListener | None, after: int = 0) -> int:
-    """Run `evaluation` until an iteration derives nothing new; returns the number of iterations.
+    """Run `evaluation` until an iteration derives nothing new, or the facts a LIMITed answer needs are
+    there (Limits.enough); returns the number of iterations.
     `after`: the iterations an evaluation handed over to this one had made (its start is the next one)."""
     started = time.monotonic()
     new_rows = derived = evaluation.start()
@@ -148,7 +185,7 @@ def iterate(evaluation: Fixpoint, limits: Limits, progress: ProgressListener | N
             progress(Progress(limits.stratum.relations, iteration, new_rows, derived, elapsed, evaluation.facts()))
 
     report()
-    while new_rows:
+    while new_rows and not (limits.enough and derived >= limits.enough):
         iteration += 1
         limits.check_iteration(iteration)
         previous_rows, new_rows = new_rows, evaluation.step()

@@ -9,7 +9,7 @@ each semi-naive delta rule with `order_body` too, the delta driving.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from recsql.optimizer.cardinality import AtomEstimate, Estimator
 from recsql.optimizer.context import Context, Outcome
@@ -68,4 +68,4 @@ def ordered_program(program: Program, estimator: Estimator, model: CostModel) ->
         body = order_body(rule, estimator, model)
         joins = tuple(step.method for step in body.plan.steps) if body.plan is not None else ()
         rules.append(Rule(rule.head, rule.terms, body.literals, joins))
-    return Program(program.relations, rules, program.output, program.order_by, program.limit, program.hidden_columns)
+    return replace(program, rules=rules)

@@ -261,8 +261,7 @@ def magic_rewrite(program: Program, estimator: Estimator) -> Program:
             rewrite.rewrite_rule(renamed, head, magic, supplementary=relation.aggregate is None)
     relations = dict(program.relations)
     relations.update(rewrite.relations)
-    rewritten = prune(Program(relations, rewrite.rules, program.output, program.order_by, program.limit,
-                              program.hidden_columns))
+    rewritten = prune(replace(program, relations=relations, rules=rewrite.rules))
     return rewritten if stratifies_like(program, rewritten) else program
 
 
@@ -291,7 +290,7 @@ def prune(program: Program) -> Program:
         stack.extend(a.relation for r in program.rules_for(name) for a in r.atoms if a.relation in program.relations)
     relations = {name: rel for name, rel in program.relations.items() if name in needed}
     rules = [rule for rule in program.rules if rule.head in needed]
-    return Program(relations, rules, program.output, program.order_by, program.limit, program.hidden_columns)
+    return replace(program, relations=relations, rules=rules)
 
 
 def stratifies_like(original: Program, rewritten: Program) -> bool:

@@ -20,7 +20,7 @@ from recsql.engine.local.engine import LocalFixpoint, ResultTypes
 from recsql.engine.progress import ProgressListener
 from recsql.engine.spark_settings import SparkSettings
 from recsql.engine.sql.printing import Dialect, Printer
-from recsql.engine.sql.queries import answer_query, relation_query
+from recsql.engine.sql.queries import answer_query, relation_query, shapes_answer
 from recsql.engine.sql.rules import range_call, rule_query, table
 from recsql.engine.columns import column_names
 from recsql.engine.trace import Step, Trace
@@ -110,8 +110,8 @@ class LocalProgram:
         width = len(program.relations[program.output].columns) - program.hidden_columns
         types = self.types[program.output][:width]
         facts = self.facts[program.output]
-        if program.order_by or program.limit is not None or width < facts.num_columns:
-            query = answer_query(table("_output"), width, program.order_by, program.limit)
+        if shapes_answer(program) or width < facts.num_columns:
+            query = answer_query(table("_output"), program)
             facts = db.query(self.printer.sql(query), _output=facts)
         else:
             facts = facts.rename_columns(column_names(width))

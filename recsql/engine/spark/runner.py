@@ -97,10 +97,9 @@ class SparkRun:
         return self.views.sql(SPARK.sql(relation_query(relation, parts)))
 
     def output(self) -> DataFrame:
-        """The output relation ordered, limited and named as the query says (one Spark SQL query)."""
+        """The output relation ordered, skipped, limited and named as the query says (one Spark SQL query)."""
         program = self.program
-        width = len(program.relations[program.output].columns) - program.hidden_columns
-        query = answer_query(table(self.source(program.output)), width, program.order_by, program.limit)
+        query = answer_query(table(self.source(program.output)), program)
         return self.views.sql(SPARK.sql(query)).toDF(*program.output_columns)
 
     # ------------------------------------------------------------------ what strategies read

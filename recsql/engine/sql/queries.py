@@ -19,7 +19,7 @@ from sqlglot import exp
 from recsql.engine.columns import CONTRIBUTOR, RULE_ID, VALUE, column_names
 from recsql.engine.sql.printing import Printer, renamed
 from recsql.engine.sql.rules import aliased, column, conjunction, nested, select, table
-from translator.ir import Relation, SortKey
+from translator.ir import Program, Relation, SortKey
 
 CANDIDATES, FULL, DELTA, MERGED, CONTRIBUTIONS, DERIVED = (
     "__candidates", "__full", "__delta", "__merged", "__contributions", "__derived")
@@ -256,15 +256,23 @@ def relation_query(relation: Relation, parts: Sequence[exp.Query]) -> exp.Query:
     return tree
 
 
-def answer_query(source: exp.Expression, width: int, order_by: Sequence[SortKey], limit: int | None) -> exp.Select:
-    """The output relation's visible columns (c0 .. c{width-1}), ordered and limited as the query says;
-    ORDER BY may read the hidden columns after them."""
+def answer_query(source: exp.Expression, program: Program) -> exp.Select:
+    """The output relation's visible columns (c0 .. c{width-1}), ordered, skipped and limited as the
+    query says; ORDER BY may read the hidden columns after them."""
+    width = len(program.output_columns)
     tree = select([column(n) for n in column_names(width)], source)
-    if order_by:
-        tree.set("order", exp.Order(expressions=[sort_key(key) for key in order_by]))
-    if limit is not None:
-        tree.set("limit", exp.Limit(expression=exp.Literal.number(int(limit))))
+    if program.order_by:
+        tree.set("order", exp.Order(expressions=[sort_key(key) for key in program.order_by]))
+    if program.limit is not None:
+        tree.set("limit", exp.Limit(expression=exp.Literal.number(program.limit)))
+    if program.offset:
+        tree.set("offset", exp.Offset(expression=exp.Literal.number(program.offset)))
     return tree
+
+
+def shapes_answer(program: Program) -> bool:
+    """Whether the answer is more than the output relation's visible columns as they are."""
+    return bool(program.order_by or program.limit is not None or program.offset)
 
 
 def sort_key(key: SortKey) -> exp.Ordered:
