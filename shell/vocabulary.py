@@ -2,10 +2,10 @@
 engine then refuses.
 
 Left out on purpose, because the translator rejects them (translator/translate.py raises UnsupportedError):
-RIGHT, FULL, SEMI, ANTI and NATURAL joins; window functions (OVER, PARTITION BY, row_number, rank,
-dense_rank, lag, lead); INTERSECT ALL and EXCEPT ALL. tests/test_completion.py runs a query per offered
-join kind, clause and function through recsql, and checks that each rejected construct is still
-rejected and not offered, so a list here cannot drift from what the engine does.
+RIGHT, FULL and NATURAL joins; window functions (OVER, PARTITION BY, row_number, rank, dense_rank, lag,
+lead); INTERSECT ALL and EXCEPT ALL. tests/test_completion.py runs a query per offered join kind, clause
+and function through recsql, and checks that each rejected construct is still rejected and not offered,
+so a list here cannot drift from what the engine does.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from __future__ import annotations
 CLAUSES = ("SELECT", "FROM", "WHERE", "GROUP BY", "HAVING", "ORDER BY", "LIMIT", "WITH", "RECURSIVE")
 SET_OPERATIONS = ("UNION", "UNION ALL", "INTERSECT", "EXCEPT")
 MODIFIERS = ("DISTINCT", "ALL", "AS")
-JOINS = ("JOIN", "INNER JOIN", "LEFT JOIN", "CROSS JOIN")
+JOINS = ("JOIN", "INNER JOIN", "LEFT JOIN", "CROSS JOIN", "LEFT SEMI JOIN", "LEFT ANTI JOIN")
 JOIN_CONDITIONS = ("ON", "USING")
 OPERATORS = (
     "AND", "OR", "NOT", "IN", "EXISTS", "BETWEEN", "LIKE", "IS", "NULL", "TRUE", "FALSE", "CASE", "WHEN",

@@ -72,8 +72,11 @@ class ConditionsMixin(TranslatorCore):
         block.outer_conditions.append(self.translate_expression(conjunct, block, env, correlated=True))
         return True
 
-    def try_subquery_predicate(self, conjunct: exp.Expression, block: Block, env: dict[str, str]) -> bool:
-        """[NOT] EXISTS (subquery) and x [NOT] IN (subquery) as semi- and anti-joins."""
+    def try_subquery_predicate(
+        self, conjunct: exp.Expression, block: Block, env: dict[str, str], name_hint: str | None = None
+    ) -> bool:
+        """[NOT] EXISTS (subquery) and x [NOT] IN (subquery) as semi- and anti-joins (`name_hint`: what the
+        subquery's relation is named after, by default the predicate)."""
         negated = isinstance(conjunct, exp.Not)
         node = conjunct.this if negated else conjunct
         if isinstance(node, exp.Paren):
@@ -89,7 +92,8 @@ class ConditionsMixin(TranslatorCore):
         if probe is None and isinstance(query, exp.Select):
             query = query.copy()
             query.set("expressions", [exp.alias_(exp.Literal.number(1), "one")])
-        relation = self.translate_query(query, env, block.scope, "exists_sub" if probe is None else "in_sub", correlations)
+        name_hint = name_hint or ("exists_sub" if probe is None else "in_sub")
+        relation = self.translate_query(query, env, block.scope, name_hint, correlations)
         relation_info = self.program.relations[relation]
         semi = bool(correlations.conditions) and not negated
         if not (negated or semi):  # joined: one fact per match, so that no outer row is repeated

@@ -2,12 +2,14 @@
 
 Each FROM item (a stored table or one of its versions, a CTE, a view, a derived table, a table-valued
 function) becomes an atom with a fresh variable per column, registered in the block's scope; inner join
-conditions come back as conjuncts for WHERE's treatment, LEFT JOINs make their atom optional.
+conditions (ON, or USING's equalities) come back as conjuncts for WHERE's treatment, LEFT JOINs make their
+atom optional, SEMI and ANTI JOINs are the EXISTS and NOT EXISTS of their right side.
 
-Contributes: translate_from, add_source, make_optional, resolve_table, table_version, translate_view,
-expand_stars.
+Contributes: translate_from, translate_join, filter_join, add_source, make_optional, resolve_table,
+table_version, translate_view, expand_stars.
 Needs from the other parts: translate_query (QueriesMixin) for derived tables and views,
-translate_expression (ConditionsMixin) for a LEFT JOIN's ON condition.
+translate_expression (ConditionsMixin) for a LEFT JOIN's condition, try_subquery_predicate
+(ConditionsMixin) for SEMI and ANTI JOINs.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ class FromMixin(TranslatorCore):
     """FROM items and joins as the atoms of a block."""
 
     def translate_from(self, select: exp.Select, env: dict[str, str], block: Block) -> list[exp.Expression]:
-        """Add an atom per FROM item; returns the join conditions as conjuncts."""
+        """Add an atom per FROM item; returns the inner joins' conditions as conjuncts."""
         conjuncts: list[exp.Expression] = []
         from_ = select.args.get("from_")
         if from_ is None:
@@ -39,41 +41,52 @@ class FromMixin(TranslatorCore):
             return conjuncts
         self.add_source(from_.this, env, block)
         for join in select.args.get("joins") or []:
-            side = (join.args.get("side") or "").upper()
-            kind = (join.args.get("kind") or "").upper()
-            if (side and side != "LEFT") or kind in {"SEMI", "ANTI", "NATURAL"} or join.args.get("method"):
-                raise UnsupportedError.at_node(f"{(side + ' ' + kind).strip()} JOIN is not supported", join)
-            before = {s.alias for s in block.scope.sources}
-            self.add_source(join.this, env, block)
-            if side == "LEFT":
-                self.make_optional(join, block, env)
-                continue
-            if join.args.get("on") is not None:
-                conjuncts.extend(split_conjuncts(join.args["on"]))
-            for column in join.args.get("using") or []:
-                (new_source,) = [s for s in block.scope.sources if s.alias not in before]
-                left = [s for s in block.scope.sources if s.alias in before and column.name.lower() in
-                        [c.lower() for c in s.columns]]
-                if not left:
-                    raise TranslationError.at_node(f"USING column '{column.name}' not found on the left", column)
-                conjuncts.append(
-                    exp.EQ(this=exp.column(column.name, left[0].alias), expression=exp.column(column.name, new_source.alias))
-                )
+            conjuncts.extend(self.translate_join(join, env, block))
         return conjuncts
 
-    def make_optional(self, join: exp.Join, block: Block, env: dict[str, str]) -> None:
-        """LEFT JOIN: the atom just added becomes optional, its ON condition the condition of the outer join."""
+    def translate_join(self, join: exp.Join, env: dict[str, str], block: Block) -> list[exp.Expression]:
+        """One JOIN: an inner join's condition comes back as conjuncts, a LEFT JOIN's atom becomes optional,
+        a SEMI or ANTI JOIN filters the rows joined so far."""
+        side = (join.args.get("side") or "").upper()
+        kind = (join.args.get("kind") or "").upper()
+        if side not in ("", "LEFT") or join.args.get("method"):
+            words = " ".join(word for word in (join.args.get("method"), side, kind) if word).upper()
+            raise UnsupportedError.at_node(f"{words} JOIN is not supported", join)
+        if kind in ("SEMI", "ANTI"):
+            self.filter_join(join, kind, block, env)
+            return []
+        self.add_source(join.this, env, block)
+        using = join.args.get("using")
+        condition = exp.and_(*block.scope.join_using(using)) if using else join.args.get("on")
+        if side == "LEFT":
+            self.make_optional(join, condition, block, env)
+            return []
+        return split_conjuncts(condition) if condition is not None else []
+
+    def filter_join(self, join: exp.Join, kind: str, block: Block, env: dict[str, str]) -> None:
+        """[LEFT] SEMI / ANTI JOIN: EXISTS / NOT EXISTS of the right side under the ON condition, so it keeps
+        or drops rows of the left side, never repeats one, and adds no column."""
         if join.args.get("using"):
-            raise UnsupportedError.at_node("LEFT JOIN ... USING is not supported; use ON", join)
+            raise UnsupportedError.at_node(f"{kind} JOIN ... USING is not supported; use ON", join)
         on = join.args.get("on")
         if on is None:
-            raise TranslationError.at_node("LEFT JOIN needs an ON condition", join)
-        if on.find(exp.Subquery):
-            raise UnsupportedError.at_node("subqueries in a LEFT JOIN's ON condition are not supported", on)
+            raise TranslationError.at_node(f"{kind} JOIN needs an ON condition", join)
+        query = exp.select(exp.Literal.number(1)).from_(join.this.copy()).where(on.copy())
+        predicate = exp.Not(this=exp.Exists(this=query)) if kind == "ANTI" else exp.Exists(this=query)
+        self.try_subquery_predicate(predicate, block, env, name_hint=f"{kind.lower()}_join")
+
+    def make_optional(
+        self, join: exp.Join, condition: exp.Expression | None, block: Block, env: dict[str, str]
+    ) -> None:
+        """LEFT JOIN: the atom just added becomes optional, its ON (or USING) condition the condition of the
+        outer join."""
+        if condition is None:
+            raise TranslationError.at_node("LEFT JOIN needs an ON or USING condition", join)
+        if condition.find(exp.Subquery):
+            raise UnsupportedError.at_node("subqueries in a LEFT JOIN's ON condition are not supported", condition)
         atom = block.body.pop()
         block.optional |= atom.variables()
-        condition = self.translate_expression(on, block, env)
-        block.body.append(replace(atom, optional=True, on=condition))
+        block.body.append(replace(atom, optional=True, on=self.translate_expression(condition, block, env)))
 
     def add_source(self, node: exp.Expression, env: dict[str, str], block: Block) -> None:
         alias_node = node.args.get("alias")

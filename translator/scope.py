@@ -25,11 +25,52 @@ class Source:
 class Scope:
     sources: list[Source] = field(default_factory=list)
     parent: "Scope | None" = None
+    # the columns `*` lists and unqualified names find, in order, as (source, position): a column a JOIN's
+    # USING names appears once, first, as its left side's
+    columns: list[tuple[Source, int]] = field(default_factory=list)
 
     def add(self, source: Source, node: exp.Expression | None = None) -> None:
         if any(existing.alias == source.alias for existing in self.sources):
             raise TranslationError.at_node(f"table alias '{source.alias}' is used twice in one FROM clause", node)
         self.sources.append(source)
+        self.columns.extend((source, i) for i in range(len(source.columns)))
+
+    def join_using(self, names: list[exp.Identifier]) -> list[exp.EQ]:
+        """JOIN ... USING (names) of the last source added: the equality of each named column of the left
+        side with the last source's. From then on the left side's column stands for both, as in an inner or
+        left join their value is the left side's."""
+        right = self.sources[-1]
+        left = [entry for entry in self.columns if entry[0] is not right]
+        shared: list[tuple[Source, int]] = []
+        equalities = []
+        for identifier in names:
+            entry = self._using_column(identifier, left, right)
+            if entry in shared:
+                raise TranslationError.at_node(f"USING names column '{identifier.name}' twice", identifier)
+            shared.append(entry)
+            source, position = entry
+            name = source.columns[position]
+            equalities.append(exp.EQ(this=exp.column(name, table=source.alias, quoted=True),
+                                     expression=exp.column(name, table=right.alias, quoted=True)))
+        merged = {identifier.name.lower() for identifier in names}
+        self.columns = shared + [entry for entry in left if entry not in shared] + [
+            (right, i) for i, name in enumerate(right.columns) if name.lower() not in merged
+        ]
+        return equalities
+
+    @staticmethod
+    def _using_column(
+        identifier: exp.Identifier, left: list[tuple[Source, int]], right: Source
+    ) -> tuple[Source, int]:
+        """The one column of the left side that a USING name names, checked to be a column of `right` too."""
+        name = identifier.name.lower()
+        found = [(source, i) for source, i in left if source.columns[i].lower() == name]
+        if len(found) != 1:
+            where = "is ambiguous on the left of the join" if found else "not found on the left of the join"
+            raise TranslationError.at_node(f"USING column '{identifier.name}' {where}", identifier)
+        if name not in (column.lower() for column in right.columns):
+            raise TranslationError.at_node(f"USING column '{identifier.name}' not found in '{right.alias}'", identifier)
+        return found[0]
 
     def resolve(self, column: exp.Column) -> tuple[str, int]:
         """(variable, depth): depth 0 is this scope, 1 its parent (a correlated reference), and so on."""
@@ -45,14 +86,13 @@ class Scope:
 
     def _lookup(self, column: exp.Column) -> str | None:
         name = column.name.lower()
-        qualifier = column.table.lower() if column.table else None
-        matches = []
-        for source in self.sources:
-            if qualifier is not None and source.alias != qualifier:
-                continue
-            matches.extend(
-                source.variables[i] for i, candidate in enumerate(source.columns) if candidate.lower() == name
-            )
+        if column.table:
+            qualifier = column.table.lower()
+            entries = [(source, i) for source in self.sources if source.alias == qualifier
+                       for i in range(len(source.columns))]
+        else:
+            entries = self.columns
+        matches = [source.variables[i] for source, i in entries if source.columns[i].lower() == name]
         if len(matches) > 1:
             raise TranslationError.at_node(f"column reference '{column.sql()}' is ambiguous", column)
         return matches[0] if matches else None
@@ -81,7 +121,9 @@ class Scope:
 
     def star(self, qualifier: str | None, node: exp.Expression) -> list[tuple[str, str]]:
         """(source alias, column name) pairs a `*` or `alias.*` expands to."""
-        chosen = [s for s in self.sources if qualifier is None or s.alias == qualifier.lower()]
-        if qualifier is not None and not chosen:
+        if qualifier is None:
+            return [(source.alias, source.columns[i]) for source, i in self.columns]
+        chosen = [s for s in self.sources if s.alias == qualifier.lower()]
+        if not chosen:
             raise TranslationError.at_node(f"unknown table or alias '{qualifier}' in '{qualifier}.*'", node)
         return [(source.alias, name) for source in chosen for name in source.columns]
