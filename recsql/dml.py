@@ -1,16 +1,18 @@
 """DELETE, UPDATE and MERGE as queries: each statement becomes the query of the table's new rows, the
 queries counting the rows it affects and the query of the files holding them, run by the ordinary
 pipeline over the table's snapshot; the new rows replace those files in one commit. Conditions may use
-anything a WHERE clause may."""
+anything a WHERE clause may, and read the queries of the statement's WITH clause (each query made here
+is given that clause, `Rewrite.within`)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields, replace
 
 from sqlglot import exp
 
 from recsql.errors import NotSupportedError, ProgrammingError
 from recsql.relation_names import FILE_COLUMN, FILES_MARK
+from translator.errors import position_of
 
 MATCHED = "__recsql_matched"  # a source column that is TRUE on every source row: NULL after a LEFT JOIN
 
@@ -27,6 +29,37 @@ class Rewrite:
     whole: bool = False  # rewrite every file: the statement reads its table elsewhere too
     inserts: exp.Query | None = None  # the count of the rows it adds
     duplicates: exp.Query | None = None  # MERGE: more rows than the table has means a row matched twice
+
+    def within(self, ctes: exp.With | None) -> "Rewrite":
+        """The same queries, each reading the statement's WITH queries."""
+        return replace(self, **{field.name: with_ctes(query, ctes) for field in fields(self)
+                                if isinstance(query := getattr(self, field.name), exp.Query)})
+
+
+def with_ctes(query: exp.Expression, ctes: exp.With | None) -> exp.Expression:
+    """`query` with the WITH clause of its statement before its own (whose queries may read them); a
+    VALUES list holds only constants, so it reads none."""
+    if ctes is None or not isinstance(query, exp.Query):
+        return query
+    query = query.copy()
+    own = query.args.get("with_")
+    merged = ctes.copy()
+    if own is not None:
+        merged.set("expressions", [*merged.expressions, *own.expressions])
+        merged.set("recursive", bool(merged.args.get("recursive") or own.args.get("recursive")))
+    query.set("with_", merged)
+    return query
+
+
+def statement_ctes(statement: exp.Expression, table: str) -> exp.With | None:
+    """The WITH clause of a DELETE, UPDATE or MERGE of `table`. Its queries may not be called `table`:
+    the statement's queries read the table by that name."""
+    ctes = statement.args.get("with_")
+    for cte in ctes.expressions if ctes is not None else ():
+        if cte.alias_or_name.lower() == table:
+            raise NotSupportedError(f"WITH {cte.alias_or_name}: a query of the WITH clause of {statement.key.upper()} "
+                                    f"cannot take the name of the table it changes", *position_of(cte))
+    return ctes
 
 
 def is_true(condition: exp.Expression | None) -> exp.Expression:

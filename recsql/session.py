@@ -58,7 +58,7 @@ class Session:
     def execute(self, sql: str, params: Sequence[Any] | None = None) -> Result:
         statement = bind(parse_single(sql), params)
         with (self.cancellation.statement(sql), self.catalog.statement(), self.scratch.statement(),
-              translation_errors(), spark_errors(changed_table(statement))):
+              translation_errors(), spark_errors(changed_table(statement), statement)):
             if isinstance(statement, READS_VIEWS):
                 upkeep.read_views(self, statement)
             return handler_for(statement)(self, statement, sql)

@@ -6,11 +6,15 @@ import contextlib
 import re
 from typing import Iterator
 
+from sqlglot import exp
+
 from recsql.errors import DataError, Error, OperationalError, ProgrammingError
+from translator.errors import position_of
 
 _PYTHON_WORKER = "An exception was thrown from the Python worker"
 _PYTHON_ERROR = re.compile(r"^(\w+(?:\.\w+)*(?:Error|Exception)): (.+)$", re.MULTILINE)
 _CONDITION = re.compile(r"^\[([A-Z_.]+)\]\s*")
+_UNKNOWN_FUNCTION = re.compile(r"Cannot resolve (?:routine|function) (?:`[^`]+`\.)*`([^`]+)`")
 _SQL_ERRORS = ("AnalysisException", "ParseException", "IllegalArgumentException")
 # Spark's words for data of a local checkpoint that went with the executor holding it
 _LOST_CHECKPOINT = re.compile(r"Checkpoint block \S+ not found|executor that originally checkpointed")
@@ -19,18 +23,19 @@ _DATA_ERRORS = ("NumberFormatException", "ArithmeticException", "DateTimeExcepti
 
 
 @contextlib.contextmanager
-def spark_errors(context: str = "") -> Iterator[None]:
+def spark_errors(context: str = "", statement: exp.Expression | None = None) -> Iterator[None]:
+    """Spark's failures as recsql errors; `statement`, the one running, places what they name in its text."""
     try:
         yield
     except Error:
         raise
     except Exception as error:  # noqa: BLE001 - every Spark/Py4J failure is translated here
         if type(error).__module__.startswith(("pyspark", "py4j")) or "Java" in type(error).__name__:
-            raise translate(error, context) from None
+            raise translate(error, context, statement) from None
         raise
 
 
-def translate(error: Exception, context: str) -> Error:
+def translate(error: Exception, context: str, statement: exp.Expression | None = None) -> Error:
     name = type(error).__name__
     text = first_line(getattr(error, "desc", None) or getattr(error, "getMessage", lambda: None)() or str(error))
     if text.startswith(_PYTHON_WORKER):  # what the worker's traceback ends with, not that it has one
@@ -40,12 +45,24 @@ def translate(error: Exception, context: str) -> Error:
     if "cancelled" in text.lower() or "canceled" in text.lower():
         return OperationalError("query cancelled")
     prefix = f"{context}: " if context else ""
+    unknown = _UNKNOWN_FUNCTION.search(text)
+    if unknown:
+        return unknown_function(unknown.group(1), prefix, statement)
     head = f"{name} {str(error)[:500]}"
     if any(marker in head for marker in _DATA_ERRORS):
         return DataError(prefix + text)
     if any(marker in head for marker in _SQL_ERRORS):
         return ProgrammingError(prefix + text)
     return OperationalError(f"{prefix}Spark failed: {text}")
+
+
+def unknown_function(name: str, prefix: str, statement: exp.Expression | None) -> ProgrammingError:
+    """A function Spark does not know (recsql leaves the functions it does not know itself to Spark),
+    named as the statement calls it and placed where it does."""
+    calls = statement.find_all(exp.Anonymous) if statement is not None else ()
+    call = next((call for call in calls if call.name.lower() == name.lower()), None)
+    line, column = position_of(call)
+    return ProgrammingError(f"{prefix}unknown function {call.name if call else name.lower()}", line, column)
 
 
 def first_line(text: str) -> str:

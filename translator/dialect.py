@@ -8,6 +8,9 @@ Additions over sqlglot's Spark dialect:
 * `EXPLAIN [ANALYZE] statement` parses into an `Explain` node instead of an opaque command.
 * `SHOW TABLES [IN database]` parses into `exp.Show` instead of an opaque command.
 * `SET key = a, b, c` gives the setting the list of names "a,b,c" (recsql.disable_passes).
+
+Its generator writes a RaSQL CTE back in this syntax, so that a statement holding one prints as text
+(`statement.sql(dialect=RecSQL)`) that parses to the same statement.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from sqlglot.dialects.spark import Spark
 import re
 
 from sqlglot.errors import ParseError, TokenError
+from sqlglot.generators.spark import SparkGenerator
 from sqlglot.parsers.spark import SparkParser
 
 from translator.errors import TranslationError
@@ -43,7 +47,21 @@ class Vacuum(exp.Expression):
     arg_types = {"this": True, "hours": False}
 
 
+def recursive_cte_sql(generator: SparkGenerator, cte: RecursiveCTE) -> str:
+    """`name(column, min() AS column) MAX RECURSION LEVEL n AS (query)`, as `RecSQL.Parser` reads it."""
+    alias = cte.args["alias"]
+    aggregates = cte.args.get("aggregates") or {}
+    columns = [f"{aggregates[column.name]}() AS {generator.sql(column)}" if column.name in aggregates
+               else generator.sql(column) for column in alias.columns]
+    head = generator.sql(alias, "this") + (f"({', '.join(columns)})" if columns else "")
+    level = f" MAX RECURSION LEVEL {generator.sql(cte, 'max_level')}" if cte.args.get("max_level") else ""
+    return f"{head}{level} AS {generator.wrap(cte)}"
+
+
 class RecSQL(Spark):
+    class Generator(SparkGenerator):
+        TRANSFORMS = {**SparkGenerator.TRANSFORMS, RecursiveCTE: recursive_cte_sql}
+
     class Tokenizer(Spark.Tokenizer):
         KEYWORDS = {**Spark.Tokenizer.KEYWORDS, "EXPLAIN": tokens.TokenType.VAR, "VACUUM": tokens.TokenType.VAR}
 

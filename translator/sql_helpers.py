@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
+from translator.dialect import RecSQL
 from translator.scope import Scope
 
 
@@ -38,11 +39,13 @@ def split_conjuncts(condition: exp.Expression) -> list[exp.Expression]:
 
 
 def output_name(expression: exp.Expression, position: int) -> str:
+    """An unnamed item is named by its SQL text, written in recsql's dialect (Spark's cannot write the
+    CTEs of a subquery's WITH)."""
     if isinstance(expression, exp.Alias):
         return expression.alias
     if isinstance(expression, exp.Column):
         return expression.name
-    return expression.sql(dialect="spark")
+    return expression.sql(dialect=RecSQL)
 
 
 def outermost_aggregates(expression: exp.Expression) -> list[exp.AggFunc]:

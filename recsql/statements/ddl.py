@@ -13,6 +13,7 @@ from recsql.errors import NotSupportedError, ProgrammingError
 from recsql.statements import materialized
 from recsql.statements.handler import Result, Services
 from recsql.statements.queries import QUERY_TYPES, rows_of
+from recsql.table_writes import Rows
 from translator.core import table_name
 
 EXTERNAL_FORMATS = ("csv", "parquet", "json", "orc")
@@ -21,6 +22,8 @@ EXTERNAL_FORMATS = ("csv", "parquet", "json", "orc")
 def create(session: Services, create: exp.Create, sql: str) -> Result:
     """CREATE [OR REPLACE] TABLE | VIEW [IF NOT EXISTS]."""
     kind = (create.args.get("kind") or "").upper()
+    if kind not in ("TABLE", "VIEW"):
+        raise NotSupportedError(f"CREATE {kind} is not supported")
     target = create.this.this if isinstance(create.this, exp.Schema) else create.this
     name = table_name(target, session.catalog)
     replace = bool(create.args.get("replace"))
@@ -32,8 +35,6 @@ def create(session: Services, create: exp.Create, sql: str) -> Result:
         return materialized.create(session, create, name, replace, sql)
     if kind == "VIEW":
         return create_view(session, create, name, replace, sql)
-    if kind != "TABLE":
-        raise NotSupportedError(f"CREATE {kind} is not supported")
     if "." in name:
         return create_spark_table(session, create, name, replace)
     return create_table(session, create, name, replace, sql)
@@ -58,12 +59,12 @@ def create_table(session: Services, create: exp.Create, name: str, replace: bool
     """A managed table (from a column list, or AS SELECT with its rows), or with USING a table over
     external files."""
     file_format, options = table_properties(create.args.get("properties"))
-    schema = table_schema(session, create.this) if isinstance(create.this, exp.Schema) else None
     if create.expression is not None:
         if file_format:
             raise NotSupportedError("CREATE TABLE ... USING ... AS SELECT is not supported")
-        schema, rows = rows_of(session, create.expression)
+        schema, rows = query_rows(session, create)
         return Result(rowcount=session.catalog.create_table(name, schema, rows, replace, sql))
+    schema = table_schema(session, create.this) if isinstance(create.this, exp.Schema) else None
     if file_format:
         create_external(session, name, file_format, options, schema)
         return Result()
@@ -78,8 +79,21 @@ def create_spark_table(session: Services, create: exp.Create, name: str, replace
     if create.expression is None:
         session.spark.sql(create.sql(dialect="spark"))
         return Result()
-    _, rows = rows_of(session, create.expression)
+    _, rows = query_rows(session, create)
     return Result(rowcount=session.catalog.spark_tables.create(name, rows, replace))
+
+
+def query_rows(session: Services, create: exp.Create) -> tuple[StructType, Rows]:
+    """The rows of CREATE TABLE t [(a, b)] AS query, their columns named by the list if there is one. The
+    list takes names only, as in PostgreSQL and Spark: the query gives the types."""
+    names = None
+    if isinstance(create.this, exp.Schema):
+        typed = [column.name for column in create.this.expressions if column.args.get("kind") is not None]
+        if typed:
+            raise NotSupportedError(f"CREATE TABLE ... AS query takes column names without types (the query gives "
+                                    f"them), but column '{typed[0]}' has one")
+        names = [column.name for column in create.this.expressions]
+    return rows_of(session, create.expression, names)
 
 
 def create_external(session: Services, name: str, file_format: str, options: dict[str, str],
@@ -129,6 +143,9 @@ def table_properties(properties: exp.Properties | None) -> tuple[str | None, dic
 def table_schema(session: Services, schema: exp.Schema) -> StructType:
     """A column list as a Spark schema; a type name recsql does not translate itself is left to Spark's
     parser (which checks it)."""
+    untyped = [column.name for column in schema.expressions if column.args.get("kind") is None]
+    if untyped:
+        raise ProgrammingError(f"column '{untyped[0]}' needs a type (only CREATE TABLE ... AS query takes names alone)")
     try:
         return StructType([StructField(c.name, spark_type(c.args["kind"])) for c in schema.expressions])
     except UnknownTypeName:

@@ -10,7 +10,7 @@ from sqlglot import exp
 from recsql.errors import NotSupportedError
 from recsql.statements import admin, ddl, materialized, queries, writes
 from recsql.statements.handler import Handler, Result, Services
-from translator.dialect import Explain, Vacuum
+from translator.dialect import Explain, RecSQL, Vacuum
 
 WRITES = (exp.Insert, exp.Delete, exp.Update, exp.Merge)
 
@@ -30,7 +30,7 @@ def explain_write(session: Services, statement: Explain, sql: str) -> Result:
     write = statement.this
     session.maintenance = []
     try:
-        result = handler_for(write)(session, write, write.sql(dialect="spark"))
+        result = handler_for(write)(session, write, write.sql(dialect=RecSQL))
         traces = session.maintenance
     finally:
         session.maintenance = None
@@ -50,6 +50,7 @@ HANDLERS: dict[type[exp.Expression], Handler] = {
     exp.Drop: ddl.drop,
     exp.Refresh: materialized.refresh,
     exp.Insert: writes.insert,
+    exp.MultitableInserts: writes.multitable_insert,
     exp.Delete: writes.change,
     exp.Update: writes.change,
     exp.Merge: writes.change,
@@ -67,5 +68,5 @@ def handler_for(statement: exp.Expression) -> Handler:
         handler = HANDLERS.get(node_class)
         if handler is not None:
             return handler
-    keyword = statement.sql(dialect="spark").split()[0].upper() if statement.sql() else "?"
+    keyword = (statement.sql(dialect=RecSQL).split() or ["?"])[0].upper()
     raise NotSupportedError(f"{keyword} statements are not supported")

@@ -3,6 +3,8 @@ write, its answer, a count, or only its column names."""
 
 from __future__ import annotations
 
+from typing import Sequence
+
 import pyarrow as pa
 from pyspark.sql.types import StructField, StructType
 from sqlglot import exp
@@ -10,7 +12,7 @@ from sqlglot import exp
 from recsql.catalog import Catalog
 from recsql.engine.answer import Answer
 from recsql.engine.trace import Trace
-from recsql.errors import NotSupportedError
+from recsql.errors import NotSupportedError, ProgrammingError
 from recsql.statements.handler import Result, Services
 from recsql.table_writes import Rows
 from translator.dialect import Explain
@@ -45,13 +47,19 @@ def explain(session: Services, statement: Explain, sql: str) -> Result:
     return Result.of(pa.table({"plan": lines}), ["string"])
 
 
-def rows_of(session: Services, query: exp.Expression) -> tuple[StructType, Rows]:
+def rows_of(session: Services, query: exp.Expression, names: Sequence[str] | None = None) -> tuple[StructType, Rows]:
     """A query's rows to write, with their schema: Arrow when the query runs in this process, else a
-    Spark DataFrame (never collected: Spark writes it)."""
-    result = session.executor().result(session.plan(query))
+    Spark DataFrame (never collected: Spark writes it). `names` renames the query's columns (checked
+    before the query runs)."""
+    plan = session.plan(query)
+    columns = len(plan.program.output_columns)
+    if names is not None and len(names) != columns:
+        raise ProgrammingError(f"the column list names {len(names)} columns but the query gives {columns}")
+    result = session.executor().result(plan)
     if isinstance(result, Answer):
-        fields = [StructField(name, data_type) for name, data_type in zip(result.names, result.types)]
-        return StructType(fields), result.table
+        fields = [StructField(name, data_type) for name, data_type in zip(names or result.names, result.types)]
+        return StructType(fields), result.table if names is None else result.table.rename_columns(list(names))
+    result = result if names is None else result.toDF(*names)
     return result.schema, result
 
 

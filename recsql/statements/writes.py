@@ -10,21 +10,45 @@ import pyarrow.compute as pc
 from sqlglot import exp
 
 from recsql import dml
-from recsql.errors import DataError, Error, MaintenanceDeferred, NotSupportedError, ProgrammingError
+from recsql.errors import DataError, Error, MaintenanceDeferred, NotSupportedError
 from recsql.statements.handler import Result, Services
-from recsql.statements.queries import answer_of, count_of, relation_columns, rows_of
+from recsql.statements.queries import answer_of, count_of, rows_of
 from recsql.statements.values import arrow_columns, literal_row
 from recsql.views import upkeep
 from translator.core import table_name
 from translator.translate import translate
 
 
+# the parts of each write its handler takes; sqlglot parses more (RETURNING, ON CONFLICT, INSERT OVERWRITE,
+# DELETE ... USING, LIMIT), which are refused rather than ignored
+HANDLED_CLAUSES = {
+    exp.Insert: {"this", "expression", "with_"},
+    exp.Delete: {"this", "where", "with_"},
+    exp.Update: {"this", "expressions", "where", "with_", "from_"},  # dml.update refuses FROM
+    exp.Merge: {"this", "using", "on", "whens", "with_"},
+}
+CLAUSE_NAMES = {"overwrite": "OVERWRITE", "conflict": "ON CONFLICT", "by_name": "BY NAME", "where": "REPLACE WHERE",
+                "alternative": "OR REPLACE / OR IGNORE", "exists": "IF NOT EXISTS", "order": "ORDER BY",
+                "using_cond": "USING ... ON", "is_function": "FUNCTION", "hint": "hints"}
+
+
+def refuse_other_clauses(statement: exp.Insert | exp.Delete | exp.Update | exp.Merge) -> None:
+    """A NotSupportedError naming the first clause of a write that its handler does not take."""
+    handled = HANDLED_CLAUSES[type(statement)]
+    for key, value in statement.args.items():
+        if value and key not in handled:
+            clause = CLAUSE_NAMES.get(key, key.upper())
+            raise NotSupportedError(f"{clause} in {statement.key.upper()} is not supported")
+
+
 def insert(session: Services, insert: exp.Insert, sql: str) -> Result:
-    """INSERT INTO t VALUES (constants) straight from Python values; INSERT INTO t query through it."""
+    """INSERT INTO t VALUES (constants) straight from Python values; INSERT INTO t query through it
+    (reading the queries of a WITH before INSERT as well as of one before the query)."""
+    refuse_other_clauses(insert)
     target = insert.this
     if isinstance(target, exp.Schema):
         raise NotSupportedError("INSERT with a column list is not supported; give values for every column")
-    source = insert.expression
+    source = dml.with_ctes(insert.expression, insert.args.get("with_"))
     if isinstance(source, exp.Values):
         rows = [literal_row(row) for row in source.expressions]
         if all(row is not None for row in rows):
@@ -50,7 +74,9 @@ def one_row_of_parameters(statement: exp.Expression) -> bool:
 
 
 def insert_rows(session: Services, insert: exp.Insert, rows: list[tuple], sql: str) -> Result:
-    """Rows of Python values straight into a Parquet file: no Spark job for INSERT ... VALUES."""
+    """Rows of Python values straight into a Parquet file: no Spark job for INSERT ... VALUES (also the
+    way of `executemany`, which comes here without `insert`)."""
+    refuse_other_clauses(insert)
     catalog = session.catalog
     name = table_name(insert.this, catalog)
     spark_table = catalog.is_spark_table(name)
@@ -71,8 +97,10 @@ def insert_rows(session: Services, insert: exp.Insert, rows: list[tuple], sql: s
 
 def change(session: Services, statement: exp.Delete | exp.Update | exp.Merge, sql: str) -> Result:
     """DELETE, UPDATE, MERGE: the table's new rows computed from one snapshot, committed at once."""
+    refuse_other_clauses(statement)
     catalog = session.catalog
     name, _ = dml.target_table(statement.this, statement.key.upper())
+    ctes = dml.statement_ctes(statement, name)
     catalog.insertable(name)
     snapshot = catalog.snapshot(name)
     columns = tuple(field.name.lower() for field in snapshot.schema.fields)
@@ -81,7 +109,8 @@ def change(session: Services, statement: exp.Delete | exp.Update | exp.Merge, sq
     elif isinstance(statement, exp.Update):
         rewrite = dml.update(statement, columns)
     else:
-        rewrite = dml.merge(statement, columns, merge_source_columns(session, statement.args["using"]))
+        rewrite = dml.merge(statement, columns, merge_source_columns(session, statement.args["using"], ctes))
+    rewrite = rewrite.within(ctes)
     if rewrite.duplicates is not None and count_of(session, rewrite.duplicates) > snapshot.rows:
         raise DataError(f"MERGE INTO {name}: a row of '{name}' matches more than one source row")
     affected = count_of(session, rewrite.inserts) if rewrite.inserts is not None else 0
@@ -115,12 +144,14 @@ def maintain_views(session: Services, table: str) -> None:
         session.record_maintenance(trace)
 
 
-def merge_source_columns(session: Services, using: exp.Expression) -> tuple[str, ...]:
-    """The column names of MERGE's source (a table, view or subquery), lower-case."""
-    if isinstance(using, exp.Subquery):
-        return tuple(c.lower() for c in translate(using.this, session.catalog).output_columns)
-    name = table_name(using, session.catalog)
-    columns = relation_columns(session.catalog, name)
-    if not columns:
-        raise ProgrammingError(f"table or view '{name}' not found")
-    return tuple(c.lower() for c in columns)
+def merge_source_columns(session: Services, using: exp.Expression, ctes: exp.With | None) -> tuple[str, ...]:
+    """The column names of MERGE's source (a table, view, query of its WITH clause or subquery), lower-case."""
+    source = dml.with_ctes(exp.select(exp.Star()).from_(using.copy()), ctes)
+    return tuple(c.lower() for c in translate(source, session.catalog).output_columns)
+
+
+def multitable_insert(session: Services, statement: exp.MultitableInserts, sql: str) -> Result:
+    """Spark's FROM source INSERT INTO t1 SELECT ... INSERT INTO t2 SELECT ...: refused, as recsql commits
+    the rows of one table per statement."""
+    raise NotSupportedError("FROM ... INSERT INTO ... INSERT INTO ... (a multi-table insert) is not supported: "
+                            "write one INSERT INTO t SELECT ... FROM ... per table")
