@@ -5,6 +5,8 @@ Additions over sqlglot's Spark dialect:
 * CTE column lists may declare a monotonic aggregate: `sp(node, min() AS dist)`.
 * `MAX RECURSION LEVEL n` between a CTE's name (or column list) and AS.
 * RaSQL's parenthesization `name AS (base) UNION [ALL] (recursive)` besides `name AS (base UNION recursive)`.
+* PostgreSQL's `SEARCH {DEPTH | BREADTH} FIRST BY ... SET ...` and `CYCLE ... SET ... USING ...` after a CTE,
+  with lists of columns (translator/search_cycle.py gives their meaning).
 * `EXPLAIN [ANALYZE] statement` parses into an `Explain` node instead of an opaque command.
 * `SHOW TABLES [IN database]` parses into `exp.Show` instead of an opaque command.
 * `SET key = a, b, c` gives the setting the list of names "a,b,c" (recsql.disable_passes).
@@ -34,7 +36,19 @@ class RecursiveCTE(exp.CTE):
     `aggregates` maps a column name to one of HEADER_AGGREGATES; `max_level` is an int literal.
     """
 
-    arg_types = {**exp.CTE.arg_types, "aggregates": False, "max_level": False}
+    arg_types = {**exp.CTE.arg_types, "aggregates": False, "max_level": False, "search": False, "cycle": False}
+
+
+class Search(exp.Expression):
+    """`SEARCH {DEPTH | BREADTH} FIRST BY columns SET sequence` after a recursive CTE (PostgreSQL's)."""
+
+    arg_types = {"kind": True, "expressions": True, "this": True}
+
+
+class Cycle(exp.Expression):
+    """`CYCLE columns SET mark [TO value DEFAULT value] USING path` after a recursive CTE (PostgreSQL's)."""
+
+    arg_types = {"expressions": True, "this": True, "to": False, "default": False, "path": True}
 
 
 class Explain(exp.Expression):
@@ -55,12 +69,25 @@ def recursive_cte_sql(generator: SparkGenerator, cte: RecursiveCTE) -> str:
                else generator.sql(column) for column in alias.columns]
     head = generator.sql(alias, "this") + (f"({', '.join(columns)})" if columns else "")
     level = f" MAX RECURSION LEVEL {generator.sql(cte, 'max_level')}" if cte.args.get("max_level") else ""
-    return f"{head}{level} AS {generator.wrap(cte)}"
+    clauses = "".join(f" {generator.sql(cte, clause)}" for clause in ("search", "cycle") if cte.args.get(clause))
+    return f"{head}{level} AS {generator.wrap(cte)}{clauses}"
+
+
+def search_sql(generator: SparkGenerator, search: Search) -> str:
+    return (f"SEARCH {search.args['kind']} FIRST BY {generator.expressions(search, flat=True)} "
+            f"SET {generator.sql(search, 'this')}")
+
+
+def cycle_sql(generator: SparkGenerator, cycle: Cycle) -> str:
+    marks = (f" TO {generator.sql(cycle, 'to')} DEFAULT {generator.sql(cycle, 'default')}"
+             if cycle.args.get("to") is not None else "")
+    return (f"CYCLE {generator.expressions(cycle, flat=True)} SET {generator.sql(cycle, 'this')}{marks} "
+            f"USING {generator.sql(cycle, 'path')}")
 
 
 class RecSQL(Spark):
     class Generator(SparkGenerator):
-        TRANSFORMS = {**SparkGenerator.TRANSFORMS, RecursiveCTE: recursive_cte_sql}
+        TRANSFORMS = {**SparkGenerator.TRANSFORMS, RecursiveCTE: recursive_cte_sql, Search: search_sql, Cycle: cycle_sql}
 
     class Tokenizer(Spark.Tokenizer):
         KEYWORDS = {**Spark.Tokenizer.KEYWORDS, "EXPLAIN": tokens.TokenType.VAR, "VACUUM": tokens.TokenType.VAR}
@@ -149,9 +176,42 @@ class RecSQL(Spark):
                 branch = self._parse_wrapped(self._parse_statement)
                 body = exp.Union(this=body, expression=branch, distinct=distinct)
             alias = exp.TableAlias(this=name, columns=columns or None)
+            search = self._parse_search()
             return self.expression(
-                RecursiveCTE(this=body, alias=alias, aggregates=aggregates or None, max_level=max_level)
+                RecursiveCTE(this=body, alias=alias, aggregates=aggregates or None, max_level=max_level,
+                             search=search, cycle=self._parse_cycle())
             )
+
+        def _parse_search(self) -> Search | None:
+            if not self._match_text_seq("SEARCH"):
+                return None
+            if not self._match_texts(("DEPTH", "BREADTH")):
+                self.raise_error("Expected DEPTH or BREADTH after SEARCH")
+            kind = self._prev.text.upper()
+            if not self._match_text_seq("FIRST", "BY"):
+                self.raise_error(f"Expected FIRST BY after SEARCH {kind}")
+            columns = self._parse_csv(self._parse_id_var)
+            if not self._match_text_seq("SET"):
+                self.raise_error("Expected SET after the columns of SEARCH")
+            return self.expression(Search(kind=kind, expressions=columns, this=self._parse_id_var()))
+
+        def _parse_cycle(self) -> Cycle | None:
+            if not self._match_text_seq("CYCLE"):
+                return None
+            columns = self._parse_csv(self._parse_id_var)
+            if not self._match_text_seq("SET"):
+                self.raise_error("Expected SET after the columns of CYCLE")
+            mark = self._parse_id_var()
+            to = default = None
+            if self._match_text_seq("TO"):
+                to = self._parse_bitwise()
+                if not self._match(tokens.TokenType.DEFAULT):
+                    self.raise_error("Expected DEFAULT after CYCLE ... TO value")
+                default = self._parse_bitwise()
+            if not self._match_text_seq("USING"):
+                self.raise_error("Expected USING path after CYCLE ... SET mark")
+            return self.expression(Cycle(expressions=columns, this=mark, to=to, default=default,
+                                         path=self._parse_id_var()))
 
         def _parse_cte_column(self) -> tuple[exp.Identifier, str | None]:
             """`name` or RaSQL's `agg() AS name`."""

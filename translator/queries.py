@@ -21,6 +21,7 @@ from translator.core import TranslatorCore
 from translator.errors import TranslationError, UnsupportedError
 from translator.ir import Atom, Condition, HeaderAggregate, Iteration, Rule, var
 from translator.scope import Scope
+from translator.search_cycle import expand_search_cycle
 from translator.sql_helpers import flatten_union, outermost_aggregates, output_name, split_conjuncts, union_nodes
 
 
@@ -138,7 +139,7 @@ class QueriesMixin(TranslatorCore):
         if with_ is None:
             return env
         env = dict(env)
-        ctes = list(with_.expressions)
+        ctes = [expand_search_cycle(cte) for cte in with_.expressions]
         names = {cte.alias_or_name.lower() for cte in ctes}
         recursive = bool(with_.args.get("recursive"))
         declared: list[tuple[exp.CTE, str]] = []

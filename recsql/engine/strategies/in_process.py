@@ -5,6 +5,7 @@ gives way to the next strategy, which starts again from scratch."""
 
 from __future__ import annotations
 
+import pyarrow as pa
 from pyspark.sql import DataFrame
 
 from recsql.engine.fixpoint import CapacityExceeded
@@ -27,4 +28,10 @@ def run_in_process(run: StratumRun, stratum: Stratum) -> dict[str, DataFrame] | 
         run.outgrow(exceeded)
         return None
     rows = types.spark(fixpoint.iterations)
-    return {name: run.spark.createDataFrame(table, struct(rows[name])) for name, table in tables.items()}
+    return {name: run.spark.createDataFrame(with_chunks(table), struct(rows[name])) for name, table in tables.items()}
+
+
+def with_chunks(table: pa.Table) -> pa.Table:
+    """`table`, with one empty chunk per column when it has none: Spark cannot convert a column of nested
+    values (arrays of structs, say) from no chunk at all."""
+    return table if table.num_rows else table.schema.empty_table()
