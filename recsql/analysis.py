@@ -93,6 +93,11 @@ def check_component(program: Program, component: Component) -> None:
     if not component.recursive:
         return
     cycle = ", ".join(program.relations[r].display_name for r in component.relations)
+    for name in component.relations:
+        if program.relations[name].window is not None:
+            raise UnsupportedProgram(
+                f"LIMIT / OFFSET through recursion: a subquery with LIMIT or OFFSET is inside the recursive "
+                f"cycle ({cycle}); it may only read relations computed before the recursion")
     for rule in program.rules:
         if rule.head not in component:
             continue

@@ -12,6 +12,7 @@ from __future__ import annotations
 import random
 from collections import Counter
 
+import duckdb
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -48,20 +49,54 @@ WINDOWS = [
 ]
 
 
+SUBQUERY_WINDOWS = [  # w is unique but for a NULL, so that every window is one set of rows
+    "SELECT * FROM (SELECT a, b FROM sc_weighted ORDER BY w DESC LIMIT 3) t",
+    "SELECT a FROM (SELECT a FROM sc_weighted ORDER BY b, a LIMIT 2 OFFSET 1)",
+    "SELECT count(*) FROM (SELECT DISTINCT a FROM sc_weighted ORDER BY a LIMIT 2)",
+    "SELECT * FROM sc_weighted WHERE a IN (SELECT a FROM sc_weighted ORDER BY w LIMIT 2)",
+    "WITH light AS (SELECT a, b FROM sc_weighted ORDER BY w LIMIT 3) SELECT * FROM light JOIN sc_weighted USING (a)",
+    "SELECT * FROM (SELECT a FROM sc_weighted UNION SELECT b FROM sc_weighted ORDER BY 1 DESC LIMIT 2)",
+    "SELECT * FROM (SELECT * FROM sc_weighted LIMIT 0)",
+    "SELECT x FROM (SELECT a AS x FROM sc_weighted ORDER BY a + b DESC, w LIMIT 3)",
+    "SELECT x FROM (SELECT a AS x FROM sc_weighted ORDER BY w NULLS LAST OFFSET 4)",
+    # a recursion joining the lightest edges only (the subquery is computed before the recursion)
+    "WITH RECURSIVE t(x, y) AS (SELECT a, b FROM sc_weighted UNION SELECT t.x, light.b FROM t "
+    "JOIN (SELECT a, b FROM sc_weighted ORDER BY w LIMIT 4) light ON t.y = light.a) SELECT * FROM t",
+]
+WEIGHTED = [(1, 2, 5), (2, 3, 1), (3, 4, 7), (1, 3, 2), (4, 5, 3), (2, 5, None)]
+
+
 @pytest.mark.parametrize("sql", WINDOWS)
 @under(*STRATEGIES)
 def test_row_windows_match_duckdb(cur, sql):
-    import duckdb
-
     assert rows(cur, sql) == duckdb.sql(sql).fetchall()
 
 
+@pytest.fixture(scope="module")
+def weighted(conn):
+    fill(conn.cursor(), "sc_weighted", "a INT, b INT, w INT", WEIGHTED)
+    reference = duckdb.connect()
+    reference.execute("SET default_null_order = 'nulls_first_on_asc_last_on_desc'")  # Spark's
+    reference.execute("CREATE TABLE sc_weighted (a INT, b INT, w INT)")
+    reference.executemany("INSERT INTO sc_weighted VALUES (?, ?, ?)", WEIGHTED)
+    return reference
+
+
+@pytest.mark.parametrize("sql", SUBQUERY_WINDOWS)
+@under(*STRATEGIES)
+def test_subquery_windows_match_duckdb(cur, weighted, sql):
+    assert Counter(rows(cur, sql)) == Counter(weighted.sql(sql).fetchall())
+
+
 @pytest.mark.parametrize("sql, message", [
-    ("SELECT * FROM (SELECT x FROM (VALUES (1), (2)) v(x) OFFSET 1)", "OFFSET are supported only on the outermost"),
     ("SELECT 1 OFFSET x", "OFFSET takes a non-negative integer"),
     ("SELECT 1 FETCH FIRST 50 PERCENT ROWS ONLY", "FETCH FIRST takes a row count"),
+    ("SELECT a, (SELECT b FROM sc_weighted f WHERE f.a = sc_weighted.a ORDER BY b LIMIT 1) FROM sc_weighted",
+     "LIMIT / OFFSET in a correlated subquery are not supported"),
+    ("WITH RECURSIVE t(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM (SELECT n FROM t ORDER BY n LIMIT 1) s "
+     "WHERE n < 3) SELECT * FROM t", "LIMIT / OFFSET through recursion"),
 ])
-def test_row_windows_refused(cur, sql, message):
+def test_row_windows_refused(cur, weighted, sql, message):
     with pytest.raises(recsql.Error, match=message):
         cur.execute(sql)
 

@@ -179,6 +179,29 @@ class HeaderAggregate:
 
 
 @dataclass(frozen=True)
+class SortKey:
+    column: int
+    descending: bool = False
+    nulls_first: bool | None = None
+
+
+@dataclass(frozen=True)
+class Window:
+    """The rows ORDER BY ... LIMIT / OFFSET keep: in the keys' order, `offset` skipped, then `limit` (all
+    without one)."""
+
+    order_by: tuple[SortKey, ...] = ()
+    limit: int | None = None
+    offset: int = 0
+
+    def __str__(self) -> str:
+        keys = ", ".join(f"#{key.column}" + (" desc" if key.descending else "") for key in self.order_by)
+        return " ".join(part for part in (keys and f"order by {keys}",
+                                          self.limit is not None and f"limit {self.limit}",
+                                          self.offset and f"offset {self.offset}") if part)
+
+
+@dataclass(frozen=True)
 class Relation:
     name: str
     columns: tuple[str, ...]
@@ -187,6 +210,7 @@ class Relation:
     iteration: Iteration = Iteration.FIXPOINT
     max_level: int | None = None
     label: str = ""  # the name the user wrote (a CTE's name), for messages
+    window: Window | None = None  # a subquery's ORDER BY ... LIMIT / OFFSET: which of its rows it keeps
 
     @property
     def display_name(self) -> str:
@@ -208,13 +232,6 @@ class Relation:
         return f"{self.name}({', '.join(parts)})"
 
 
-@dataclass(frozen=True)
-class SortKey:
-    column: int
-    descending: bool = False
-    nulls_first: bool | None = None
-
-
 @dataclass
 class Program:
     """Relations derived by rules, plus the answer: which relation, in which order, which rows of it."""
@@ -226,6 +243,11 @@ class Program:
     limit: int | None = None
     offset: int = 0  # answer rows skipped before the limit's
     hidden_columns: int = 0  # trailing output columns used only for ORDER BY
+
+    @property
+    def window(self) -> Window:
+        """The answer's rows: which of the output relation's, in which order."""
+        return Window(self.order_by, self.limit, self.offset)
 
     def rules_for(self, relation: str) -> list[Rule]:
         return [rule for rule in self.rules if rule.head == relation]
@@ -252,6 +274,8 @@ class Program:
                 notes.append("union all")
             if relation.max_level is not None:
                 notes.append(f"max level {relation.max_level}")
+            if relation.window is not None:
+                notes.append(str(relation.window))
             suffix = f"  % {', '.join(notes)}" if notes else ""
             lines.append(f"% {relation.header()}{suffix}")
             lines.extend(str(rule) for rule in self.rules_for(relation.name))

@@ -1,10 +1,11 @@
-"""ORDER BY, LIMIT and OFFSET of the outermost query: the answer's sort keys, hidden columns, row limit
-and the rows skipped before it.
+"""ORDER BY, LIMIT and OFFSET: a window's sort keys, hidden columns, row limit and the rows skipped
+before it.
 
-They are allowed only on the outermost query, where they become properties of the Program rather than
-rules, so they are computed apart from the translation of the query itself: the ORDER BY expressions
-that are not output columns are first added to the select list as hidden trailing columns, then each
-sort key is resolved to a position among the answer's columns.
+On the outermost query they become properties of the Program (its answer's window), on a subquery the
+window of the relation its rows make (queries.translate_windowed); either way they are computed apart
+from the translation of the query itself: the ORDER BY expressions that are not output columns are first
+added to the select list as hidden trailing columns, then each sort key is resolved to a position among
+the relation's columns.
 """
 
 from __future__ import annotations

@@ -19,7 +19,8 @@ from sqlglot import exp
 from translator.block import Block, Correlation
 from translator.core import TranslatorCore
 from translator.errors import TranslationError, UnsupportedError
-from translator.ir import Atom, Condition, HeaderAggregate, Iteration, Rule, var
+from translator.ir import Atom, Condition, HeaderAggregate, Iteration, Rule, Window, var
+from translator.order_limit import hidden_order_columns, limit_value, offset_value, sort_keys
 from translator.scope import Scope
 from translator.search_cycle import expand_search_cycle
 from translator.sql_helpers import flatten_union, outermost_aggregates, output_name, split_conjuncts, union_nodes
@@ -35,12 +36,11 @@ class QueriesMixin(TranslatorCore):
         """Translate any query node into a relation; returns the relation's name."""
         if isinstance(query, exp.Subquery):
             return self.translate_query(query.this, env, outer, name_hint, correlations)
-        if query.args.get("order") or query.args.get("limit") or query.args.get("offset"):
-            if not isinstance(query, exp.Select) or query.args.get("limit") or query.args.get("offset"):
-                raise UnsupportedError.at_node("ORDER BY / LIMIT / OFFSET are supported only on the outermost query",
-                                               query)
+        if query.args.get("limit") or query.args.get("offset"):
+            return self.translate_windowed(query, env, outer, name_hint, correlations)
+        if query.args.get("order"):
             query = query.copy()
-            query.set("order", None)  # ordering inside a subquery has no effect on its rows
+            query.set("order", None)  # ordering alone has no effect on a subquery's rows
         if isinstance(query, exp.Select):
             return self.translate_select(query, env, outer, None, name_hint, correlations)
         if isinstance(query, exp.Union):
@@ -50,6 +50,37 @@ class QueriesMixin(TranslatorCore):
         if isinstance(query, exp.Values):
             return self.translate_values(query, name_hint)
         raise UnsupportedError.at_node(f"unsupported query form {query.key.upper()}", query)
+
+    def translate_windowed(self, query: exp.Query, env: dict[str, str], outer: Scope | None, name_hint: str,
+                           correlations: Correlation | None) -> str:
+        """A subquery with LIMIT / OFFSET (ORDER BY): a relation of its rows whose window keeps those the
+        clauses say; the ORDER BY expressions that are not output columns are hidden columns of it, which
+        a copy without them drops."""
+        query = query.copy()
+        order, limit, offset = (query.args.get(clause) for clause in ("order", "limit", "offset"))
+        for clause in ("order", "limit", "offset"):
+            query.set(clause, None)
+        hidden = hidden_order_columns(query, order)
+        known = set(self.program.relations)
+        source = self.translate_query(query, env, outer, name_hint, correlations)
+        if correlations is not None and correlations.width:
+            raise UnsupportedError.at_node("LIMIT / OFFSET in a correlated subquery are not supported", query)
+        relation = self.program.relations[source]
+        if source in known:  # the query is a relation that exists already: its window goes on a copy
+            source = self.copy_of(source, relation.columns, query)
+            relation = self.program.relations[source]
+        window = Window(sort_keys(query, order, hidden, relation.columns) if order is not None else (),
+                        limit_value(limit) if limit is not None else None,
+                        offset_value(offset) if offset is not None else 0)
+        self.program.relations[source] = replace(relation, window=window)
+        visible = relation.columns[:len(relation.columns) - len(hidden)]
+        return self.copy_of(source, visible, query) if hidden else source
+
+    def copy_of(self, source: str, columns: tuple[str, ...], node: exp.Expression) -> str:
+        """A relation of `source`'s rows, one each, with its first columns (`columns`)."""
+        relation = self.new_relation(source, columns)
+        self.copy_rule(source, relation, node)
+        return relation
 
     def translate_union(self, union: exp.Union, env: dict[str, str], name_hint: str) -> str:
         env = self.translate_with(union.args.get("with_"), env)
@@ -72,8 +103,11 @@ class QueriesMixin(TranslatorCore):
         return relation
 
     def copy_rule(self, source: str, target: str, node: exp.Expression) -> None:
+        """`target` gets the rows of `source` (their first columns, as many as `target` has)."""
         variables = [self.fresh_variable(c) for c in self.program.relations[source].columns]
-        self.add_rule(Rule(target, tuple(var(v) for v in variables), (Atom(source, tuple(variables)),)), node)
+        width = len(self.program.relations[target].columns)
+        self.add_rule(Rule(target, tuple(var(v) for v in variables[:width]), (Atom(source, tuple(variables)),)),
+                      node)
 
     def translate_branch(self, branch: exp.Expression, relation: str, env: dict[str, str]) -> None:
         """Add the rules of one UNION branch to `relation`."""

@@ -85,7 +85,8 @@ class Rewrite:
 
     def eligible(self, name: str) -> bool:
         relation = self.source.relations.get(name)
-        if relation is None or name == self.source.output or relation.iteration is Iteration.BAG:
+        if relation is None or name == self.source.output or relation.iteration is Iteration.BAG \
+                or relation.window is not None:  # bindings would filter the rows before the window keeps some
             return False
         rules = self.source.rules_for(name)
         return bool(rules) and (relation.distinct or relation.aggregate is not None) and not any(

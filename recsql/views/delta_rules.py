@@ -57,6 +57,8 @@ def why_recomputed(program: Program, component: Component, aggregates_kept: bool
             return f"{relation.display_name} keeps duplicate rows"
         if relation.max_level is not None:
             return f"{relation.display_name} has a MAX RECURSION LEVEL"
+        if relation.window is not None:
+            return f"{relation.display_name} keeps some rows only (LIMIT / OFFSET)"
     for rule in program.rules:
         if rule.head in component and rule.is_aggregate:
             return f"{program.relations[rule.head].display_name} aggregates (GROUP BY)"

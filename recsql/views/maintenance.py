@@ -407,7 +407,8 @@ def alias_source(program: Program, component: analysis.Component) -> str | None:
         return None
     rule, atom = rules[0], rules[0].body[0]
     source = program.relations.get(atom.relation)
-    if (source is None or atom.filters or atom.optional or atom.call_args or atom.nulls_equal
+    if (source is None or program.relations[name].window is not None or atom.filters or atom.optional
+            or atom.call_args or atom.nulls_equal
             or len(set(atom.args)) != len(atom.args) or "_" in atom.args
             or [term.sql() for term in rule.terms] != [f"{arg}" for arg in atom.args]
             or (program.relations[name].distinct and not source.distinct)):

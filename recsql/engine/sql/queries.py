@@ -19,7 +19,7 @@ from sqlglot import exp
 from recsql.engine.columns import CONTRIBUTOR, RULE_ID, VALUE, column_names
 from recsql.engine.sql.printing import Printer, renamed
 from recsql.engine.sql.rules import aliased, column, conjunction, nested, select, table
-from translator.ir import Program, Relation, SortKey
+from translator.ir import Program, Relation, SortKey, Window
 
 CANDIDATES, FULL, DELTA, MERGED, CONTRIBUTIONS, DERIVED = (
     "__candidates", "__full", "__delta", "__merged", "__contributions", "__derived")
@@ -229,10 +229,16 @@ def totals(relation: Relation, contributions: Query) -> Query:
 
 
 def relation_query(relation: Relation, parts: Sequence[exp.Query]) -> exp.Query:
-    """A non-recursive relation: the union of its rules' queries, deduplicated or aggregated as declared.
-    For sum()/count() each distinct derived row is one contribution."""
+    """A non-recursive relation: the union of its rules' queries, deduplicated or aggregated as declared,
+    then the rows its window keeps. For sum()/count() each distinct derived row is one contribution."""
+    tree = combined(relation, union_all(parts))
+    if relation.window is None:
+        return tree
+    return windowed(select([exp.Star()], nested(tree, "w")), relation.window)
+
+
+def combined(relation: Relation, union: exp.Query) -> exp.Query:
     names = column_names(len(relation.columns))
-    union = union_all(parts)
     aggregate = relation.aggregate
     if aggregate is None:
         if not relation.distinct:
@@ -260,13 +266,17 @@ def answer_query(source: exp.Expression, program: Program) -> exp.Select:
     """The output relation's visible columns (c0 .. c{width-1}), ordered, skipped and limited as the
     query says; ORDER BY may read the hidden columns after them."""
     width = len(program.output_columns)
-    tree = select([column(n) for n in column_names(width)], source)
-    if program.order_by:
-        tree.set("order", exp.Order(expressions=[sort_key(key) for key in program.order_by]))
-    if program.limit is not None:
-        tree.set("limit", exp.Limit(expression=exp.Literal.number(program.limit)))
-    if program.offset:
-        tree.set("offset", exp.Offset(expression=exp.Literal.number(program.offset)))
+    return windowed(select([column(n) for n in column_names(width)], source), program.window)
+
+
+def windowed(tree: exp.Select, window: Window) -> exp.Select:
+    """`tree`'s rows ordered, skipped and limited as `window` says (the keys read columns c0 .. cN)."""
+    if window.order_by:
+        tree.set("order", exp.Order(expressions=[sort_key(key) for key in window.order_by]))
+    if window.limit is not None:
+        tree.set("limit", exp.Limit(expression=exp.Literal.number(window.limit)))
+    if window.offset:
+        tree.set("offset", exp.Offset(expression=exp.Literal.number(window.offset)))
     return tree
 
 
