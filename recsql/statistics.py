@@ -62,7 +62,10 @@ def from_arrow(table: pa.Table, version: str = "") -> TableStatistics:
     columns = []
     for column in table.columns:
         nulls = column.null_count
-        distinct = pc.count_distinct(column, mode="only_valid").as_py() if rows else 0
+        if pa.types.is_nested(column.type):  # no distinct count of arrays, structs or maps: all taken as distinct
+            distinct = rows - nulls
+        else:
+            distinct = pc.count_distinct(column, mode="only_valid").as_py() if rows else 0
         low = high = None
         if pa.types.is_integer(column.type) or pa.types.is_floating(column.type) or pa.types.is_decimal(column.type):
             extremes = pc.min_max(column)

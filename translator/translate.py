@@ -35,7 +35,7 @@ class Translator(QueriesMixin, FromMixin, ConditionsMixin, AggregationMixin):
     """One translation: a query into the Program it is the answer of."""
 
     def translate(self, query: exp.Expression) -> Program:
-        if not isinstance(query, exp.Query):
+        if not isinstance(query, (exp.Query, exp.Values)):
             raise UnsupportedError.at_node(f"expected a query, got {query.key.upper()}", query)
         query = query.copy()
         self.reserve_names(query)
