@@ -53,6 +53,8 @@ class TranslatorCore:
         self.table_names: set[str] = set()  # what the statement's table references name, in views' too
         self.cte_names: set[str] = set()
         self.view_queries: dict[str, exp.Expression | None] = {}
+        # recursive CTEs whose UNION or UNION ALL chose how their recursion iterates (see iterate_as_recursion)
+        self.set_iterations: set[str] = set()
 
     def reserve_names(self, query: exp.Expression) -> None:
         """Note every name a table reference of the query makes, through the views it reads, and the

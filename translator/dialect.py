@@ -4,6 +4,7 @@ Additions over sqlglot's Spark dialect:
 
 * CTE column lists may declare a monotonic aggregate: `sp(node, min() AS dist)`.
 * `MAX RECURSION LEVEL n` between a CTE's name (or column list) and AS.
+* As in Spark's grammar, the AS before a CTE's parenthesized query may be left out: `t(n) (SELECT 1)`.
 * RaSQL's parenthesization `name AS (base) UNION [ALL] (recursive)` besides `name AS (base UNION recursive)`.
 * PostgreSQL's `SEARCH {DEPTH | BREADTH} FIRST BY ... SET ...` and `CYCLE ... SET ... USING ...` after a CTE,
   with lists of columns (translator/search_cycle.py gives their meaning).
@@ -28,6 +29,9 @@ from sqlglot.parsers.spark import SparkParser
 from translator.errors import TranslationError
 
 HEADER_AGGREGATES = ("min", "max", "sum", "count")
+# the tokens a parenthesized query may start with (a CTE's body, told apart from its column list)
+QUERY_STARTS = {tokens.TokenType.SELECT, tokens.TokenType.WITH, tokens.TokenType.VALUES, tokens.TokenType.FROM,
+                tokens.TokenType.L_PAREN}
 
 
 class RecursiveCTE(exp.CTE):
@@ -151,7 +155,8 @@ class RecSQL(Spark):
                 self.raise_error("Expected CTE to have a name")
             columns: list[exp.Identifier] = []
             aggregates: dict[str, str] = {}
-            if self._match(tokens.TokenType.L_PAREN):
+            if self._curr and self._curr.token_type == tokens.TokenType.L_PAREN and not self._body_follows():
+                self._advance()
                 while True:
                     column, aggregate = self._parse_cte_column()
                     columns.append(column)
@@ -165,7 +170,7 @@ class RecSQL(Spark):
                 max_level = self._parse_number()
                 if not isinstance(max_level, exp.Literal):
                     self.raise_error("Expected a number after MAX RECURSION LEVEL")
-            if not self._match(tokens.TokenType.ALIAS):
+            if not self._match(tokens.TokenType.ALIAS) and not self._body_follows():
                 self.raise_error("Expected AS after the CTE name")
             body = self._parse_wrapped(self._parse_statement)
             while self._curr and self._curr.token_type == tokens.TokenType.UNION:
@@ -212,6 +217,12 @@ class RecSQL(Spark):
                 self.raise_error("Expected USING path after CYCLE ... SET mark")
             return self.expression(Cycle(expressions=columns, this=mark, to=to, default=default,
                                          path=self._parse_id_var()))
+
+        def _body_follows(self) -> bool:
+            """Whether the CTE's parenthesized query starts here: Spark makes the AS before it optional, so
+            `name (SELECT ...)` is a CTE without a column list."""
+            ahead = [token.token_type for token in self._tokens[self._index:self._index + 2]]
+            return len(ahead) == 2 and ahead[0] == tokens.TokenType.L_PAREN and ahead[1] in QUERY_STARTS
 
         def _parse_cte_column(self) -> tuple[exp.Identifier, str | None]:
             """`name` or RaSQL's `agg() AS name`."""

@@ -259,6 +259,15 @@ class Program:
                 if atom.relation in self.relations:
                     yield atom.relation, rule.head, atom, rule
 
+    def recursion_of(self, relation: str) -> set[str]:
+        """The relations in a recursive cycle with `relation`: each reads it and is read by it, through rules."""
+        reads: dict[str, set[str]] = {}
+        read_by: dict[str, set[str]] = {}
+        for body, head, _, _ in self.edges():
+            reads.setdefault(head, set()).add(body)
+            read_by.setdefault(body, set()).add(head)
+        return reachable(relation, reads) & reachable(relation, read_by)
+
     @property
     def output_columns(self) -> tuple[str, ...]:
         columns = self.relations[self.output].columns
@@ -290,3 +299,15 @@ class Program:
             answer += f" offset {self.offset}"
         lines.append(answer + ".")
         return "\n".join(lines)
+
+
+def reachable(start: str, edges: dict[str, set[str]]) -> set[str]:
+    """The nodes reached from `start` by one edge or more."""
+    found: set[str] = set()
+    pending = list(edges.get(start, ()))
+    while pending:
+        node = pending.pop()
+        if node not in found:
+            found.add(node)
+            pending.extend(edges.get(node, ()))
+    return found

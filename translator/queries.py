@@ -23,7 +23,9 @@ from translator.ir import Atom, Condition, HeaderAggregate, Iteration, Rule, Win
 from translator.order_limit import hidden_order_columns, limit_value, offset_value, sort_keys
 from translator.scope import Scope
 from translator.search_cycle import expand_search_cycle
-from translator.sql_helpers import flatten_union, outermost_aggregates, output_name, split_conjuncts, union_nodes
+from translator.sql_helpers import (
+    cte_groups, flatten_union, outer_column_in_with, outermost_aggregates, output_name, split_conjuncts, union_nodes,
+)
 
 
 class QueriesMixin(TranslatorCore):
@@ -89,11 +91,7 @@ class QueriesMixin(TranslatorCore):
             union.set("with_", None)
         branches = flatten_union(union)
         distinct = any(node.args.get("distinct") for node in union_nodes(union))
-        columns = self.branch_columns(branches[0], required=False)
-        first = None
-        if columns is None:  # SELECT * in the first branch: its columns come out of its translation
-            first = self.translate_query(branches[0], env, None, name_hint=f"{name_hint}_branch")
-            columns = self.program.relations[first].columns
+        columns, first = self.leading_columns(branches[0], env, f"{name_hint}_branch", required=False)
         relation = self.new_relation(name_hint, columns, distinct=distinct)
         if first is not None:
             self.copy_rule(first, relation, branches[0])
@@ -101,6 +99,17 @@ class QueriesMixin(TranslatorCore):
         for branch in branches:
             self.translate_branch(branch, relation, env)
         return relation
+
+    def leading_columns(
+        self, branch: exp.Expression, env: dict[str, str], name_hint: str, required: bool
+    ) -> tuple[tuple[str, ...], str | None]:
+        """The columns of a set operation's first branch; when only its translation knows them (SELECT *,
+        VALUES), also the relation it was translated into (`required`: raise instead of translating it)."""
+        columns = self.branch_columns(branch, required=required)
+        if columns is not None:
+            return columns, None
+        source = self.translate_query(branch, env, None, name_hint=name_hint)
+        return self.program.relations[source].columns, source
 
     def copy_rule(self, source: str, target: str, node: exp.Expression) -> None:
         """`target` gets the rows of `source` (their first columns, as many as `target` has)."""
@@ -174,33 +183,97 @@ class QueriesMixin(TranslatorCore):
             return env
         env = dict(env)
         ctes = [expand_search_cycle(cte) for cte in with_.expressions]
-        names = {cte.alias_or_name.lower() for cte in ctes}
-        recursive = bool(with_.args.get("recursive"))
-        declared: list[tuple[exp.CTE, str]] = []
-        for cte in ctes:
-            name = cte.alias_or_name.lower()
-            if recursive and (self.reads_any(cte.this, names) or cte.args.get("aggregates") or cte.args.get("max_level")):
-                columns = self.cte_columns(cte)
-                relation = self.new_relation(name, columns, **self.cte_properties(cte, columns), label=name)
-                declared.append((cte, relation))
-                env[name] = relation
-        for cte in ctes:
-            name = cte.alias_or_name.lower()
-            match = next((relation for declared_cte, relation in declared if declared_cte is cte), None)
-            if match is None:  # an ordinary CTE: a named subquery
-                env[name] = self.translate_cte_query(cte, env)
-                continue
-            for branch in flatten_union(cte.this):
-                self.translate_branch(branch, match, env)
+        self.check_cte_names(ctes)
+        if not with_.args.get("recursive"):
+            for cte in ctes:
+                env[cte.alias_or_name.lower()] = self.translate_cte_query(cte, env)
+            return env
+        for group, recursive in cte_groups(ctes):
+            if recursive or any(cte.args.get("aggregates") or cte.args.get("max_level") for cte in group):
+                self.translate_recursion(group, env)
+            else:
+                env[group[0].alias_or_name.lower()] = self.translate_cte_query(group[0], env)
         return env
+
+    @staticmethod
+    def check_cte_names(ctes: list[exp.CTE]) -> None:
+        """One name per CTE of a WITH: a second would hide the first from every query after it."""
+        seen: set[str] = set()
+        for cte in ctes:
+            name = cte.alias_or_name.lower()
+            if name in seen:
+                raise TranslationError.at_node(f"CTE name '{name}' is used twice in one WITH", cte)
+            seen.add(name)
+
+    def translate_recursion(self, ctes: list[exp.CTE], env: dict[str, str]) -> None:
+        """CTEs that read each other (or one reading itself) as relations whose rules read them; adds them
+        to `env`. Each is declared first, so that any branch may read any of them."""
+        declared = []
+        for cte in ctes:
+            name = cte.alias_or_name.lower()
+            columns = self.cte_column_list(cte)
+            relation = self.new_relation(name, columns or (), **self.cte_properties(cte, columns or ()), label=name)
+            if union_nodes(cte.this):
+                self.set_iterations.add(relation)
+            env[name] = relation
+            declared.append((cte, relation, flatten_union(cte.this)))
+        names = {cte.alias_or_name.lower() for cte in ctes}
+        pending = [(relation, self.declare_columns(cte, relation, branches, names, env))
+                   for cte, relation, branches in declared]
+        for relation, branches in pending:
+            for branch in branches:
+                self.translate_branch(branch, relation, env)
+        for cte, relation, _ in declared:
+            if self.program.relations[relation].iteration is Iteration.BAG:
+                self.iterate_as_recursion(relation, cte)
+
+    def declare_columns(
+        self, cte: exp.CTE, relation: str, branches: list[exp.Expression], names: set[str], env: dict[str, str]
+    ) -> list[exp.Expression]:
+        """Give a recursive CTE without a column list the columns of its first branch, translating that
+        branch first when only its translation knows them (SELECT *, VALUES): possible when it reads none of
+        the recursion's CTEs. Returns the branches still to translate."""
+        if self.cte_column_list(cte) is not None:
+            return branches
+        anchor = branches[0]
+        columns, source = self.leading_columns(anchor, env, f"{cte.alias_or_name.lower()}_anchor",
+                                               required=self.reads_any(anchor, names))
+        self.program.relations[relation] = replace(self.program.relations[relation], columns=columns)
+        if source is None:
+            return branches
+        self.copy_rule(source, relation, anchor)
+        return branches[1:]
+
+    def iterate_as_recursion(self, relation: str, cte: exp.CTE) -> None:
+        """The relations in the recursion of a UNION ALL CTE that no UNION of their own gives a way of
+        iterating (an inner WITH's CTE or a derived table reading the CTE) iterate as it does: UNION ALL.
+        One removing duplicates would have to do so per iteration, which a UNION ALL iteration does not."""
+        for member in sorted(self.program.recursion_of(relation) - self.set_iterations):
+            info = self.program.relations[member]
+            if info.distinct:
+                raise UnsupportedError.at_node(
+                    f"'{info.display_name}' removes duplicates (DISTINCT or UNION) inside the UNION ALL recursion "
+                    f"of '{cte.alias_or_name}'; use UNION for the recursion, or keep duplicates inside it", cte
+                )
+            self.program.relations[member] = replace(info, iteration=Iteration.BAG)
+
+    @staticmethod
+    def refuse_correlated_with(with_: exp.With, outer: Scope) -> None:
+        """The CTEs of a subquery are translated apart from the query around it, so they cannot read its
+        columns (that would need the outer values carried through every relation of the WITH)."""
+        column = outer_column_in_with(with_, outer)
+        if column is not None:
+            words = "WITH RECURSIVE" if with_.args.get("recursive") else "WITH"
+            raise UnsupportedError.at_node(
+                f"a {words} inside a subquery cannot read columns of the outer query ({column.sql()})", column
+            )
 
     def translate_cte_query(self, cte: exp.CTE, env: dict[str, str]) -> str:
         name = cte.alias_or_name.lower()
         relation = self.translate_query(cte.this, env, None, name_hint=name)
-        alias = cte.args.get("alias")
-        if alias is not None and alias.columns:
+        columns = self.cte_column_list(cte)
+        if columns is not None:
             info = self.program.relations[relation]
-            columns = tuple(column.name for column in alias.columns)
             if len(columns) != len(info.columns):
                 raise TranslationError.at_node(
                     f"CTE '{name}' names {len(columns)} columns but its query has {len(info.columns)}", cte
@@ -212,11 +285,12 @@ class QueriesMixin(TranslatorCore):
     def reads_any(query: exp.Expression, names: set[str]) -> bool:
         return any(table.name.lower() in names for table in query.find_all(exp.Table))
 
-    def cte_columns(self, cte: exp.CTE) -> tuple[str, ...]:
+    @staticmethod
+    def cte_column_list(cte: exp.CTE) -> tuple[str, ...] | None:
         alias = cte.args.get("alias")
         if alias is not None and alias.columns:
             return tuple(column.name for column in alias.columns)
-        return self.branch_columns(flatten_union(cte.this)[0])
+        return None
 
     def cte_properties(self, cte: exp.CTE, columns: tuple[str, ...]) -> dict:
         body = cte.this
@@ -255,7 +329,10 @@ class QueriesMixin(TranslatorCore):
                 raise UnsupportedError.at_node(f"{unsupported.upper()} is not supported", select)
         if any(select.find_all(exp.Window)):
             raise UnsupportedError.at_node("window functions are not supported", select.find(exp.Window))
-        env = self.translate_with(select.args.get("with_"), env)
+        with_ = select.args.get("with_")
+        if with_ is not None and outer is not None:
+            self.refuse_correlated_with(with_, outer)
+        env = self.translate_with(with_, env)
         block = Block(Scope(parent=outer))
         conjuncts = self.translate_from(select, env, block)
         where = select.args.get("where")

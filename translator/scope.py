@@ -99,7 +99,7 @@ class Scope:
 
     def _not_found_message(self, column: exp.Column) -> str:
         qualifier = column.table.lower() if column.table else None
-        if qualifier is not None and not self._has_alias(qualifier):
+        if qualifier is not None and not self.has_alias(qualifier):
             return f"unknown table or alias '{column.table}' in '{column.sql()}'"
         candidates = [
             f"{source.alias}.{name}"
@@ -111,7 +111,8 @@ class Scope:
         hint = f"; available: {', '.join(candidates)}" if candidates else ""
         return f"column '{column.sql()}' not found{hint}"
 
-    def _has_alias(self, alias: str) -> bool:
+    def has_alias(self, alias: str) -> bool:
+        """Whether `alias` names a FROM item of this scope or an enclosing one."""
         scope: Scope | None = self
         while scope is not None:
             if any(source.alias == alias for source in scope.sources):

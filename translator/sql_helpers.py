@@ -1,7 +1,8 @@
 """Questions about the shape of a sqlglot tree, asked by several parts of the translator.
 
 Free functions of the SQL tree alone (no translator state): the branches of a UNION, the conjuncts of a
-condition, a select item's output name, the aggregate calls of an expression, where a column resolves.
+condition, a select item's output name, the aggregate calls of an expression, where a column resolves,
+the order a WITH RECURSIVE's CTEs are translated in.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from translator.dialect import RecSQL
+from translator.ir import reachable
 from translator.scope import Scope
 
 
@@ -76,3 +78,32 @@ def in_subquery(node: exp.Expression, root: exp.Expression) -> bool:
             return True
         parent = parent.parent
     return False
+
+
+def cte_groups(ctes: list[exp.CTE]) -> list[tuple[list[exp.CTE], bool]]:
+    """The CTEs of a WITH RECURSIVE in groups, each reading only its own and earlier groups' CTEs (a CTE
+    may read one written after it), CTEs that read each other in one group; with whether the group recurses."""
+    by_name = {cte.alias_or_name.lower(): cte for cte in ctes}
+    reads = {name: {table.name.lower() for table in cte.this.find_all(exp.Table)} & by_name.keys()
+             for name, cte in by_name.items()}
+    reach = {name: reachable(name, reads) for name in by_name}
+    done: set[str] = set()
+    groups = []
+    while len(done) < len(by_name):
+        name = next(n for n in by_name if n not in done and all(m in done or n in reach[m] for m in reach[n]))
+        members = [m for m in by_name if m == name or (m in reach[name] and name in reach[m])]
+        done.update(members)
+        groups.append(([by_name[m] for m in members], name in reach[name]))
+    return groups
+
+
+
+def outer_column_in_with(with_: exp.With, outer: Scope) -> exp.Column | None:
+    """A column of a WITH's queries that names a FROM item of the enclosing query: qualified by an alias no
+    FROM item or CTE of the WITH defines, which the enclosing query's scope knows."""
+    local = {cte.alias_or_name.lower() for cte in with_.expressions}
+    local |= {node.alias_or_name.lower() for node in with_.find_all(exp.Table, exp.Subquery, exp.Values)}
+    for column in with_.find_all(exp.Column):
+        if column.table and column.table.lower() not in local and outer.has_alias(column.table.lower()):
+            return column
+    return None
