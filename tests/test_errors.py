@@ -229,3 +229,17 @@ def test_errors_are_pep249_subclasses():
 def test_bad_data_is_a_data_error(cur):
     error = raised(cur, "SELECT CAST('not a number' AS INT) AS n", recsql.DataError)
     assert "not a number" in error.message
+
+
+def test_sql_the_local_evaluator_cannot_bind_goes_to_spark_under_auto(cur):
+    """A string anchor incremented by the recursive branch: DuckDB refuses to bind the comparison, Spark
+    casts 'x' and fails on its value. Under `auto` the user gets Spark's error; with the local strategy
+    forced, the local strategy's limit."""
+    sql = "WITH RECURSIVE t(n) AS (SELECT 'x' UNION ALL SELECT n + 1 FROM t WHERE n < 3) SELECT * FROM t"
+    cur.execute("SET recsql.strategy = auto")
+    try:
+        assert "'x'" in raised(cur, sql, recsql.DataError).message
+        cur.execute("SET recsql.strategy = local")
+        assert "the local strategy cannot evaluate" in raised(cur, sql, recsql.NotSupportedError).message
+    finally:
+        cur.execute("SET recsql.strategy = distributed")

@@ -11,7 +11,7 @@ from pyspark.sql.types import DataType
 from recsql.engine.answer import Answer
 from recsql.engine.columns import column_names
 from recsql.engine.fixpoint import CapacityExceeded, Reached
-from recsql.engine.local.database import ArithmeticLimit
+from recsql.engine.local.database import ArithmeticLimit, LocalLimit
 from recsql.engine.local.program import LocalProgram
 from recsql.engine.progress import ProgressListener
 from recsql.engine.scratch import Scratch
@@ -80,7 +80,9 @@ class Executor:
                 self.outgrown[exceeded.relations] = exceeded.reached
                 if self.trace is not None:
                     self.trace.forget(exceeded.relations)
-            except ArithmeticLimit as limit:
+            except (ArithmeticLimit, LocalLimit) as limit:
+                if isinstance(limit, LocalLimit) and self.settings.strategy == Strategy.LOCAL.value:
+                    raise
                 if self.trace is not None:
                     self.trace.notes.append(f"run again on Spark: {limit.message}")
         return self.run(plan)

@@ -106,6 +106,12 @@ class ArithmeticLimit(DataError):
     raises its own error. A DataError wherever Spark cannot take over."""
 
 
+class LocalLimit(NotSupportedError):
+    """SQL the local evaluator cannot run (DuckDB does not know it, or binds it otherwise than Spark would,
+    such as a comparison of a string with a number): a limit of the local strategy, not of the query.
+    Under recsql.strategy = auto, Spark evaluates the query instead (and gives Spark's answer or error)."""
+
+
 OUT_OF_RANGE = ("out of range", "could not cast value")  # a number a cast cannot hold (not a bad string)
 
 
@@ -125,7 +131,7 @@ def duckdb_errors() -> Iterator[None]:
         raise DataError(first_line(error)) from None
     except (duckdb.CatalogException, duckdb.BinderException, duckdb.ParserException,
             duckdb.NotImplementedException) as error:
-        raise NotSupportedError(
+        raise LocalLimit(
             f"the local strategy cannot evaluate this query ({first_line(error)}); "
             "SET recsql.strategy = distributed runs it on Spark"
         ) from None

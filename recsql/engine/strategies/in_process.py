@@ -9,11 +9,13 @@ import pyarrow as pa
 from pyspark.sql import DataFrame
 
 from recsql.engine.fixpoint import CapacityExceeded
+from recsql.engine.local.database import LocalLimit
 from recsql.engine.local.engine import LocalFixpoint
 from recsql.engine.spark.types import stratum_types
 from recsql.engine.spark.context import StratumRun
 from recsql.engine.types.result_types import struct
 from recsql.planner import Stratum
+from recsql.settings import Strategy
 
 
 def run_in_process(run: StratumRun, stratum: Stratum) -> dict[str, DataFrame] | None:
@@ -26,6 +28,11 @@ def run_in_process(run: StratumRun, stratum: Stratum) -> dict[str, DataFrame] | 
         tables = fixpoint.run()
     except CapacityExceeded as exceeded:
         run.outgrow(exceeded)
+        return None
+    except LocalLimit as limit:  # planned here by the planner's choice: the next strategy runs it
+        if run.settings.strategy == Strategy.LOCAL.value:
+            raise
+        run.note(f"{', '.join(stratum.relations)}: run on Spark: {limit.message}")
         return None
     rows = types.spark(fixpoint.iterations)
     return {name: run.spark.createDataFrame(with_chunks(table), struct(rows[name])) for name, table in tables.items()}
