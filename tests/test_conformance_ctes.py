@@ -164,18 +164,38 @@ def test_uncorrelated_with_recursive_in_scalar_subquery(cur, duck):
                      "SELECT max(n) FROM r) FROM cc_edge")
 
 
-def test_correlated_with_recursive_in_scalar_subquery_is_refused(cur):
-    sql = ("SELECT a, (WITH RECURSIVE r(n) AS (SELECT e.a UNION SELECT n + 1 FROM r WHERE n < 5) "
-           "SELECT max(n) FROM r) FROM cc_edge e")
-    with pytest.raises(recsql.NotSupportedError, match=r"a WITH RECURSIVE inside a subquery cannot read columns "
-                                                        r"of the outer query \(e\.a\) \(line 1, column 43\)"):
-        cur.execute(sql)
+CORRELATED_WITH = [
+    # the recursion starts at the outer row's value
+    "SELECT a, (WITH RECURSIVE r(n) AS (SELECT e.a UNION SELECT n + 1 FROM r WHERE n < 5) SELECT max(n) FROM r) "
+    "FROM cc_edge e",
+    # the outer row's value bounds the recursion
+    "SELECT a, b, (WITH RECURSIVE r(n) AS (SELECT 1 UNION SELECT n + 1 FROM r WHERE n < e.b) SELECT count(*) FROM r) "
+    "FROM cc_edge e",
+    # what each outer row reaches, counted
+    "SELECT a, (WITH RECURSIVE reach(x) AS (SELECT b FROM cc_edge WHERE a = e.a UNION SELECT cc_edge.b FROM reach "
+    "JOIN cc_edge ON reach.x = cc_edge.a) SELECT count(*) FROM reach) FROM cc_edge e",
+    # in EXISTS and IN
+    "SELECT a, b FROM cc_edge e WHERE EXISTS (WITH RECURSIVE r(n) AS (SELECT e.a UNION SELECT n + 1 FROM r "
+    "WHERE n < 4) SELECT 1 FROM r WHERE n = e.b + 1)",
+    "SELECT a FROM cc_edge e WHERE b IN (WITH RECURSIVE r(n) AS (SELECT e.a UNION SELECT n + 1 FROM r WHERE n < 6) "
+    "SELECT n FROM r)",
+    # EXISTS reads no column: its * is none
+    "SELECT a FROM cc_edge e WHERE EXISTS (WITH c AS (SELECT b FROM cc_edge WHERE b = e.a) SELECT * FROM c)",
+    # plain CTEs, one reading the other
+    "SELECT a, (WITH k AS (SELECT e.a * 10 AS v), m AS (SELECT v + 1 AS w FROM k) SELECT w FROM m) FROM cc_edge e",
+]
 
 
-def test_correlated_with_in_exists_is_refused(cur):
-    sql = "SELECT a FROM cc_edge e WHERE EXISTS (WITH c AS (SELECT b FROM cc_edge WHERE b = e.a) SELECT * FROM c)"
-    with pytest.raises(recsql.NotSupportedError, match=r"a WITH inside a subquery cannot read columns of the outer "
-                                                        r"query \(e\.a\)"):
+@pytest.mark.parametrize("sql", CORRELATED_WITH)
+@under("local", "decomposed", "distributed")
+def test_with_reading_the_outer_query(cur, duck, sql):
+    check(cur, duck, sql)
+
+
+def test_with_reading_the_outer_query_through_star_is_refused(cur):
+    sql = "SELECT a, (WITH c AS (SELECT b FROM cc_edge WHERE b = e.a) SELECT * FROM c) FROM cc_edge e"
+    with pytest.raises(recsql.NotSupportedError, match=r"a query of a WITH reading columns of the outer query lists "
+                                                        r"its columns, not \*"):
         cur.execute(sql)
 
 

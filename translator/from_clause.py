@@ -123,7 +123,7 @@ class FromMixin(TranslatorCore):
                 )
             columns = tuple(column_aliases)
         variables = [self.fresh_variable(c) for c in columns]
-        block.scope.add(Source(alias, tuple(columns), variables), node)
+        block.scope.add(Source(alias, tuple(columns), variables, "" if call_args else relation), node)
         block.body.append(Atom(relation, tuple(variables), call_args=call_args))
 
     def resolve_table(self, name: str, env: dict[str, str], node: exp.Expression) -> tuple[str, tuple[str, ...]]:

@@ -17,18 +17,18 @@ from dataclasses import replace
 from sqlglot import exp
 
 from translator.block import Block, Correlation
-from translator.core import TranslatorCore
+from translator.correlated_with import CorrelatedWithMixin
 from translator.errors import TranslationError, UnsupportedError
 from translator.ir import Atom, Condition, HeaderAggregate, Iteration, Rule, Window, var
 from translator.order_limit import hidden_order_columns, limit_value, offset_value, sort_keys
 from translator.scope import Scope
 from translator.search_cycle import expand_search_cycle
 from translator.sql_helpers import (
-    cte_groups, flatten_union, outer_column_in_with, outermost_aggregates, output_name, split_conjuncts, union_nodes,
+    cte_groups, flatten_union, outermost_aggregates, output_name, split_conjuncts, union_nodes,
 )
 
 
-class QueriesMixin(TranslatorCore):
+class QueriesMixin(CorrelatedWithMixin):
     """Every query form as a relation, each SELECT block as a rule."""
 
     def translate_query(
@@ -257,17 +257,6 @@ class QueriesMixin(TranslatorCore):
                 )
             self.program.relations[member] = replace(info, iteration=Iteration.BAG)
 
-    @staticmethod
-    def refuse_correlated_with(with_: exp.With, outer: Scope) -> None:
-        """The CTEs of a subquery are translated apart from the query around it, so they cannot read its
-        columns (that would need the outer values carried through every relation of the WITH)."""
-        column = outer_column_in_with(with_, outer)
-        if column is not None:
-            words = "WITH RECURSIVE" if with_.args.get("recursive") else "WITH"
-            raise UnsupportedError.at_node(
-                f"a {words} inside a subquery cannot read columns of the outer query ({column.sql()})", column
-            )
-
     def translate_cte_query(self, cte: exp.CTE, env: dict[str, str]) -> str:
         name = cte.alias_or_name.lower()
         relation = self.translate_query(cte.this, env, None, name_hint=name)
@@ -329,10 +318,9 @@ class QueriesMixin(TranslatorCore):
                 raise UnsupportedError.at_node(f"{unsupported.upper()} is not supported", select)
         if any(select.find_all(exp.Window)):
             raise UnsupportedError.at_node("window functions are not supported", select.find(exp.Window))
-        with_ = select.args.get("with_")
-        if with_ is not None and outer is not None:
-            self.refuse_correlated_with(with_, outer)
-        env = self.translate_with(with_, env)
+        if select.args.get("with_") is not None and outer is not None:
+            select, env = self.parameterized_with(select, outer, env)
+        env = self.translate_with(select.args.get("with_"), env)
         block = Block(Scope(parent=outer))
         conjuncts = self.translate_from(select, env, block)
         where = select.args.get("where")

@@ -14,11 +14,13 @@ INTERNAL_COLUMN_PREFIX = "__recsql_"
 
 @dataclass
 class Source:
-    """One item of a FROM clause: its alias, its columns, and the IR variable bound to each column."""
+    """One item of a FROM clause: its alias, its columns, the IR variable bound to each column, and the
+    relation its rows come from ("" for a table function's)."""
 
     alias: str
     columns: tuple[str, ...]
     variables: list[str]
+    relation: str = ""
 
 
 @dataclass
@@ -111,14 +113,19 @@ class Scope:
         hint = f"; available: {', '.join(candidates)}" if candidates else ""
         return f"column '{column.sql()}' not found{hint}"
 
-    def has_alias(self, alias: str) -> bool:
-        """Whether `alias` names a FROM item of this scope or an enclosing one."""
+    def source(self, alias: str) -> Source | None:
+        """The FROM item of this scope or an enclosing one that `alias` names, the nearest."""
         scope: Scope | None = self
         while scope is not None:
-            if any(source.alias == alias for source in scope.sources):
-                return True
+            found = next((source for source in scope.sources if source.alias == alias), None)
+            if found is not None:
+                return found
             scope = scope.parent
-        return False
+        return None
+
+    def has_alias(self, alias: str) -> bool:
+        """Whether `alias` names a FROM item of this scope or an enclosing one."""
+        return self.source(alias) is not None
 
     def star(self, qualifier: str | None, node: exp.Expression) -> list[tuple[str, str]]:
         """(source alias, column name) pairs a `*` or `alias.*` expands to."""

@@ -95,15 +95,3 @@ def cte_groups(ctes: list[exp.CTE]) -> list[tuple[list[exp.CTE], bool]]:
         done.update(members)
         groups.append(([by_name[m] for m in members], name in reach[name]))
     return groups
-
-
-
-def outer_column_in_with(with_: exp.With, outer: Scope) -> exp.Column | None:
-    """A column of a WITH's queries that names a FROM item of the enclosing query: qualified by an alias no
-    FROM item or CTE of the WITH defines, which the enclosing query's scope knows."""
-    local = {cte.alias_or_name.lower() for cte in with_.expressions}
-    local |= {node.alias_or_name.lower() for node in with_.find_all(exp.Table, exp.Subquery, exp.Values)}
-    for column in with_.find_all(exp.Column):
-        if column.table and column.table.lower() not in local and outer.has_alias(column.table.lower()):
-            return column
-    return None
