@@ -132,6 +132,20 @@ def test_limit_over_an_ordered_endless_recursion_still_fails(cur):
         cur.execute("SET recsql.max_iterations = 10000")
 
 
+@under("local", "distributed")
+def test_rows_that_double_stop_before_passing_max_rows(cur):
+    """The iteration that would pass recsql.max_rows is not run: the error comes after 2 ** 10 - 1 rows,
+    not after the iteration deriving the next 2 ** 10."""
+    cur.execute("SET recsql.max_rows = 1500")
+    try:
+        with pytest.raises(recsql.OperationalError, match=r"is bound to derive more than 1500 rows by iteration 10: "
+                                                          r"1023 rows by iteration 9"):
+            cur.execute("WITH RECURSIVE t(n) AS (SELECT 1 UNION ALL SELECT n FROM t UNION ALL SELECT n + 1 FROM t) "
+                        "SELECT count(*) FROM t")
+    finally:
+        cur.execute("SET recsql.max_rows = 100000000")
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # SEARCH DEPTH / BREADTH FIRST
 # ---------------------------------------------------------------------------------------------------------------

@@ -79,9 +79,10 @@ class CapacityExceeded(Exception):
 class Limits:
     """The bounds of one component's evaluation: iterations (`recsql.max_iterations`, or a CTE's smaller
     MAX RECURSION LEVEL) and derived rows (`recsql.max_rows`). Exceeding one is an error, never a
-    silent truncation. `capacity`: derived rows past which the evaluation stops with CapacityExceeded
-    (a local evaluation planned from estimates), as soon as its growth says the next iteration would pass
-    them: the iterations before are cheap, the one that passes them the costliest, and its work would be
+    silent truncation; so is growing past `max_rows` in the next iteration as the last one grew (a
+    recursion whose rows double would spend most of its time on the iteration that passes the bound).
+    `capacity`: derived rows past which the evaluation stops with CapacityExceeded (a local evaluation
+    planned from estimates), as soon as its growth says the next iteration would pass them: the iterations before are cheap, the one that passes them the costliest, and its work would be
     thrown away or moved. `enough`: the facts after which the evaluation may stop, the answer being the
     first rows of the stratum's relation (see `rows_enough`)."""
 
@@ -105,13 +106,20 @@ class Limits:
     def check_rows(self, derived: int, iteration: int, new_rows: int = 0, previous_rows: int = 0) -> None:
         """`new_rows`, `previous_rows`: the new facts of this iteration and of the one before."""
         expected = derived + next_rows(new_rows, previous_rows)
-        if self.capacity is not None and expected > self.capacity:
-            raise CapacityExceeded(self.stratum.relations, derived, expected)
         if derived > self.max_rows:
             raise OperationalError(
                 f"recursive query over {self.names()} derived more than {self.max_rows} rows by iteration "
                 f"{iteration} (recsql.max_rows); raise the limit with SET recsql.max_rows = <n> if this is expected"
             )
+        if expected > self.max_rows and new_rows > previous_rows > 0:  # growing: stopped before the costliest
+            raise OperationalError(
+                f"recursive query over {self.names()} is bound to derive more than {self.max_rows} rows by "
+                f"iteration {iteration + 1}: {derived} rows by iteration {iteration}, whose {new_rows} new rows are "
+                f"{new_rows / previous_rows:.1f} times the iteration before's (recsql.max_rows); raise the limit "
+                "with SET recsql.max_rows = <n> if this is expected"
+            )
+        if self.capacity is not None and expected > self.capacity:
+            raise CapacityExceeded(self.stratum.relations, derived, expected)
 
     def iteration_message(self) -> str:
         limit, limited_by = self.max_iterations, self.limited_by
