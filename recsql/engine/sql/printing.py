@@ -12,6 +12,8 @@ from typing import Mapping, Sequence
 
 from sqlglot import exp
 
+from recsql.engine.sql.arrays import spark_array
+
 DIVIDE_BY_ZERO = "[DIVIDE_BY_ZERO] Division by zero"
 # what types/exact_meaning.py tells the DuckDB printer in a node's meta
 DECIMAL = "spark_decimal"  # (precision, scale): Spark's type of a decimal result, which Spark rounds to
@@ -61,12 +63,16 @@ class Printer:
         (read as TRY_CAST) fails on a bad value under ANSI; a zero divisor of `/`, `div` or `%` is an error
         under ANSI and gives NULL without it (DuckDB's own behaviour varies by version); and what the
         nodes' meta says of their Spark types (a decimal result rounded to its type, a decimal division
-        or average rounded half up at the quotient's scale, a date plus an interval a date)."""
+        or average rounded half up at the quotient's scale, a date plus an interval a date); and Spark's
+        array functions (arrays.py)."""
         def rewrite(node: exp.Expression) -> exp.Expression:
             # a replaced node's children are not visited by transform: rewrite them here
             typed = self.typed(node)
             if typed is not None:
                 return typed
+            array = spark_array(node, self.spark_semantics, self.ansi)
+            if array is not None:
+                return array
             if self.ansi and isinstance(node, exp.TryCast) and not node.args.get("safe"):
                 return exp.Cast(**{**node.args, "this": self.spark_semantics(node.this)})
             if isinstance(node, (exp.Div, exp.IntDiv, exp.Mod)):

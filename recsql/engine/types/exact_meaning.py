@@ -1,12 +1,13 @@
 """What the DuckDB printer must know to compute a plan's expressions exactly as Spark does: the Spark type of
 each decimal result (Spark rounds a product or quotient to its type, half up), the operand types of a
 decimal division or average (computed exactly, in 128-bit integers), and which sums are dates plus an
-interval (a date in Spark, a timestamp in DuckDB).
+interval (a date in Spark, a timestamp in DuckDB), and which indexes and reversals are of arrays (not of maps
+or strings: Spark's array indexes count differently and fail out of bounds).
 
 `annotate` records them in the expression nodes' `meta` (plain numbers: the printer knows no Spark
 types), for a plan that runs in this process. Only non-recursive relations are annotated: a recursive
 relation's types may change from one iteration to the next, so a recursion holding a decimal division
-or average is left to Spark.
+or average is left to Spark; an array stays an array, so array operands are marked in every relation.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Mapping
 from pyspark.sql import types as T
 from sqlglot import exp
 
+from recsql.engine.sql.arrays import ARRAY
 from recsql.engine.sql.printing import AVERAGE, DATE_ARITHMETIC, DECIMAL, DIVISION
 from recsql.engine.types.result_types import outside_types
 from recsql.engine.types.spark_types import (NotInferred, Row, decimal_operands, division_type, expression_type,
@@ -33,6 +35,7 @@ def annotate(plan: Plan, types: Mapping[str, Row]) -> None:
             for expression, variables in rule_expressions(rule, lambda _, atom: outside_types(types.__getitem__,
                                                                                                 atom)).all():
                 for node in expression.walk():
+                    mark_array(node, variables)
                     if stratum.component.recursive:
                         refuse_inexact(node, variables)
                     else:
@@ -55,6 +58,11 @@ def annotate_node(node: exp.Expression, variables: Mapping[str, T.DataType]) -> 
         operand = expression_type(node.this, variables)
         if isinstance(operand, T.DecimalType):
             node.meta[AVERAGE] = (*decimal(operand), *decimal(expression_type(node, variables)))
+
+
+def mark_array(node: exp.Expression, variables: Mapping[str, T.DataType]) -> None:
+    if isinstance(node, (exp.Bracket, exp.Reverse)) and isinstance(expression_type(node.this, variables), T.ArrayType):
+        node.meta[ARRAY] = True
 
 
 def refuse_inexact(node: exp.Expression, variables: Mapping[str, T.DataType]) -> None:

@@ -16,6 +16,7 @@ decimals.
 from __future__ import annotations
 
 from decimal import Decimal
+from functools import reduce
 from typing import Callable, Mapping, NamedTuple, Sequence
 
 from pyspark.sql import types as T
@@ -185,6 +186,8 @@ def expression_type(expression: exp.Expression, variables: Mapping[str, T.DataTy
         return aggregate_type(node, variables)
     if isinstance(node, FUNCTIONS):
         return function_type(node, variables)
+    if isinstance(node, ARRAY_FUNCTIONS):
+        return array_function_type(node, variables)
     raise NotInferred(f"expression {node.sql(dialect='spark')}")
 
 
@@ -314,6 +317,35 @@ def function_type(node: exp.Expression, variables: Mapping[str, T.DataType]) -> 
     if part not in DATE_PARTS or not isinstance(expression_type(operand, variables), (T.DateType, T.NullType)):
         raise NotInferred(f"expression {node.sql(dialect='spark')}")
     return T.IntegerType()
+
+
+ARRAY_FUNCTIONS = (exp.Array, exp.Bracket, exp.ArrayContains, exp.ArraySize, exp.Concat, exp.ArrayDistinct,
+                   exp.ArrayRemove, exp.Reverse)
+
+
+def array_function_type(node: exp.Expression, variables: Mapping[str, T.DataType]) -> T.DataType:
+    """array(...), a[i] and element_at, array_contains, size, concat of arrays and the functions that keep
+    their operand's type: what paths through a recursion are built with. An array's elements are taken
+    to be nullable (what Spark's unions and tables give)."""
+    if isinstance(node, exp.Array):
+        if not node.expressions:
+            raise NotInferred("an empty array()")
+        return T.ArrayType(reduce(wider, (expression_type(e, variables) for e in node.expressions)), True)
+    if isinstance(node, exp.Concat):
+        operands = [array_of(expression_type(e, variables), node) for e in node.expressions]
+        return T.ArrayType(reduce(wider, (o.elementType for o in operands)), True)
+    operand = array_of(expression_type(node.this, variables), node)
+    if isinstance(node, exp.Bracket):
+        return operand.elementType
+    if isinstance(node, exp.ArrayContains):
+        return T.BooleanType()
+    return T.IntegerType() if isinstance(node, exp.ArraySize) else operand
+
+
+def array_of(data_type: T.DataType, node: exp.Expression) -> T.ArrayType:
+    if not isinstance(data_type, T.ArrayType):
+        raise NotInferred(f"{node.sql(dialect='spark')} of {data_type.simpleString()}")
+    return data_type
 
 
 def date_arithmetic(operand: T.DataType, interval: exp.Interval) -> T.DataType:
