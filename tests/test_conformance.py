@@ -208,6 +208,12 @@ def test_limit_matches_duckdb(case, conf_tables, cur, duck, strategy):
     check_recursive(cur, duck, strategy, case)
 
 
+@pytest.mark.strategies(*ALL_STRATEGIES)
+def test_limit_0_over_an_unbounded_recursion_returns_no_row(conf_tables, cur, strategy):
+    """No row is wanted: the recursion stops after its first facts instead of at recsql.max_iterations."""
+    assert rows(cur, UNBOUNDED + "SELECT * FROM t LIMIT 0") == []
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # 3. Literals in the non-recursive term and the types of the recursive columns
 # ---------------------------------------------------------------------------------------------------------------
@@ -433,6 +439,15 @@ def test_a_cte_reading_a_later_recursive_cte(conf_tables, cur, duck):
           f"WITH RECURSIVE {recursive}, {reading} SELECT a, b FROM apart")
 
 
+@pytest.mark.strategies(*ALL_STRATEGIES)
+def test_a_recursive_cte_reading_a_later_plain_cte(conf_tables, cur, duck, strategy):
+    """As PostgreSQL reads it; DuckDB gets the CTEs in the other order."""
+    recursive = "r(n) AS (SELECT n FROM seeds UNION SELECT e.dst FROM r JOIN conf_dag e ON e.src = r.n)"
+    seeds = "seeds(n) AS (SELECT 4)"
+    check(cur, duck, f"WITH RECURSIVE {recursive}, {seeds} SELECT n FROM r",
+          f"WITH RECURSIVE {seeds}, {recursive} SELECT n FROM r")
+
+
 def parity_walks(pairs, start: int) -> dict[str, set[int]]:
     """The nodes an even-length and an odd-length walk from `start` ends at."""
     seen = {(start, 0)}
@@ -502,6 +517,10 @@ AROUND = [
       id="exists_correlated_by_an_inequality"),
     q(PATHS_CYCLE + "SELECT c.id, (SELECT max(p.b) FROM p WHERE p.a = c.id) AS farthest FROM conf_node c",
       id="scalar_max_correlated_by_equality"),
+    q(PATHS_CYCLE + "SELECT c.id, (SELECT count(*) FROM p WHERE p.a = c.id) AS paths FROM conf_node c",
+      id="scalar_count_correlated_by_equality_is_0_over_no_row"),
+    q(REACH_CYCLE + "SELECT c.id, (SELECT count(e.dst) + 1 FROM conf_cycle e JOIN reach ON reach.n = e.src "
+      "WHERE e.src = c.id) AS k FROM conf_node c", id="scalar_count_plus_1_is_1_over_no_row"),
     q(REACH_CYCLE + "SELECT c.id, c.id - (SELECT max(n) FROM reach) AS gap FROM conf_node c",
       id="uncorrelated_scalar_subquery"),
     q(PATHS_CYCLE + "SELECT a, count(*) AS n, min(b) AS lo, max(b) AS hi FROM p GROUP BY a HAVING count(*) > 1",

@@ -75,7 +75,7 @@ class AggregationMixin(TranslatorCore):
                 if id(node) in calls:
                     return var(replacements[node.sql()])
                 if isinstance(node, exp.Subquery):
-                    return var(self.scalar_subquery(node, aggregated, env))
+                    return self.scalar_subquery(node, aggregated, env)
                 if isinstance(node, exp.Literal) or node.find(exp.AggFunc) or node.find(exp.Subquery):
                     return node
                 if node.find(exp.Column):

@@ -150,7 +150,7 @@ class ConditionsMixin(TranslatorCore):
                     "EXISTS / IN with a subquery are supported only as conditions joined by AND in WHERE", node
                 )
             if isinstance(node, exp.Subquery):
-                return var(self.scalar_subquery(node, block, env))
+                return self.scalar_subquery(node, block, env)
             if isinstance(node, exp.Column) and not node.is_star:
                 variable, depth = block.scope.resolve(node)
                 if depth and not (correlated and depth == 1):
@@ -162,8 +162,10 @@ class ConditionsMixin(TranslatorCore):
 
         return expression.copy().transform(rewrite, copy=False)
 
-    def scalar_subquery(self, subquery: exp.Subquery, block: Block, env: dict[str, str]) -> str:
-        """A scalar subquery as an outer join: NULL when it returns no row (for its correlation values)."""
+    def scalar_subquery(self, subquery: exp.Subquery, block: Block, env: dict[str, str]) -> exp.Expression:
+        """A scalar subquery as an outer join: NULL when it returns no row for its correlation values, or
+        for an aggregate with no GROUP BY (which returns a row whatever its input), its value over no row
+        (`count(*)` 0). The keys are NULL exactly when no row matches: they equal the outer values."""
         correlations = Correlation()
         relation = self.translate_query(subquery.this, env, block.scope, "scalar", correlations)
         if correlations.conditions:
@@ -179,4 +181,26 @@ class ConditionsMixin(TranslatorCore):
         on = exp.and_(*[exp.EQ(this=var(k), expression=var(o)) for k, o in zip(keys, outer)]) if keys else exp.true()
         block.optional |= {value, *keys}
         block.body.append(Atom(relation, (value, *keys), optional=True, on=on))
-        return value
+        empty = value_over_no_rows(subquery.this) if keys else None
+        if empty is None:
+            return var(value)
+        return exp.Case(ifs=[exp.If(this=exp.Is(this=var(keys[0]), expression=exp.Null()), true=empty)],
+                        default=var(value))
+
+
+def value_over_no_rows(query: exp.Expression) -> exp.Expression | None:
+    """What an aggregating SELECT without GROUP BY or HAVING gives over no input row: its item with each
+    count 0 and every other aggregate NULL; None for any other query (or an item reading columns outside
+    its aggregates)."""
+    if not isinstance(query, exp.Select) or query.args.get("group") or query.args.get("having"):
+        return None
+    if len(query.expressions) != 1 or not any(query.expressions[0].find_all(exp.AggFunc)):
+        return None
+
+    def over_no_rows(node: exp.Expression) -> exp.Expression:
+        if isinstance(node, exp.Count):
+            return exp.Literal.number(0)
+        return exp.Null() if isinstance(node, exp.AggFunc) else node
+
+    value = query.expressions[0].unalias().copy().transform(over_no_rows)
+    return None if any(value.find_all(exp.Column)) else value

@@ -193,7 +193,7 @@ def iterate(evaluation: Fixpoint, limits: Limits, progress: ProgressListener | N
             progress(Progress(limits.stratum.relations, iteration, new_rows, derived, elapsed, evaluation.facts()))
 
     report()
-    while new_rows and not (limits.enough and derived >= limits.enough):
+    while new_rows and not (limits.enough is not None and derived >= limits.enough):
         iteration += 1
         limits.check_iteration(iteration)
         previous_rows, new_rows = new_rows, evaluation.step()
