@@ -22,6 +22,24 @@ def register_tables(target, tables):
     return target
 
 
+def reference_fixtures(tables, name, autouse=False):
+    """A module's two fixtures: `duck`, DuckDB holding `tables` (name: DataFrame), and `name`, the same tables
+    registered on the session's recsql connection (`conn`); assign them to the module's names
+    (`duck, rc_tables = reference_fixtures(TABLES, "rc_tables")`)."""
+
+    @pytest.fixture(scope="module", name="duck")
+    def duck():
+        con = connect(tables)
+        yield con
+        con.close()
+
+    @pytest.fixture(scope="module", name=name, autouse=autouse)
+    def registered(conn):
+        return register_tables(conn, tables)
+
+    return duck, registered
+
+
 def connect(tables):
     """An in-memory DuckDB connection with Spark's NULL ordering and `tables` (name: DataFrame) registered."""
     con = duckdb.connect()

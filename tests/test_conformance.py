@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 pytest.register_assert_rewrite("duckdb_reference")  # before its import: its asserts explain themselves like ours
 
 import duckdb_reference
-from duckdb_reference import check, normalize, q, register_both, register_tables
+from duckdb_reference import check, normalize, q, register_both
 
 import recsql
 
@@ -61,16 +61,7 @@ TABLES = {"conf_cycle": edge_frame(CYCLE_EDGES), "conf_dag": edge_frame(DAG_EDGE
           "conf_node": NODE}
 
 
-@pytest.fixture(scope="module")
-def duck():
-    con = duckdb_reference.connect(TABLES)
-    yield con
-    con.close()
-
-
-@pytest.fixture(scope="module")
-def conf_tables(conn):
-    return register_tables(conn, TABLES)
+duck, conf_tables = duckdb_reference.reference_fixtures(TABLES, "conf_tables")
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -15,7 +15,7 @@ pytest.register_assert_rewrite("duckdb_reference")
 
 import duckdb_reference
 import recsql
-from duckdb_reference import check, register_tables
+from duckdb_reference import check
 from strategies import under
 from translator.dialect import RecSQL, parse_one
 
@@ -24,16 +24,7 @@ TABLES = {"cc_edge": CC_EDGE}
 ALL_STRATEGIES = ("local", "decomposed", "distributed")
 
 
-@pytest.fixture(scope="module")
-def duck():
-    con = duckdb_reference.connect(TABLES)
-    yield con
-    con.close()
-
-
-@pytest.fixture(scope="module", autouse=True)
-def cc_tables(conn):
-    return register_tables(conn, TABLES)
+duck, cc_tables = duckdb_reference.reference_fixtures(TABLES, "cc_tables", autouse=True)
 
 
 def answer(cur, sql: str) -> list[tuple]:

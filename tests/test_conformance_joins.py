@@ -15,7 +15,7 @@ pytest.register_assert_rewrite("duckdb_reference")  # before its import: its ass
 
 import duckdb_reference
 import recsql
-from duckdb_reference import check, q, register_tables
+from duckdb_reference import check, q
 from explain import explain
 from strategies import EXPLAINED
 
@@ -39,16 +39,7 @@ JN_NODE = pd.DataFrame({"k": [1, 2, 3, 4, 5, 6, 7], "label": ["a", "b", "c", "d"
 TABLES = {"jn_l": JN_L, "jn_r": JN_R, "jn_edge": JN_EDGE, "jn_node": JN_NODE}
 
 
-@pytest.fixture(scope="module")
-def duck():
-    con = duckdb_reference.connect(TABLES)
-    yield con
-    con.close()
-
-
-@pytest.fixture(scope="module")
-def jn_tables(conn):
-    return register_tables(conn, TABLES)
+duck, jn_tables = duckdb_reference.reference_fixtures(TABLES, "jn_tables")
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 pytest.register_assert_rewrite("duckdb_reference")  # before its import: its asserts explain themselves like ours
 
 import duckdb_reference
-from duckdb_reference import check, q, register_both, register_tables
+from duckdb_reference import check, q, register_both
 from explain import explain
 from strategies import EXPLAINED, under
 
@@ -66,16 +66,7 @@ TABLES = {"rc_dag": RC_DAG, "rc_cyc": RC_CYC, "rc_tree": RC_TREE, "rc_node": RC_
 # ---------------------------------------------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def duck():
-    con = duckdb_reference.connect(TABLES)
-    yield con
-    con.close()
-
-
-@pytest.fixture(scope="module")
-def rc_tables(conn):
-    return register_tables(conn, TABLES)
+duck, rc_tables = duckdb_reference.reference_fixtures(TABLES, "rc_tables")
 
 
 def tc_sql(table, union="UNION"):

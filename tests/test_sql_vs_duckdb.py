@@ -19,7 +19,7 @@ import pytest
 pytest.register_assert_rewrite("duckdb_reference")  # before its import: its asserts explain themselves like ours
 
 import duckdb_reference
-from duckdb_reference import normalize, q, register_both, register_tables
+from duckdb_reference import normalize, q, register_both
 from spark_jobs import spark_jobs
 from strategies import under
 
@@ -78,16 +78,7 @@ TABLES = {"sq_emp": SQ_EMP, "sq_dept": SQ_DEPT, "sq_proj": SQ_PROJ, "sq_assign":
 # ---------------------------------------------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def duck():
-    con = duckdb_reference.connect(TABLES)
-    yield con
-    con.close()
-
-
-@pytest.fixture(scope="module")
-def sq_tables(conn):
-    return register_tables(conn, TABLES)
+duck, sq_tables = duckdb_reference.reference_fixtures(TABLES, "sq_tables")
 
 
 def check(cur, duck, sql, **options):
