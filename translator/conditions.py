@@ -203,4 +203,16 @@ def value_over_no_rows(query: exp.Expression) -> exp.Expression | None:
         return exp.Null() if isinstance(node, exp.AggFunc) else node
 
     value = query.expressions[0].unalias().copy().transform(over_no_rows)
-    return None if any(value.find_all(exp.Column)) else value
+    return None if any(value.find_all(exp.Column)) or null_for_sure(value) else value
+
+
+NULL_PROPAGATING = (exp.Paren, exp.Neg, exp.Cast, exp.Add, exp.Sub, exp.Mul, exp.Div, exp.IntDiv, exp.Mod)
+
+
+def null_for_sure(value: exp.Expression) -> bool:
+    """Whether `value` is NULL because an operand of arithmetic is: the outer join's NULL is then the value
+    over no row already (`0.2 * avg(x)`), and the join may stay one that a comparison makes inner."""
+    if isinstance(value, exp.Null):
+        return True
+    return isinstance(value, NULL_PROPAGATING) and any(
+        null_for_sure(operand) for operand in (value.this, value.args.get("expression")) if operand is not None)

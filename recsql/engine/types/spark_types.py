@@ -16,12 +16,13 @@ decimals.
 from __future__ import annotations
 
 from decimal import Decimal
-from functools import reduce
 from typing import Callable, Mapping, NamedTuple, Sequence
 
 from pyspark.sql import types as T
 from sqlglot import exp
 
+from recsql.engine.types.array_types import ARRAY_FUNCTIONS, array_function_type
+from recsql.engine.types.errors import NotInferred
 from translator.ir import WILDCARD, Assignment, Atom, Condition, Rule
 
 Row = tuple[T.DataType, ...]  # the types of a relation's columns
@@ -32,10 +33,6 @@ MAX_PRECISION = 38
 INTEGRAL = (T.ByteType, T.ShortType, T.IntegerType, T.LongType)
 FRACTIONAL = (T.FloatType, T.DoubleType)
 INTEGRAL_DIGITS = {T.ByteType: 3, T.ShortType: 5, T.IntegerType: 10, T.LongType: 20}
-
-
-class NotInferred(Exception):
-    """The expression is outside what this module derives (its type, or its meaning in DuckDB)."""
 
 
 # ------------------------------------------------------------------ widening
@@ -187,7 +184,7 @@ def expression_type(expression: exp.Expression, variables: Mapping[str, T.DataTy
     if isinstance(node, FUNCTIONS):
         return function_type(node, variables)
     if isinstance(node, ARRAY_FUNCTIONS):
-        return array_function_type(node, variables)
+        return array_function_type(node, lambda operand: expression_type(operand, variables), wider)
     raise NotInferred(f"expression {node.sql(dialect='spark')}")
 
 
@@ -317,35 +314,6 @@ def function_type(node: exp.Expression, variables: Mapping[str, T.DataType]) -> 
     if part not in DATE_PARTS or not isinstance(expression_type(operand, variables), (T.DateType, T.NullType)):
         raise NotInferred(f"expression {node.sql(dialect='spark')}")
     return T.IntegerType()
-
-
-ARRAY_FUNCTIONS = (exp.Array, exp.Bracket, exp.ArrayContains, exp.ArraySize, exp.Concat, exp.ArrayDistinct,
-                   exp.ArrayRemove, exp.Reverse)
-
-
-def array_function_type(node: exp.Expression, variables: Mapping[str, T.DataType]) -> T.DataType:
-    """array(...), a[i] and element_at, array_contains, size, concat of arrays and the functions that keep
-    their operand's type: what paths through a recursion are built with. An array's elements are taken
-    to be nullable (what Spark's unions and tables give)."""
-    if isinstance(node, exp.Array):
-        if not node.expressions:
-            raise NotInferred("an empty array()")
-        return T.ArrayType(reduce(wider, (expression_type(e, variables) for e in node.expressions)), True)
-    if isinstance(node, exp.Concat):
-        operands = [array_of(expression_type(e, variables), node) for e in node.expressions]
-        return T.ArrayType(reduce(wider, (o.elementType for o in operands)), True)
-    operand = array_of(expression_type(node.this, variables), node)
-    if isinstance(node, exp.Bracket):
-        return operand.elementType
-    if isinstance(node, exp.ArrayContains):
-        return T.BooleanType()
-    return T.IntegerType() if isinstance(node, exp.ArraySize) else operand
-
-
-def array_of(data_type: T.DataType, node: exp.Expression) -> T.ArrayType:
-    if not isinstance(data_type, T.ArrayType):
-        raise NotInferred(f"{node.sql(dialect='spark')} of {data_type.simpleString()}")
-    return data_type
 
 
 def date_arithmetic(operand: T.DataType, interval: exp.Interval) -> T.DataType:
