@@ -173,14 +173,18 @@ TREE_WALK = ("WITH RECURSIVE t(id) AS (SELECT id FROM sc_tree WHERE parent IS NU
              "SELECT sc_tree.id FROM t JOIN sc_tree ON sc_tree.parent = t.id) {clause} SELECT * FROM t ORDER BY seq")
 
 
+def walked(cur, seed: int, nodes: int, kind: str) -> tuple[dict[int, list[int]], list[tuple]]:
+    """A random tree's root paths, and its walk in the order of SEARCH `kind` FIRST."""
+    tree = random_tree(seed, nodes)
+    fill(cur, "sc_tree", "id INT, parent INT", tree)
+    return root_paths(tree), rows(cur, TREE_WALK.format(clause=f"SEARCH {kind} FIRST BY id SET seq"))
+
+
 @given(seed=st.integers(0, 10_000), nodes=st.integers(1, 12))
 @RANDOM
 @under(*STRATEGIES)
 def test_search_depth_first_orders_a_depth_first_walk(cur, seed, nodes):
-    tree = random_tree(seed, nodes)
-    fill(cur, "sc_tree", "id INT, parent INT", tree)
-    paths = root_paths(tree)
-    found = rows(cur, TREE_WALK.format(clause="SEARCH DEPTH FIRST BY id SET seq"))
+    paths, found = walked(cur, seed, nodes, "DEPTH")
     assert found == sorted(((node, path) for node, path in paths.items()), key=lambda row: row[1])
 
 
@@ -188,10 +192,8 @@ def test_search_depth_first_orders_a_depth_first_walk(cur, seed, nodes):
 @RANDOM
 @under(*STRATEGIES)
 def test_search_breadth_first_orders_level_by_level(cur, seed, nodes):
-    tree = random_tree(seed, nodes)
-    fill(cur, "sc_tree", "id INT, parent INT", tree)
-    levels = {node: len(path) - 1 for node, path in root_paths(tree).items()}
-    found = rows(cur, TREE_WALK.format(clause="SEARCH BREADTH FIRST BY id SET seq"))
+    paths, found = walked(cur, seed, nodes, "BREADTH")
+    levels = {node: len(path) - 1 for node, path in paths.items()}
     assert [node for node, _ in found] == sorted(levels, key=lambda node: (levels[node], node))
     assert all(seq == {"depth": levels[node], "id": node} for node, seq in found)
 

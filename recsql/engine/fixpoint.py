@@ -82,8 +82,9 @@ class Limits:
     silent truncation; so is growing past `max_rows` in the next iteration as the last one grew (a
     recursion whose rows double would spend most of its time on the iteration that passes the bound).
     `capacity`: derived rows past which the evaluation stops with CapacityExceeded (a local evaluation
-    planned from estimates), as soon as its growth says the next iteration would pass them: the iterations before are cheap, the one that passes them the costliest, and its work would be
-    thrown away or moved. `enough`: the facts after which the evaluation may stop, the answer being the
+    planned from estimates), as soon as its growth says the next iteration would pass them: the
+    iterations before are cheap, the one that passes them the costliest, and its work would be thrown
+    away or moved. `enough`: the facts after which the evaluation may stop, the answer being the
     first rows of the stratum's relation (see `rows_enough`)."""
 
     def __init__(self, program: Program, stratum: Stratum, settings: Settings, capacity: int | None = None):
