@@ -16,6 +16,7 @@ class KeptRows:
     def __init__(self, budget: int = BUDGET_BYTES):
         self.budget = budget
         self.kept: OrderedDict[str, pa.Table] = OrderedDict()
+        self.size = 0  # the bytes of the tables kept (summing them at each put would cost a walk of all)
 
     def get(self, version: str, read: Callable[[], pa.Table]) -> pa.Table:
         """The rows of `version` (a snapshot's identity), read with `read()` unless kept."""
@@ -28,7 +29,9 @@ class KeptRows:
         return rows
 
     def put(self, version: str, rows: pa.Table) -> None:
+        replaced = self.kept.get(version)
+        self.size += rows.nbytes - (replaced.nbytes if replaced is not None else 0)
         self.kept[version] = rows
         self.kept.move_to_end(version)
-        while len(self.kept) > 1 and sum(table.nbytes for table in self.kept.values()) > self.budget:
-            self.kept.popitem(last=False)
+        while len(self.kept) > 1 and self.size > self.budget:
+            self.size -= self.kept.popitem(last=False)[1].nbytes

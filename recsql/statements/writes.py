@@ -7,6 +7,7 @@ import warnings
 
 import pyarrow as pa
 import pyarrow.compute as pc
+from pyspark.sql import DataFrame
 from sqlglot import exp
 
 from recsql import dml
@@ -114,7 +115,10 @@ def change(session: Services, statement: exp.Delete | exp.Update | exp.Merge, sq
     if rewrite.duplicates is not None and count_of(session, rewrite.duplicates) > snapshot.rows:
         raise DataError(f"MERGE INTO {name}: a row of '{name}' matches more than one source row")
     affected = count_of(session, rewrite.inserts) if rewrite.inserts is not None else 0
-    if rewrite.changes is not None:  # (file, rows changed in it)
+    # a DELETE from one file rewrites it whatever it deletes: the rows it keeps tell how many it deleted
+    counted_by_kept = isinstance(statement, exp.Delete) and len(snapshot.files) == 1 and snapshot.files[0].rows >= 0
+    changed = None
+    if rewrite.changes is not None and not counted_by_kept:  # (file, rows changed in it)
         changed = answer_of(session, rewrite.changes).table
         affected += pc.sum(changed.column(1)).as_py() or 0
     operation = statement.key.upper()
@@ -123,12 +127,21 @@ def change(session: Services, statement: exp.Delete | exp.Update | exp.Merge, sq
         catalog.insert(name, added[0], operation, sql)
     elif rewrite.kept is not None:
         removed = snapshot.files
-        if not rewrite.whole:
+        if changed is not None and not rewrite.whole:
             removed = catalog.files_of(name, changed.column(0).to_pylist())
             catalog.restrict(name, removed)  # the kept rows are read from those files alone
-        catalog.rewrite(name, snapshot, removed, [rows_of(session, rewrite.kept)[1], *added], operation, sql)
+        parts = [rows_of(session, rewrite.kept)[1], *added]
+        if counted_by_kept:
+            deleted = snapshot.rows - count_rows(parts[0])
+            affected += deleted
+            removed, parts = (removed, parts) if deleted else ((), [])  # nothing deleted: no file replaced
+        catalog.rewrite(name, snapshot, removed, parts, operation, sql)
     maintain_views(session, name)
     return Result(rowcount=affected)
+
+
+def count_rows(rows: pa.Table | DataFrame) -> int:
+    return rows.num_rows if isinstance(rows, pa.Table) else rows.count()
 
 
 def maintain_views(session: Services, table: str) -> None:

@@ -29,6 +29,7 @@ class Database:
 
     idle = threading.local()
     sql_types: ClassVar[dict[pa.Schema, tuple[str | None, ...]]] = {}  # DuckDB's types of Arrow's, everywhere alike
+    empty_casts: ClassVar[dict[tuple[pa.Schema, pa.Schema], pa.Table]] = {}  # conform's answers for no rows
 
     def __init__(self, timezone: str, threads: int | None = None):
         """`threads`: how many threads each query may use (DuckDB's default: every core)."""
@@ -64,7 +65,13 @@ class Database:
         """`table` with the column types of `schema`, cast as SQL casts (as is without a schema)."""
         if schema is None or self.types_of(table.schema) == self.types_of(schema):
             return table
-        return self.query(self.cast("SELECT * FROM _conform", table.column_names, schema), _conform=table)
+        key = (table.schema, schema) if table.num_rows == 0 else None
+        if key in self.empty_casts:  # no rows: DuckDB's answer kept, as a query costs as much as a small join
+            return self.empty_casts[key]
+        conformed = self.query(self.cast("SELECT * FROM _conform", table.column_names, schema), _conform=table)
+        if key is not None:
+            self.empty_casts[key] = conformed
+        return conformed
 
     def cast(self, sql: str, names: list[str], schema: pa.Schema | None) -> str:
         """The query `sql` (columns `names`) with the column types of `schema` (as is without one)."""
