@@ -96,10 +96,12 @@ class Session:
         analysis.stratify(program)  # errors name the query's own relations, before any rewriting
         return self.plan_program(program)
 
-    def plan_program(self, program: Program) -> planner.Plan:
-        optimized = optimize(program, self.catalog, self.settings, self.cost_model())
+    def plan_program(self, program: Program, settings: Settings | None = None) -> planner.Plan:
+        """The plan of `program` under the session's settings, or under `settings`."""
+        settings = settings or self.settings
+        optimized = optimize(program, self.catalog, settings, self.cost_model())
         components = analysis.stratify(optimized.program)
-        return planner.plan(optimized, components, self.settings)
+        return planner.plan(optimized, components, settings)
 
     def cost_model(self) -> CostModel:
         partitions = int(self.lazy_spark.get_setting("spark.sql.shuffle.partitions") or 4)

@@ -17,6 +17,8 @@ import os
 from pathlib import Path
 
 TIME_ZONE = "spark.sql.session.timeZone"
+DRIVER_MEMORY = "spark.driver.memory"
+MEMORY_SHARE = 4  # an embedded driver may take a quarter of the machine's memory (Spark's default: 1 GiB)
 ZONEINFO = "zoneinfo/"
 
 
@@ -27,6 +29,22 @@ def value(key: str) -> str | None:
         return configured
     builtin = BUILTIN.get(key)
     return builtin() if builtin is not None else None
+
+
+def configured(key: str, settings: dict[str, str]) -> bool:
+    """Whether `settings` (a session's own) or Spark's defaults file set `key`."""
+    return key in settings or key in defaults_file()
+
+
+def driver_memory() -> str:
+    """The heap of an embedded driver, which also runs every task of a local master: a quarter of this
+    machine's memory, at least Spark's 1 GiB (1 GiB cannot collect a result of some tens of millions of
+    rows, a size recsql gives to Spark because it is past recsql.local_rows)."""
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (OSError, ValueError):
+        return "1g"
+    return f"{max(1024, total // MEMORY_SHARE // (1 << 20))}m"
 
 
 @functools.cache

@@ -11,6 +11,7 @@ from sqlglot import exp
 from recsql.errors import DataError, Error, OperationalError, ProgrammingError
 from translator.errors import position_of
 
+_JAVA_CALL = re.compile(r"^\s*(py4j\.protocol\.)?(Py4JJavaError: )?An error occurred while calling \S+\s*$")
 _PYTHON_WORKER = "An exception was thrown from the Python worker"
 _PYTHON_ERROR = re.compile(r"^(\w+(?:\.\w+)*(?:Error|Exception)): (.+)$", re.MULTILINE)
 _CONDITION = re.compile(r"^\[([A-Z_.]+)\]\s*")
@@ -68,8 +69,10 @@ def unknown_function(name: str, prefix: str, statement: exp.Expression | None) -
 def first_line(text: str) -> str:
     """The message without the JVM stack trace, Spark's error-class tag or its SQL context block."""
     lines = [line for line in str(text).strip().splitlines() if line.strip()]
+    if lines and _JAVA_CALL.match(lines[0]):  # what failed is under the call: its deepest cause, else the next line
+        causes = [line.removeprefix("Caused by: ") for line in lines if line.startswith("Caused by: ")]
+        lines = causes[-1:] or [line.lstrip(": ") for line in lines[1:2]]
     message = lines[0] if lines else "unknown error"
-    message = re.sub(r"^\s*(py4j\.protocol\.)?Py4JJavaError: An error occurred while calling [^\n]*\.\s*", "", message)
     message = re.sub(r"^[\w.$]+(Exception|Error):\s*", "", message)
     return _CONDITION.sub("", message).strip()
 

@@ -27,11 +27,15 @@ REMOTE_DEFAULTS = {"spark.sql.parquet.outputTimestampType": DEFAULT_SPARK_CONF["
 
 
 def embedded_settings(conf: dict[str, str]) -> dict[str, str]:
-    """The settings an embedded Spark starts with: recsql's defaults, `conf`, and the session time zone
-    that the local evaluator follows too (unless `conf` or Spark's defaults file sets one)."""
+    """The settings an embedded Spark starts with: recsql's defaults, `conf`, the session time zone that
+    the local evaluator follows too, and the driver's memory (each unless `conf` or Spark's defaults
+    file sets it)."""
     settings = {**DEFAULT_SPARK_CONF, **conf}
-    if spark_defaults.TIME_ZONE not in settings and spark_defaults.TIME_ZONE not in spark_defaults.defaults_file():
+    if not spark_defaults.configured(spark_defaults.TIME_ZONE, settings):
         settings[spark_defaults.TIME_ZONE] = spark_defaults.local_time_zone()
+    if not spark_defaults.configured(spark_defaults.DRIVER_MEMORY, settings) and \
+            not os.environ.get("SPARK_DRIVER_MEMORY"):
+        settings[spark_defaults.DRIVER_MEMORY] = spark_defaults.driver_memory()
     return settings
 
 

@@ -181,6 +181,32 @@ def test_explain_analyze_of_a_write_says_what_maintenance_did(conn):
         set_strategy(conn, "distributed")
 
 
+def test_maintenance_runs_in_process_when_only_the_view_it_holds_is_past_local_rows(conn):
+    """A path of 16 nodes: its 120-fact closure is past recsql.local_rows = 50, its 15 edges are not. The
+    view's facts are in memory already and bound what maintenance derives: inserting and deleting an
+    edge runs no Spark job, and the view equals the closure networkx computes."""
+    from strategies import auto_with_local_rows
+
+    edges = [(i, i + 1) for i in range(15)]
+    context = conn.spark_session.sparkContext
+    with auto_with_local_rows(conn, 50):
+        run(conn, "CREATE OR REPLACE TABLE mv_edge (src INT, dst INT)")
+        run(conn, "INSERT INTO mv_edge VALUES " + ", ".join(map(str, edges)))
+        run(conn, f"CREATE OR REPLACE MATERIALIZED VIEW mv_closure AS {VIEWS['closure'][1]}")
+        for group, statement, change in [("mv-in-process-insert", "INSERT INTO mv_edge VALUES (3, 9)", (3, 9)),
+                                         ("mv-in-process-delete", "DELETE FROM mv_edge WHERE src = 7", (7, 8))]:
+            context.setJobGroup(group, statement)
+            try:
+                run(conn, statement)
+            finally:
+                context.setLocalProperty("spark.jobGroup.id", None)
+            assert context.statusTracker().getJobIdsForGroup(group) == []
+            edges = [edge for edge in edges if edge != change] if statement.startswith("DELETE") else edges + [change]
+            graph = nx.DiGraph(edges)
+            expected = sorted((x, y) for x in graph for y in nx.descendants(graph, x))
+            assert len(expected) > 50 and run(conn, "SELECT x, y FROM mv_closure") == expected
+
+
 def test_a_shortest_distance_that_must_grow_is_derived_again_from_the_groups_that_stand(conn):
     """Deleting an edge of the shortest path to 3 (and so to 4): only the groups whose distance came
     through it are derived again, from the distances of the others; the distances grow as Dijkstra says."""

@@ -51,7 +51,7 @@ class Services(Protocol):
     def executor(self, trace: Trace | None = None) -> Executor:
         """An executor of plans for one statement (recording its work in `trace`, if given)."""
 
-    def plan_program(self, program: Program) -> Plan:
+    def plan_program(self, program: Program, settings: Settings | None = None) -> Plan:
         """The plan of a program built by recsql itself (the maintenance of a materialized view)."""
 
     def record_maintenance(self, trace: object | None) -> None:

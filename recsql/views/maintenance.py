@@ -12,7 +12,7 @@ import contextlib
 import itertools
 import time
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import pyarrow as pa
@@ -25,6 +25,7 @@ from recsql.delta_tables import ManagedTable, Snapshot
 from recsql.engine.answer import Answer
 from recsql.engine.local.database import Database
 from recsql.relation_names import state_name, version_name
+from recsql.settings import Settings
 from recsql.statistics import TableStatistics
 from recsql.statements.handler import Services
 from recsql.table_writes import write_rows
@@ -95,6 +96,7 @@ class Maintenance:
         self.names = itertools.count()
         self.registered: list[str] = []
         self.read = read_by_strata(program)
+        self.held: dict[str, int] = {}  # the rows of each table in memory that programs read, by name
 
     def run(self, bases: BaseVersions, parts: dict[str, str], statement: str) -> Reflected:
         """Maintain (or compute) every relation; commit the changed ones; the new Reflected."""
@@ -290,12 +292,22 @@ class Maintenance:
 
     def evaluate(self, program: Program) -> Answer:
         """A maintenance program's answer, planned and run as any query's (its strategies included)."""
-        plan = self.session.plan_program(program)
+        plan = self.session.plan_program(program, self.planning_settings())
         answer = self.session.executor().fetch(plan)  # no trace: a trace makes Spark count every step
         return Answer(answer.names, answer.types, positional(answer.table))
 
+    def planning_settings(self) -> Settings:
+        """The session's settings with room in recsql.local_rows for the tables in memory already (the
+        stored relations read, and what was computed from them and the changes): a maintenance program
+        joins small changes with them, and what it derives is bounded by them (over-deleted or
+        re-derived facts are stored facts), so it need not go to Spark because they are large; a
+        stratum deriving past its capacity still moves there."""
+        settings = self.session.settings
+        return replace(settings, local_rows=settings.local_rows + sum(self.held.values()))
+
     def stored_facts(self, name: str, schema: pa.Schema | None = None) -> pa.Table:
         facts = positional(self.catalog.arrow_table(name))
+        self.held[name] = facts.num_rows
         return facts.cast(schema) if schema is not None else facts
 
     def register(self, facts: pa.Table | str | None) -> str | None:
@@ -304,6 +316,7 @@ class Maintenance:
             return facts
         name = f"mv_{self.token}_{next(self.names)}"
         self.catalog.register(name, None, facts)
+        self.held[name] = facts.num_rows
         self.registered.append(name)
         return name
 
