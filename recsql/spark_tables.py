@@ -22,7 +22,7 @@ from recsql import statistics
 from recsql.lazy_spark import LazySpark
 from recsql.spark_facts import arrow_frame
 from recsql.statistics import ColumnStatistics, TableStatistics
-from recsql.table_writes import Rows
+from recsql.table_writes import Rows, row_count
 
 SIZE = re.compile(r"(?:(\d+) bytes)?(?:, )?(?:(\d+) rows)?")
 
@@ -152,14 +152,14 @@ class SparkTables:
         """INSERT INTO a table of Spark's catalog, by column position as SQL inserts; Spark's table format
         decides whether a failed insert leaves part of its rows."""
         frame = self.frame_of(rows)
-        written = rows.num_rows if isinstance(rows, pa.Table) else frame.count()
+        written = row_count(rows)
         frame.write.insertInto(name)
         return written
 
     def create(self, name: str, rows: Rows, replace: bool) -> int:
         """CREATE [OR REPLACE] TABLE db.t AS SELECT: a table of Spark's catalog, in its default format."""
         frame = self.frame_of(rows)
-        written = rows.num_rows if isinstance(rows, pa.Table) else frame.count()
+        written = row_count(rows)
         frame.write.mode("overwrite" if replace else "errorifexists").saveAsTable(name)
         return written
 

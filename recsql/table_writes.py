@@ -40,6 +40,11 @@ def write_rows(table: ManagedTable, parts: list[Rows], schema: StructType, commi
     return sum(file.rows for file in files)
 
 
+def row_count(rows: Rows) -> int:
+    """How many rows there are (a Spark job for Spark's)."""
+    return rows.num_rows if isinstance(rows, pa.Table) else rows.count()
+
+
 def conform(name: str, rows: Rows, schema: StructType) -> Rows:
     """The rows, if they have as many columns as table `name`."""
     width = rows.num_columns if isinstance(rows, pa.Table) else len(rows.columns)

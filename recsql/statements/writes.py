@@ -7,7 +7,6 @@ import warnings
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from pyspark.sql import DataFrame
 from sqlglot import exp
 
 from recsql import dml
@@ -15,10 +14,10 @@ from recsql.errors import DataError, Error, MaintenanceDeferred, NotSupportedErr
 from recsql.statements.handler import Result, Services
 from recsql.statements.queries import answer_of, count_of, rows_of
 from recsql.statements.values import arrow_columns, literal_row
+from recsql.table_writes import row_count
 from recsql.views import upkeep
 from translator.core import table_name
 from translator.translate import translate
-
 
 # the parts of each write its handler takes; sqlglot parses more (RETURNING, ON CONFLICT, INSERT OVERWRITE,
 # DELETE ... USING, LIMIT), which are refused rather than ignored
@@ -132,16 +131,13 @@ def change(session: Services, statement: exp.Delete | exp.Update | exp.Merge, sq
             catalog.restrict(name, removed)  # the kept rows are read from those files alone
         parts = [rows_of(session, rewrite.kept)[1], *added]
         if counted_by_kept:
-            deleted = snapshot.rows - count_rows(parts[0])
+            deleted = snapshot.rows - row_count(parts[0])
             affected += deleted
-            removed, parts = (removed, parts) if deleted else ((), [])  # nothing deleted: no file replaced
+            if not deleted:  # no file replaced
+                removed, parts = (), []
         catalog.rewrite(name, snapshot, removed, parts, operation, sql)
     maintain_views(session, name)
     return Result(rowcount=affected)
-
-
-def count_rows(rows: pa.Table | DataFrame) -> int:
-    return rows.num_rows if isinstance(rows, pa.Table) else rows.count()
 
 
 def maintain_views(session: Services, table: str) -> None:
