@@ -39,7 +39,7 @@ from recsql.catalog_entries import Entry, EntryStore, Kind, view_query_of
 from recsql.delta_tables import Commit, DataFile, ManagedTable, Snapshot
 from recsql.errors import ProgrammingError
 from recsql.file_reads import FileReads
-from recsql.kept_rows import KeptRows
+from recsql.kept_rows import INDEX_BUDGET_BYTES, KeptRows
 from recsql.lazy_spark import LazySpark
 from recsql.path_tables import PathTables
 from recsql.readers import FileTable, Refused
@@ -77,7 +77,8 @@ class Catalog:
         self.registered = Registered(lambda table: arrow_frame(self.spark, table))
         self.spark_tables = SparkTables(spark)
         self.file_reads = FileReads()
-        self.kept_rows = KeptRows()  # managed tables' rows by version
+        self.kept_rows: KeptRows[pa.Table] = KeptRows()  # managed tables' rows by version
+        self.kept_indexes: KeptRows = KeptRows(INDEX_BUDGET_BYTES)  # what views index their relations by, by version
         self.path_tables = PathTables(lambda: self.spark, self.file_reads, self.timezone)
         self.views: dict[str, tuple[str, str]] = {}  # relation → (the version it was read at, its Spark view)
         self.tables: dict[str, ManagedTable] = {}  # by directory: each keeps the log state it has read

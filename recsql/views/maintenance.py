@@ -29,6 +29,7 @@ from recsql.settings import Settings
 from recsql.statistics import TableStatistics
 from recsql.statements.handler import Services
 from recsql.table_writes import write_rows
+from recsql.views import closure_arrays
 from recsql.views.delta_rules import (EXTREMES, Inputs, StratumRules, aggregated_by, changes, closure_of,
                                       why_recomputed)
 from recsql.views.group_rules import affected_groups, affected_rederivation, regrowable
@@ -36,6 +37,7 @@ from recsql.views.stored import Reflected
 from translator.ir import Atom, Program
 
 BaseVersions = dict[str, list]  # table -> [its directory, its version]
+IN_MEMORY = ("auto", "local")  # the strategies under which a closure is maintained over arrays
 LARGER = 4  # a set difference against a table this many times larger reads only its matching rows
 
 
@@ -53,7 +55,7 @@ class Maintained:
 
     def __str__(self) -> str:
         counts = f"+{self.added} -{self.removed}"
-        if self.how == "DRed":
+        if self.how.startswith("DRed"):
             counts += f" (over-deleted {self.over_deleted}, re-derived {self.rederived})"
         return f"{self.relation}: {self.how}, {counts}, {self.seconds:.3f} s"
 
@@ -77,6 +79,7 @@ class Result:
     plus: pa.Table | None
     minus: pa.Table | None
     types: list[DataType] | None = None  # Spark's types of the columns, when computed from scratch
+    index: closure_arrays.Index | None = None  # a closure's, when maintained in memory
 
 
 class Maintenance:
@@ -186,6 +189,9 @@ class Maintenance:
             maintained = {name: self.recompute(stratum, name, stored.get(name)) for name in component.relations}
         else:
             maintained = self.dred(stratum, stored, records)
+        if closure_of(program, component) is not None and self.session.settings.strategy in IN_MEMORY:
+            for name, result in maintained.items():
+                result.index = result.index or self.index_after(stored.get(name), result)
         for name, result in maintained.items():
             record = records[name]
             record.added = result.plus.num_rows if result.plus is not None else 0
@@ -252,6 +258,11 @@ class Maintenance:
         names = stratum.component.relations
         step = closure_of(self.program, stratum.component)
         old = {name: self.stored_facts(stored[name]) for name in names}
+        if step is not None and self.session.settings.strategy in IN_MEMORY:
+            (name,) = names
+            maintained = self.closure_in_memory(stored[name], stratum.inputs[step], old[name], records[name])
+            if maintained is not None:
+                return {name: maintained}
         kept_facts, over_deleted, over = old, None, None
         if changes(stratum.rules, stratum.inputs, gains=False):
             over_deleted = {name: self.evaluate(
@@ -287,6 +298,60 @@ class Maintenance:
             results[name] = Result(facts, self.nonempty(plus),
                                    self.nonempty(self.difference(over_deleted[name], fresh)))
         return results
+
+    def closure_in_memory(self, stored: str, step: Inputs, old: pa.Table, record: Maintained) -> Result | None:
+        """A closure whose steps only gained or only lost rows, maintained over arrays with its index
+        (closure_arrays); None when its facts or steps are not integers that fit them, or its facts are
+        more than recsql.local_rows (the queries take them)."""
+        if (step.plus is None) == (step.minus is None):
+            return None
+        changed = self.pairs_of(step.plus or step.minus)
+        index = self.closure_index(self.catalog.snapshot(stored).identity, old)
+        if changed is None or index is None:
+            return None
+        if step.plus is not None:
+            record.how = "insertion (in memory)"
+            fresh = closure_arrays.insertion(index, changed)
+            added = fresh.table(old.schema)
+            return Result(pa.concat_tables([old, added]), self.nonempty(added), None,
+                          index=index.changed(added=fresh))
+        steps = self.pairs_of(step.new)
+        if steps is None:
+            return None
+        deletion = closure_arrays.deletion(index, changed, steps)
+        over, again = deletion.over_deleted, deletion.again
+        record.how = "DRed (in memory)"
+        record.over_deleted, record.rederived = len(over), int(again.sum())
+        index = index.changed(removed=over.take(~again))
+        return Result(index.table(old.schema), None, self.nonempty(over.take(~again).table(old.schema)),
+                      index=index)
+
+    def closure_index(self, version: str, facts: pa.Table) -> closure_arrays.Index | None:
+        """The index of a closure's facts (kept by version, made when first needed)."""
+        index = self.catalog.kept_indexes.find(version)
+        if index is not None or facts.num_rows > self.session.settings.local_rows:
+            return index
+        pairs = closure_arrays.Pairs.of(facts)
+        if pairs is not None:
+            index = closure_arrays.Index.of(pairs)
+            self.catalog.kept_indexes.put(version, index)
+        return index
+
+    def index_after(self, stored: str | None, result: Result) -> closure_arrays.Index | None:
+        """A closure's index after a change the queries made (or a computation): the old one changed by
+        the facts gained and lost when it is kept, else made from the facts."""
+        old = self.catalog.kept_indexes.find(self.catalog.snapshot(stored).identity) if stored else None
+        if old is None or result.types is not None:
+            pairs = closure_arrays.Pairs.of(result.facts)
+            fits = pairs is not None and len(pairs) <= self.session.settings.local_rows
+            return closure_arrays.Index.of(pairs) if fits else None
+        gained, lost = (closure_arrays.Pairs.of(facts) if facts is not None else closure_arrays.Pairs.empty()
+                        for facts in (result.plus, result.minus))
+        return old.changed(added=gained, removed=lost) if gained is not None and lost is not None else None
+
+    def pairs_of(self, name: str) -> closure_arrays.Pairs | None:
+        facts = self.catalog.arrow_table(name)
+        return closure_arrays.Pairs.of(facts) if isinstance(facts, pa.Table) else None
 
     # -------------------------------------------------------------- evaluation
 
@@ -393,6 +458,8 @@ class Maintenance:
                     latest, files, latest.files, schema, "MAINTAIN", statement), self.catalog.timezone)
         snapshot = table.snapshot()
         self.keep(part, snapshot, result.facts)
+        if result.index is not None:
+            self.catalog.kept_indexes.put(snapshot.identity, result.index)
         return snapshot.version
 
     def keep(self, part: str, snapshot: Snapshot, facts: pa.Table) -> None:

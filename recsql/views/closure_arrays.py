@@ -1,0 +1,238 @@
+"""A transitive closure maintained in this process over arrays: the closure programs of delta_rules
+(insertion, over-deletion, re-derivation) evaluated with vectorized lookups into the view's facts as
+numpy arrays instead of as queries.
+
+A change of a few steps reaches a few hundred paths of a closure of hundreds of thousands: what costs
+is then not the work but each query's fixed price (planning, printing, an in-process DuckDB query
+of a few milliseconds even on no rows), and a maintenance runs half a dozen. Here each lookup is a
+pass over a column of the closure (a membership test against the few nodes a change reaches) and
+the rest works on the few paths found.
+
+It takes closures over integer columns without NULLs whose values fit in 32 bits (a path's two ends
+packed into one 64-bit key); `Pairs.of` says None for any other, which the queries maintain."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+
+LOW = np.int64(0xFFFFFFFF)
+INT32 = (-(2**31), 2**31 - 1)
+
+
+@dataclass(frozen=True)
+class Pairs:
+    """A binary relation as two int64 arrays of equal length (rows may repeat)."""
+
+    first: np.ndarray
+    second: np.ndarray
+
+    @staticmethod
+    def of(table: pa.Table) -> Pairs | None:
+        """The rows of a two-column table, or None when they are not integers within 32 bits, or a
+        column holds a NULL."""
+        if table.num_columns != 2:
+            return None
+        columns = []
+        for column in table.columns:
+            if not pa.types.is_integer(column.type) or column.null_count:
+                return None
+            values = column.to_numpy().astype(np.int64, copy=False)
+            if values.size and (values.min() < INT32[0] or values.max() > INT32[1]):
+                return None
+            columns.append(values)
+        return Pairs(*columns)
+
+    @staticmethod
+    def empty() -> Pairs:
+        return Pairs(np.zeros(0, np.int64), np.zeros(0, np.int64))
+
+    def __len__(self) -> int:
+        return self.first.size
+
+    def keys(self) -> np.ndarray:
+        """One int64 per row, equal for equal rows."""
+        return (self.first << 32) | (self.second & LOW)
+
+    def take(self, rows: np.ndarray) -> Pairs:
+        return Pairs(self.first[rows], self.second[rows])
+
+    def unique(self) -> Pairs:
+        return unpacked(np.unique(self.keys()))
+
+    def plus(self, other: Pairs) -> Pairs:
+        return Pairs(np.concatenate([self.first, other.first]), np.concatenate([self.second, other.second]))
+
+    def table(self, schema: pa.Schema) -> pa.Table:
+        return pa.table([pa.array(column).cast(field.type) for column, field in zip((self.first, self.second),
+                                                                                   schema)], schema=schema)
+
+
+def unpacked(keys: np.ndarray) -> Pairs:
+    return Pairs(keys >> 32, keys.astype(np.int32).astype(np.int64))  # the low half wraps to its sign
+
+
+def member(values: np.ndarray, among: np.ndarray) -> np.ndarray:
+    """Whether each of `values` is one of `among`: a pass over the larger, a lookup into the smaller (the
+    larger cut to the values the smaller has first)."""
+    if among.size > values.size:
+        among = among[member(among, values)]
+    among = np.unique(among)
+    if among.size == 0:
+        return np.zeros(values.size, dtype=bool)
+    low, high = among[0], among[-1]
+    if int(high) - int(low) > 8 * (values.size + among.size):
+        return among_sorted(values, among)
+    table = np.zeros(int(high) - int(low) + 1, dtype=bool)  # a lookup table of their range
+    table[among - low] = True
+    inside = np.flatnonzero((values >= low) & (values <= high))
+    found = np.zeros(values.size, dtype=bool)
+    found[inside] = table[values[inside] - low]
+    return found
+
+
+def joined(left: Pairs, right: Pairs) -> Pairs:
+    """(x, z) for each (x, y) of `left` and (y, z) of `right`, repeats kept. Each side is first cut to
+    the rows whose y the other side has (a pass over a large side), the rest joins what is left."""
+    left = left.take(member(left.second, right.first))
+    right = right.take(member(right.first, left.second))
+    order = np.argsort(right.first, kind="stable")
+    starts = np.searchsorted(right.first[order], left.second, side="left")
+    counts = np.searchsorted(right.first[order], left.second, side="right") - starts
+    rows = np.repeat(np.arange(len(left)), counts)
+    within = np.arange(rows.size) - np.repeat(np.cumsum(counts) - counts, counts)
+    return Pairs(left.first[rows], right.second[order][starts[rows] + within])
+
+
+def contained(facts: Pairs, pairs: Pairs) -> np.ndarray:
+    """Whether each of `facts` is one of `pairs` (a pass over the first column of each, the larger cut
+    to the rows whose first the smaller has)."""
+    if len(pairs) > len(facts):
+        pairs = pairs.take(member(pairs.first, facts.first))
+    rows = np.flatnonzero(member(facts.first, pairs.first))
+    inside = np.zeros(len(facts), dtype=bool)
+    inside[rows] = member(facts.take(rows).keys(), pairs.keys())
+    return inside
+
+
+def among_sorted(values: np.ndarray, ordered: np.ndarray) -> np.ndarray:
+    """Whether each of `values` is in the sorted array `ordered`."""
+    if not ordered.size:
+        return np.zeros(values.size, dtype=bool)
+    return ordered[np.minimum(np.searchsorted(ordered, values), ordered.size - 1)] == values
+
+
+@dataclass(frozen=True)
+class Index:
+    """A closure's paths as keys sorted twice, from each end: its paths from given nodes, to given
+    nodes, and whether it holds given paths are a binary search each, not a pass over it. A change
+    of a few paths inserts or deletes them in place (a copy of the arrays, no sort)."""
+
+    forward: np.ndarray  # first << 32 | second, sorted
+    backward: np.ndarray  # second << 32 | first, sorted
+
+    @staticmethod
+    def of(closure: Pairs) -> Index:
+        with ThreadPoolExecutor(2) as pool:  # numpy sorts without holding the GIL
+            backward = pool.submit(np.sort, Pairs(closure.second, closure.first).keys())
+            return Index(np.sort(closure.keys()), backward.result())
+
+    @property
+    def nbytes(self) -> int:
+        return self.forward.nbytes + self.backward.nbytes
+
+    def __len__(self) -> int:
+        return self.forward.size
+
+    def pairs(self) -> Pairs:
+        return unpacked(self.forward)
+
+    def table(self, schema: pa.Schema) -> pa.Table:
+        """The paths as a table of `schema` (two integer columns), sorted."""
+        halves = (self.forward >> 32).astype(np.int32), self.forward.astype(np.int32)  # the low half wraps
+        return pa.table([pa.array(half).cast(field.type) for half, field in zip(halves, schema)], schema=schema)
+
+    def holds(self, pairs: Pairs) -> np.ndarray:
+        return among_sorted(pairs.keys(), self.forward)
+
+    def successors(self, nodes: np.ndarray) -> Pairs:
+        """The paths from any of `nodes`."""
+        return unpacked(starting_with(self.forward, nodes))
+
+    def predecessors(self, nodes: np.ndarray) -> Pairs:
+        """The paths to any of `nodes`."""
+        paths = unpacked(starting_with(self.backward, nodes))
+        return Pairs(paths.second, paths.first)
+
+    def changed(self, added: Pairs | None = None, removed: Pairs | None = None) -> Index:
+        """The index with `added` paths (none of them held) and without `removed` ones (all held)."""
+        forward, backward = self.forward, self.backward
+        if removed is not None and len(removed):
+            forward = np.delete(forward, np.searchsorted(forward, removed.keys()))
+            backward = np.delete(backward, np.searchsorted(backward, Pairs(removed.second, removed.first).keys()))
+        if added is not None and len(added):
+            keys = np.sort(added.keys())
+            forward = np.insert(forward, np.searchsorted(forward, keys), keys)
+            keys = np.sort(Pairs(added.second, added.first).keys())
+            backward = np.insert(backward, np.searchsorted(backward, keys), keys)
+        return Index(forward, backward)
+
+
+def starting_with(keys: np.ndarray, nodes: np.ndarray) -> np.ndarray:
+    """The keys (sorted) whose high half is one of `nodes`."""
+    nodes = np.unique(nodes)
+    starts = np.searchsorted(keys, nodes << 32)
+    counts = np.searchsorted(keys, (nodes << 32) | LOW, side="right") - starts
+    within = np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)
+    return keys[np.repeat(starts, counts) + within]
+
+
+def insertion(closure: Index, gained: Pairs) -> Pairs:
+    """The paths a closure gains with the steps `gained`: each new path is old paths joined by gained
+    steps (delta_rules.StratumRules.closure_insertion)."""
+    reach = gained.plus(joined(closure.predecessors(gained.first), gained)).unique()  # old path or none, a step
+    through = delta = reach  # paths ending with a gained step
+    while len(delta):
+        delta = joined(delta, reach).unique()
+        delta = delta.take(~contained(delta, through))
+        through = through.plus(delta)
+    derived = through.plus(joined(through, closure.successors(through.second))).unique()
+    return derived.take(~closure.holds(derived))
+
+
+@dataclass(frozen=True)
+class Deletion:
+    over_deleted: Pairs  # the old paths through a lost step (sorted, no repeats)
+    again: np.ndarray  # per over-deleted path, whether the new steps still derive it
+
+
+def deletion(closure: Index, lost: Pairs, steps: Pairs) -> Deletion:
+    """DRed of a closure that lost steps (`steps`: all of them after the change): over-delete every
+    path through a lost step, then derive again those of them that remain, each a new step followed by
+    a kept path or by a path found again (delta_rules.StratumRules.closure_over_deletion and
+    closure_rederivation)."""
+    through = lost.plus(joined(closure.predecessors(lost.first), lost)).unique()
+    over = through.plus(joined(through, closure.successors(through.second))).unique()
+    over = over.take(closure.holds(over))
+    again = contained(over, steps)
+    if not len(over):
+        return Deletion(over, again)
+    # each over-deleted path (a, d) with each new step (a, w): the rest of it is (w, d)
+    chosen = np.flatnonzero(member(over.first, steps.first))
+    followed = joined(Pairs(chosen, over.first[chosen]), steps)  # (row of the path, w)
+    rows, rest = followed.first, Pairs(followed.second, over.second[followed.first])
+    keys, rest_keys = over.keys(), rest.keys()  # keys sorted: over is unique
+    position = np.minimum(np.searchsorted(keys, rest_keys), keys.size - 1)
+    found = keys[position] == rest_keys  # rests that are over-deleted paths themselves
+    np.logical_or.at(again, rows[~found], closure.holds(rest.take(~found)))  # kept: held, not over-deleted
+    rows, position = rows[found], position[found]
+    frontier = again
+    while frontier.any():  # paths found again make those ending with them found again
+        reached = np.zeros_like(again)
+        np.logical_or.at(reached, rows, frontier[position])
+        frontier = reached & ~again
+        again = again | frontier
+    return Deletion(over, again)

@@ -1,0 +1,52 @@
+"""A closure maintained over arrays (recsql.views.closure_arrays) against networkx: for random graphs
+(cycles and self-loops included, node numbers at the ends of the 32-bit range), the paths an insertion
+of steps adds and those a deletion of steps removes are exactly what the closure gains and loses."""
+
+from __future__ import annotations
+
+import networkx as nx
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from recsql.views.closure_arrays import Index, Pairs, deletion, insertion
+
+NODES = st.sampled_from([-(2**31), -7, -1, 0, 1, 2, 3, 4, 5, 2**31 - 2, 2**31 - 1])
+STEPS = st.sets(st.tuples(NODES, NODES), max_size=14)
+
+
+def closure(steps: set[tuple[int, int]]) -> set[tuple[int, int]]:
+    """Every path of one step or more (a node to itself only on a cycle)."""
+    graph = nx.DiGraph(steps)
+    reached = {node: nx.descendants(graph, node) for node in graph}
+    return {(x, y) for x in graph for y in reached[x]} | {
+        (x, x) for x in graph if any(y == x or x in reached[y] for y in graph.successors(x))}
+
+
+def pairs(rows: set[tuple[int, int]]) -> Pairs:
+    ordered = sorted(rows)
+    return Pairs(np.array([x for x, _ in ordered], np.int64), np.array([y for _, y in ordered], np.int64))
+
+
+def rows(found: Pairs) -> set[tuple[int, int]]:
+    return set(zip(found.first.tolist(), found.second.tolist()))
+
+
+@settings(max_examples=150, deadline=None)
+@given(steps=STEPS, gained=st.sets(st.tuples(NODES, NODES), min_size=1, max_size=4))
+def test_an_insertion_adds_the_paths_the_new_steps_make(steps, gained):
+    index = Index.of(pairs(closure(steps)))
+    fresh = insertion(index, pairs(gained - steps))
+    assert rows(fresh) == closure(steps | gained) - closure(steps)
+    assert rows(index.changed(added=fresh).pairs()) == closure(steps | gained)
+
+
+@settings(max_examples=150, deadline=None)
+@given(steps=STEPS.filter(bool), data=st.data())
+def test_a_deletion_removes_the_paths_no_step_left_makes(steps, data):
+    lost = data.draw(st.sets(st.sampled_from(sorted(steps)), min_size=1, max_size=4))
+    index = Index.of(pairs(closure(steps)))
+    deleted = deletion(index, pairs(lost), pairs(steps - lost))
+    gone = deleted.over_deleted.take(~deleted.again)
+    assert rows(gone) == closure(steps) - closure(steps - lost)
+    assert rows(index.changed(removed=gone).pairs()) == closure(steps - lost)
