@@ -35,6 +35,7 @@ from pyspark.sql.types import StructType
 from sqlglot import exp
 
 from recsql import statistics
+from recsql.after_commits import AfterCommits
 from recsql.catalog_entries import Entry, EntryStore, Kind, view_query_of
 from recsql.delta_tables import Commit, DataFile, ManagedTable, Snapshot
 from recsql.errors import ProgrammingError
@@ -79,6 +80,7 @@ class Catalog:
         self.file_reads = FileReads()
         self.kept_rows: KeptRows[pa.Table] = KeptRows()  # managed tables' rows by version
         self.kept_indexes: KeptRows = KeptRows(INDEX_BUDGET_BYTES)  # what views index their relations by, by version
+        self.after_commits = AfterCommits(self.kept_rows, self.statistics_files, self.timezone)
         self.path_tables = PathTables(lambda: self.spark, self.file_reads, self.timezone)
         self.views: dict[str, tuple[str, str]] = {}  # relation → (the version it was read at, its Spark view)
         self.tables: dict[str, ManagedTable] = {}  # by directory: each keeps the log state it has read
@@ -422,17 +424,19 @@ class Catalog:
     def insert(self, name: str, rows: Rows, operation: str, statement: str) -> int:
         """Append rows (columns in the table's order) in one commit; returns their number."""
         table = self.insertable(name)
-        schema = table.current().schema
-        return write_rows(table, [rows], schema, lambda files: table.append(files, schema, operation, statement),
-                          self.timezone)
+        before = table.snapshot()
+        written = write_rows(table, [rows], before.schema, lambda files: table.append(
+            files, before.schema, operation, statement), self.timezone)
+        self.after_commits.appended(name, table, before, rows, written)
+        return written
 
     def rewrite(self, name: str, snapshot: Snapshot, removed: tuple[DataFile, ...], parts: list[Rows],
                 operation: str, statement: str) -> None:
-        """Replace the files `removed` of `snapshot` by files of the rows `parts`, in one commit (DELETE,
-        UPDATE, MERGE)."""
+        """Replace the files `removed` of `snapshot` by the rows `parts` in one commit (DELETE, UPDATE, MERGE)."""
         table = self.insertable(name)
-        write_rows(table, parts, snapshot.schema, lambda files: table.commit(
+        written = write_rows(table, parts, snapshot.schema, lambda files: table.commit(
             snapshot, files, removed, snapshot.schema, operation, statement), self.timezone)
+        self.after_commits.rewritten(name, table, snapshot, removed, parts, written, operation)
 
     def insert_schema(self, name: str) -> StructType:
         """The schema rows are inserted with: the newest version's, read without a snapshot."""

@@ -262,10 +262,8 @@ class ManagedTable:
         Timestamps without a time zone are taken in `timezone()` (Spark's session time zone)."""
         if data.num_rows == 0:
             return []
-        arrow_schema = storage_schema(schema)
-        columns = [conform(data.column(i), arrow_schema.field(i).type, timezone) for i in range(data.num_columns)]
         path = self.new_file_path()
-        pq.write_table(pa.Table.from_arrays(columns, schema=arrow_schema), str(path))
+        pq.write_table(stored_rows(data, schema, timezone), str(path))
         return [DataFile(str(path), path.stat().st_size, data.num_rows)]
 
     def append(self, files: list[DataFile], schema: StructType, operation: str, statement: str) -> None:
@@ -373,6 +371,13 @@ CHECKPOINTS = Checkpoints()
 def storage_schema(schema: StructType) -> pa.Schema:
     """The Arrow schema of a table's files: Delta stores a TIMESTAMP as an instant (UTC)."""
     return to_arrow_schema(schema, timezone="UTC")
+
+
+def stored_rows(data: pa.Table, schema: StructType, timezone: Callable[[], str]) -> pa.Table:
+    """Rows (in the table's column order) as its files store them, and as they read back."""
+    arrow_schema = storage_schema(schema)
+    columns = [conform(data.column(i), arrow_schema.field(i).type, timezone) for i in range(data.num_columns)]
+    return pa.Table.from_arrays(columns, schema=arrow_schema)
 
 
 def conform(column: pa.ChunkedArray, target: pa.DataType, timezone: Callable[[], str]) -> pa.ChunkedArray:

@@ -1,6 +1,8 @@
 """A closure maintained over arrays (recsql.views.closure_arrays) against networkx: for random graphs
 (cycles and self-loops included, node numbers at the ends of the 32-bit range), the paths an insertion
-of steps adds and those a deletion of steps removes are exactly what the closure gains and loses."""
+of steps adds and those a deletion of steps removes are exactly what the closure gains and loses. An
+index changed many times, its changes beside its sorted keys or merged into them, answers as the set
+of paths it holds does."""
 
 from __future__ import annotations
 
@@ -50,3 +52,24 @@ def test_a_deletion_removes_the_paths_no_step_left_makes(steps, data):
     gone = deleted.over_deleted.take(~deleted.again)
     assert rows(gone) == closure(steps) - closure(steps - lost)
     assert rows(index.changed(removed=gone).pairs()) == closure(steps - lost)
+
+
+@settings(max_examples=100, deadline=None)
+@given(initial=st.sets(st.tuples(NODES, NODES), min_size=30, max_size=60),
+       changes=st.lists(st.tuples(st.booleans(), st.sets(st.tuples(NODES, NODES), max_size=3)), max_size=12),
+       nodes=st.sets(NODES, min_size=1, max_size=3))
+def test_an_index_changed_again_and_again_answers_as_its_paths(initial, changes, nodes):
+    held, index = set(initial), Index.of(pairs(initial))
+    for adding, paths in changes:
+        paths = paths - held if adding else paths & held
+        index = index.changed(added=pairs(paths)) if adding else index.changed(removed=pairs(paths))
+        held = held | paths if adding else held - paths
+        assert len(index) == len(held)
+    probe = pairs(held | {(x, y) for x in nodes for y in nodes})
+    assert rows(probe.take(index.holds(probe))) == held
+    chosen = np.array(sorted(nodes), np.int64)
+    assert sorted(zip(*(c.tolist() for c in (index.successors(chosen).first, index.successors(chosen).second)))) \
+        == sorted(path for path in held if path[0] in nodes)
+    assert rows(index.predecessors(chosen)) == {path for path in held if path[1] in nodes}
+    assert len(index.predecessors(chosen)) == len({path for path in held if path[1] in nodes})
+    assert rows(index.pairs()) == rows(index.merged().pairs()) == held

@@ -30,6 +30,7 @@ HANDLED_CLAUSES = {
 CLAUSE_NAMES = {"overwrite": "OVERWRITE", "conflict": "ON CONFLICT", "by_name": "BY NAME", "where": "REPLACE WHERE",
                 "alternative": "OR REPLACE / OR IGNORE", "exists": "IF NOT EXISTS", "order": "ORDER BY",
                 "using_cond": "USING ... ON", "is_function": "FUNCTION", "hint": "hints"}
+WHOLE_DELETE_ROWS = 1_000_000  # a DELETE rewrites a table of up to this many rows whole, not file by file
 
 
 def refuse_other_clauses(statement: exp.Insert | exp.Delete | exp.Update | exp.Merge) -> None:
@@ -114,8 +115,10 @@ def change(session: Services, statement: exp.Delete | exp.Update | exp.Merge, sq
     if rewrite.duplicates is not None and count_of(session, rewrite.duplicates) > snapshot.rows:
         raise DataError(f"MERGE INTO {name}: a row of '{name}' matches more than one source row")
     affected = count_of(session, rewrite.inserts) if rewrite.inserts is not None else 0
-    # a DELETE from one file rewrites it whatever it deletes: the rows it keeps tell how many it deleted
-    counted_by_kept = isinstance(statement, exp.Delete) and len(snapshot.files) == 1 and snapshot.files[0].rows >= 0
+    # a DELETE from one file rewrites it whatever it deletes, and one from a small table rewrites it whole
+    # (into one file): the rows it keeps tell how many it deleted, with no count per file first
+    counted_by_kept = isinstance(statement, exp.Delete) and all(file.rows >= 0 for file in snapshot.files) and (
+        len(snapshot.files) == 1 or snapshot.rows <= WHOLE_DELETE_ROWS)
     changed = None
     if rewrite.changes is not None and not counted_by_kept:  # (file, rows changed in it)
         changed = answer_of(session, rewrite.changes).table

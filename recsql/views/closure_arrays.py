@@ -1,20 +1,21 @@
 """A transitive closure maintained in this process over arrays: the closure programs of delta_rules
-(insertion, over-deletion, re-derivation) evaluated with vectorized lookups into the view's facts as
-numpy arrays instead of as queries.
+(insertion, over-deletion, re-derivation) evaluated with lookups into an index of the view's paths
+instead of as queries.
 
 A change of a few steps reaches a few hundred paths of a closure of hundreds of thousands: what costs
-is then not the work but each query's fixed price (planning, printing, an in-process DuckDB query
-of a few milliseconds even on no rows), and a maintenance runs half a dozen. Here each lookup is a
-pass over a column of the closure (a membership test against the few nodes a change reaches) and
-the rest works on the few paths found.
+is then not the work but each query's fixed price (planning, printing, an in-process DuckDB query of a
+few milliseconds even on no rows, a pass over the closure where it is joined), and a maintenance runs
+half a dozen. Here the closure's paths are kept sorted (`Index`, kept between statements by the
+version of the view's table, its changes kept beside it): the paths from the few nodes a change reaches, and
+whether a path is known, are binary searches, the paths to them a pass over one column, and the rest
+works on the few paths found.
 
 It takes closures over integer columns without NULLs whose values fit in 32 bits (a path's two ends
 packed into one 64-bit key); `Pairs.of` says None for any other, which the queries maintain."""
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
@@ -125,60 +126,87 @@ def among_sorted(values: np.ndarray, ordered: np.ndarray) -> np.ndarray:
     return ordered[np.minimum(np.searchsorted(ordered, values), ordered.size - 1)] == values
 
 
+NO_KEYS = np.zeros(0, np.int64)
+MERGED_SHARE = 8  # the changes an index holds beside its sorted keys, at most, are a 1/8 of them
+
+
 @dataclass(frozen=True)
 class Index:
-    """A closure's paths as keys sorted twice, from each end: its paths from given nodes, to given
-    nodes, and whether it holds given paths are a binary search each, not a pass over it. A change
-    of a few paths inserts or deletes them in place (a copy of the arrays, no sort)."""
+    """A closure's paths as keys sorted by their start, then end: the paths from given nodes, and whether
+    it holds given paths, are binary searches. The paths to given nodes are a pass over the paths'
+    ends, kept beside the keys as 32-bit numbers (the pass reads half of what the keys are).
 
-    forward: np.ndarray  # first << 32 | second, sorted
-    backward: np.ndarray  # second << 32 | first, sorted
+    The paths added and removed since the keys were sorted are kept beside them, sorted too, until they
+    are an eighth as many (then merged in one pass): a change of a few paths is a few small arrays, not
+    a copy of the large ones (each copy of which also costs the pages it is written to)."""
+
+    keys: np.ndarray  # first << 32 | second, sorted
+    ends: np.ndarray  # second, int32, in the keys' order
+    added: np.ndarray = field(default_factory=lambda: NO_KEYS)  # keys of paths added since, sorted
+    removed: np.ndarray = field(default_factory=lambda: NO_KEYS)  # keys of `keys` removed since, sorted
 
     @staticmethod
     def of(closure: Pairs) -> Index:
-        with ThreadPoolExecutor(2) as pool:  # numpy sorts without holding the GIL
-            backward = pool.submit(np.sort, Pairs(closure.second, closure.first).keys())
-            return Index(np.sort(closure.keys()), backward.result())
+        return Index.sorted(np.sort(closure.keys()))
+
+    @staticmethod
+    def sorted(keys: np.ndarray) -> Index:
+        return Index(keys, keys.astype(np.int32))  # the low half wraps to its sign
 
     @property
     def nbytes(self) -> int:
-        return self.forward.nbytes + self.backward.nbytes
+        return self.keys.nbytes + self.ends.nbytes + self.added.nbytes + self.removed.nbytes
 
     def __len__(self) -> int:
-        return self.forward.size
+        return self.keys.size - self.removed.size + self.added.size
+
+    def merged(self) -> Index:
+        """The same paths, all in the sorted keys."""
+        if not self.added.size and not self.removed.size:
+            return self
+        kept = np.delete(self.keys, np.searchsorted(self.keys, self.removed))  # each removed key is one of them
+        return Index.sorted(np.insert(kept, np.searchsorted(kept, self.added), self.added))
 
     def pairs(self) -> Pairs:
-        return unpacked(self.forward)
+        return unpacked(self.merged().keys)
 
     def table(self, schema: pa.Schema) -> pa.Table:
         """The paths as a table of `schema` (two integer columns), sorted."""
-        halves = (self.forward >> 32).astype(np.int32), self.forward.astype(np.int32)  # the low half wraps
+        merged = self.merged()
+        halves = (merged.keys >> 32).astype(np.int32), merged.ends
         return pa.table([pa.array(half).cast(field.type) for half, field in zip(halves, schema)], schema=schema)
 
     def holds(self, pairs: Pairs) -> np.ndarray:
-        return among_sorted(pairs.keys(), self.forward)
+        keys = pairs.keys()
+        return (among_sorted(keys, self.keys) & ~among_sorted(keys, self.removed)) | among_sorted(keys, self.added)
 
     def successors(self, nodes: np.ndarray) -> Pairs:
         """The paths from any of `nodes`."""
-        return unpacked(starting_with(self.forward, nodes))
+        return self.current(starting_with(self.keys, nodes), starting_with(self.added, nodes))
 
     def predecessors(self, nodes: np.ndarray) -> Pairs:
         """The paths to any of `nodes`."""
-        paths = unpacked(starting_with(self.backward, nodes))
-        return Pairs(paths.second, paths.first)
+        nodes = nodes.astype(np.int32)
+        return self.current(self.keys[member(self.ends, nodes)], self.added[member(self.added.astype(np.int32), nodes)])
+
+    def current(self, sorted_keys: np.ndarray, added: np.ndarray) -> Pairs:
+        """Paths found among the sorted keys (less the removed ones) and among those added."""
+        if self.removed.size:
+            sorted_keys = sorted_keys[~among_sorted(sorted_keys, self.removed)]
+        return unpacked(np.concatenate([sorted_keys, added]))
 
     def changed(self, added: Pairs | None = None, removed: Pairs | None = None) -> Index:
         """The index with `added` paths (none of them held) and without `removed` ones (all held)."""
-        forward, backward = self.forward, self.backward
+        now_added, now_removed = self.added, self.removed
         if removed is not None and len(removed):
-            forward = np.delete(forward, np.searchsorted(forward, removed.keys()))
-            backward = np.delete(backward, np.searchsorted(backward, Pairs(removed.second, removed.first).keys()))
+            gone = np.sort(removed.keys())
+            were_added = among_sorted(gone, now_added)
+            now_added = now_added[~among_sorted(now_added, gone[were_added])]
+            now_removed = np.union1d(now_removed, gone[~were_added])
         if added is not None and len(added):
-            keys = np.sort(added.keys())
-            forward = np.insert(forward, np.searchsorted(forward, keys), keys)
-            keys = np.sort(Pairs(added.second, added.first).keys())
-            backward = np.insert(backward, np.searchsorted(backward, keys), keys)
-        return Index(forward, backward)
+            now_added = np.union1d(now_added, added.keys())
+        index = Index(self.keys, self.ends, now_added, now_removed)
+        return index.merged() if (now_added.size + now_removed.size) * MERGED_SHARE > self.keys.size else index
 
 
 def starting_with(keys: np.ndarray, nodes: np.ndarray) -> np.ndarray:

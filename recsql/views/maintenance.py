@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from pyspark.sql.types import DataType, StructField, StructType
+from pyspark.sql.types import StructField, StructType
 
 from recsql import analysis, statistics
 from recsql.catalog import Catalog
@@ -29,35 +29,16 @@ from recsql.settings import Settings
 from recsql.statistics import TableStatistics
 from recsql.statements.handler import Services
 from recsql.table_writes import write_rows
-from recsql.views import closure_arrays
+from recsql.views.closure_memory import IN_MEMORY, ClosuresInMemory
 from recsql.views.delta_rules import (EXTREMES, Inputs, StratumRules, aggregated_by, changes, closure_of,
                                       why_recomputed)
 from recsql.views.group_rules import affected_groups, affected_rederivation, regrowable
+from recsql.views.results import Maintained, Result, nonempty
 from recsql.views.stored import Reflected
 from translator.ir import Atom, Program
 
 BaseVersions = dict[str, list]  # table -> [its directory, its version]
-IN_MEMORY = ("auto", "local")  # the strategies under which a closure is maintained over arrays
 LARGER = 4  # a set difference against a table this many times larger reads only its matching rows
-
-
-@dataclass
-class Maintained:
-    """What maintaining one relation did, for EXPLAIN ANALYZE."""
-
-    relation: str
-    how: str  # DRed, insertion, or computed (and why)
-    added: int = 0
-    removed: int = 0
-    over_deleted: int = 0
-    rederived: int = 0
-    seconds: float = 0.0
-
-    def __str__(self) -> str:
-        counts = f"+{self.added} -{self.removed}"
-        if self.how.startswith("DRed"):
-            counts += f" (over-deleted {self.over_deleted}, re-derived {self.rederived})"
-        return f"{self.relation}: {self.how}, {counts}, {self.seconds:.3f} s"
 
 
 @dataclass
@@ -69,17 +50,6 @@ class MaintenanceTrace:
     def report(self) -> list[str]:
         lines = [f"== Maintenance of {self.view} ({self.seconds:.3f} s) =="]
         return lines + [f"  {relation}" for relation in self.relations]
-
-
-@dataclass
-class Result:
-    """A relation after the change: all its facts, the facts it gained and lost (None: none)."""
-
-    facts: pa.Table
-    plus: pa.Table | None
-    minus: pa.Table | None
-    types: list[DataType] | None = None  # Spark's types of the columns, when computed from scratch
-    index: closure_arrays.Index | None = None  # a closure's, when maintained in memory
 
 
 class Maintenance:
@@ -100,6 +70,7 @@ class Maintenance:
         self.registered: list[str] = []
         self.read = read_by_strata(program)
         self.held: dict[str, int] = {}  # the rows of each table in memory that programs read, by name
+        self.closures = ClosuresInMemory(self.catalog, session.settings.local_rows)
 
     def run(self, bases: BaseVersions, parts: dict[str, str], statement: str) -> Reflected:
         """Maintain (or compute) every relation; commit the changed ones; the new Reflected."""
@@ -111,6 +82,7 @@ class Maintenance:
                 self.stratum(component, parts, inputs, results)
             versions = self.commit(results, parts, statement)
         finally:
+            self.closures.close()
             for name in self.registered:
                 self.catalog.registered.remove(name)
         self.trace.seconds = time.monotonic() - started
@@ -143,12 +115,18 @@ class Maintenance:
         table = self.catalog.managed(name)  # the catalog's: it keeps the log it has read
         before, after = table.snapshot(old), table.snapshot(new)
         old_files, new_files = set(before.files), set(after.files)
-        added = read_files(after.restricted(tuple(new_files - old_files)))
-        removed = read_files(before.restricted(tuple(old_files - new_files)))
+        added = self.files_read(after, new_files - old_files)
+        removed = self.files_read(before, old_files - new_files)
         if added.num_rows and removed.num_rows:
             added, removed = self.differences(added, removed)
         return Inputs(version_name(name, old), version_name(name, new),
-                      self.register(self.nonempty(added)), self.register(self.nonempty(removed)))
+                      self.register(nonempty(added)), self.register(nonempty(removed)))
+
+    def files_read(self, snapshot: Snapshot, files: set) -> pa.Table:
+        """The rows of some files of a version (all of them: the rows kept of it, if they are)."""
+        if files == set(snapshot.files):
+            return positional(self.catalog.kept_rows.get(snapshot.identity, snapshot.read_arrow))
+        return read_files(snapshot.restricted(tuple(files)))
 
     # -------------------------------------------------------------- strata
 
@@ -191,7 +169,8 @@ class Maintenance:
             maintained = self.dred(stratum, stored, records)
         if closure_of(program, component) is not None and self.session.settings.strategy in IN_MEMORY:
             for name, result in maintained.items():
-                result.index = result.index or self.index_after(stored.get(name), result)
+                if result.index is None:
+                    result.index = self.closures.index_after(stored.get(name), result)
         for name, result in maintained.items():
             record = records[name]
             record.added = result.plus.num_rows if result.plus is not None else 0
@@ -214,7 +193,7 @@ class Maintenance:
         keys = [f"c{i}" for i in self.program.relations[name].group_key]
         replaced = self.matching(old, improved, keys)
         facts = pa.concat_tables([self.difference(old, replaced, distinct=True), improved])
-        return Result(facts, self.nonempty(improved), self.nonempty(replaced))
+        return Result(facts, nonempty(improved), nonempty(replaced))
 
     def regrow(self, stratum: StratumRules, stored: dict[str, str], records: dict[str, Maintained]
                ) -> dict[str, Result]:
@@ -233,8 +212,8 @@ class Maintenance:
             again = self.evaluate(affected_rederivation(stratum, stored, registered, name)).table.cast(old.schema)
             records[name].over_deleted, records[name].rederived = replaced.num_rows, again.num_rows
             results[name] = Result(pa.concat_tables([self.difference(old, replaced, distinct=True), again]),
-                                   self.nonempty(self.difference(again, replaced)),
-                                   self.nonempty(self.difference(replaced, again)))
+                                   nonempty(self.difference(again, replaced)),
+                                   nonempty(self.difference(replaced, again)))
         return results
 
     def matching(self, facts: pa.Table, groups: pa.Table, keys: list[str]) -> pa.Table:
@@ -249,7 +228,7 @@ class Maintenance:
         if stored is None:
             return Result(facts, facts, None, answer.types)
         old = self.stored_facts(stored, facts.schema)
-        return Result(facts, self.nonempty(self.difference(facts, old)), self.nonempty(self.difference(old, facts)))
+        return Result(facts, nonempty(self.difference(facts, old)), nonempty(self.difference(old, facts)))
 
     def dred(self, stratum: StratumRules, stored: dict[str, str], records: dict[str, Maintained]
              ) -> dict[str, Result]:
@@ -260,7 +239,7 @@ class Maintenance:
         old = {name: self.stored_facts(stored[name]) for name in names}
         if step is not None and self.session.settings.strategy in IN_MEMORY:
             (name,) = names
-            maintained = self.closure_in_memory(stored[name], stratum.inputs[step], old[name], records[name])
+            maintained = self.closures.maintained(stored[name], stratum.inputs[step], old[name], records[name])
             if maintained is not None:
                 return {name: maintained}
         kept_facts, over_deleted, over = old, None, None
@@ -285,73 +264,19 @@ class Maintenance:
                 records[name].over_deleted = over_deleted[name].num_rows
                 records[name].rederived = derived.num_rows
                 results[name] = Result(pa.concat_tables([kept_facts[name], derived]), None,
-                                       self.nonempty(self.difference(over_deleted[name], derived)))
+                                       nonempty(self.difference(over_deleted[name], derived)))
                 continue
             fresh = self.difference(derived, kept_facts[name])
             facts = pa.concat_tables([kept_facts[name], fresh])
             if over_deleted is None:
-                results[name] = Result(facts, self.nonempty(fresh), None)
+                results[name] = Result(facts, nonempty(fresh), None)
                 continue
             plus = self.difference(fresh, over_deleted[name])
             records[name].over_deleted = over_deleted[name].num_rows
             records[name].rederived = fresh.num_rows - plus.num_rows
-            results[name] = Result(facts, self.nonempty(plus),
-                                   self.nonempty(self.difference(over_deleted[name], fresh)))
+            results[name] = Result(facts, nonempty(plus),
+                                   nonempty(self.difference(over_deleted[name], fresh)))
         return results
-
-    def closure_in_memory(self, stored: str, step: Inputs, old: pa.Table, record: Maintained) -> Result | None:
-        """A closure whose steps only gained or only lost rows, maintained over arrays with its index
-        (closure_arrays); None when its facts or steps are not integers that fit them, or its facts are
-        more than recsql.local_rows (the queries take them)."""
-        if (step.plus is None) == (step.minus is None):
-            return None
-        changed = self.pairs_of(step.plus or step.minus)
-        index = self.closure_index(self.catalog.snapshot(stored).identity, old)
-        if changed is None or index is None:
-            return None
-        if step.plus is not None:
-            record.how = "insertion (in memory)"
-            fresh = closure_arrays.insertion(index, changed)
-            added = fresh.table(old.schema)
-            return Result(pa.concat_tables([old, added]), self.nonempty(added), None,
-                          index=index.changed(added=fresh))
-        steps = self.pairs_of(step.new)
-        if steps is None:
-            return None
-        deletion = closure_arrays.deletion(index, changed, steps)
-        over, again = deletion.over_deleted, deletion.again
-        record.how = "DRed (in memory)"
-        record.over_deleted, record.rederived = len(over), int(again.sum())
-        index = index.changed(removed=over.take(~again))
-        return Result(index.table(old.schema), None, self.nonempty(over.take(~again).table(old.schema)),
-                      index=index)
-
-    def closure_index(self, version: str, facts: pa.Table) -> closure_arrays.Index | None:
-        """The index of a closure's facts (kept by version, made when first needed)."""
-        index = self.catalog.kept_indexes.find(version)
-        if index is not None or facts.num_rows > self.session.settings.local_rows:
-            return index
-        pairs = closure_arrays.Pairs.of(facts)
-        if pairs is not None:
-            index = closure_arrays.Index.of(pairs)
-            self.catalog.kept_indexes.put(version, index)
-        return index
-
-    def index_after(self, stored: str | None, result: Result) -> closure_arrays.Index | None:
-        """A closure's index after a change the queries made (or a computation): the old one changed by
-        the facts gained and lost when it is kept, else made from the facts."""
-        old = self.catalog.kept_indexes.find(self.catalog.snapshot(stored).identity) if stored else None
-        if old is None or result.types is not None:
-            pairs = closure_arrays.Pairs.of(result.facts)
-            fits = pairs is not None and len(pairs) <= self.session.settings.local_rows
-            return closure_arrays.Index.of(pairs) if fits else None
-        gained, lost = (closure_arrays.Pairs.of(facts) if facts is not None else closure_arrays.Pairs.empty()
-                        for facts in (result.plus, result.minus))
-        return old.changed(added=gained, removed=lost) if gained is not None and lost is not None else None
-
-    def pairs_of(self, name: str) -> closure_arrays.Pairs | None:
-        facts = self.catalog.arrow_table(name)
-        return closure_arrays.Pairs.of(facts) if isinstance(facts, pa.Table) else None
 
     # -------------------------------------------------------------- evaluation
 
@@ -412,10 +337,6 @@ class Maintenance:
         side = both.column(0)
         return tuple(both.filter(mask).drop_columns(["left_side"]) for mask in (side, pc.invert(side)))
 
-    @staticmethod
-    def nonempty(facts: pa.Table) -> pa.Table | None:
-        return facts if facts.num_rows else None
-
     # -------------------------------------------------------------- commits
 
     def commit(self, results: dict[str, Result], parts: dict[str, str], statement: str) -> dict[str, int]:
@@ -458,8 +379,9 @@ class Maintenance:
                     latest, files, latest.files, schema, "MAINTAIN", statement), self.catalog.timezone)
         snapshot = table.snapshot()
         self.keep(part, snapshot, result.facts)
-        if result.index is not None:
-            self.catalog.kept_indexes.put(snapshot.identity, result.index)
+        index = self.closures.settled(result.index)
+        if index is not None:
+            self.catalog.kept_indexes.put(snapshot.identity, index)
         return snapshot.version
 
     def keep(self, part: str, snapshot: Snapshot, facts: pa.Table) -> None:
