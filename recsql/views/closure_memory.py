@@ -74,8 +74,8 @@ class ClosuresInMemory:
         return old.changed(added=gained, removed=lost) if gained is not None and lost is not None else None
 
     def made(self, facts: pa.Table) -> Index | None:
-        pairs = Pairs.of(facts)
-        return Index.of(pairs) if pairs is not None and len(pairs) <= self.local_rows else None
+        pairs = Pairs.of(facts) if facts.num_rows <= self.local_rows else None
+        return Index.of(pairs) if pairs is not None else None
 
     @staticmethod
     def settled(index: Index | Future | None) -> Index | None:
