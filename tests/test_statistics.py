@@ -56,6 +56,28 @@ def test_statistics_are_refreshed_when_the_data_changes(conn, cur):
     assert [c.distinct for c in refreshed.columns] == distinct
 
 
+def test_a_small_insert_or_delete_carries_the_statistics_a_large_change_gathers_them_again(conn, cur):
+    """A tenth of the rows or fewer added or deleted: the version the statement makes has the statistics
+    of the one before, its rows counted again; more: they are gathered again when next used."""
+    cur.execute("DROP TABLE IF EXISTS st_v")
+    cur.execute("CREATE TABLE st_v (a INT, b STRING, c DOUBLE)")
+    cur.executemany("INSERT INTO st_v VALUES (?, ?, ?)", ROWS)
+    catalog = conn.session.catalog
+    gathered = catalog.table_statistics("st_v")
+    cur.execute("INSERT INTO st_v VALUES " + ", ".join(f"({i}, 'n{i}', {i}.5)" for i in range(1000, 1010)))
+    carried = catalog.cached_statistics("st_v")
+    assert carried is not None and carried.rows == 410 and carried.columns == gathered.columns
+    cur.execute("DELETE FROM st_v WHERE a >= 1000 OR a = 1")
+    carried = catalog.cached_statistics("st_v")
+    assert carried is not None and carried.rows == 400 - 11 and carried.columns == gathered.columns
+    cur.execute("INSERT INTO st_v SELECT a + 100, b, c FROM st_v WHERE a < 20")
+    assert catalog.cached_statistics("st_v") is None
+    cur.execute("SELECT * FROM st_v")
+    count, distinct, _ = exact(cur.fetchall())
+    regathered = catalog.table_statistics("st_v")
+    assert regathered.rows == count and [c.distinct for c in regathered.columns] == distinct
+
+
 def test_external_and_registered_tables_have_statistics(conn, cur, tmp_path):
     path = tmp_path / "st.csv"
     path.write_text("k,v\n" + "".join(f"{i % 50},{i}\n" for i in range(1000)))

@@ -79,7 +79,14 @@ class ClosuresInMemory:
 
     @staticmethod
     def settled(index: Index | Future | None) -> Index | None:
-        return index.result() if isinstance(index, Future) else index
+        """The index, once made; None if making it failed (it is made again when next needed: the view's
+        table, committed already, does not depend on it)."""
+        if not isinstance(index, Future):
+            return index
+        try:
+            return index.result()
+        except (MemoryError, ValueError, TypeError):
+            return None
 
     def close(self) -> None:
         if self.builds is not None:
