@@ -22,12 +22,11 @@ from __future__ import annotations
 
 import argparse
 import random
-import statistics
-import time
 
 import numpy as np
 
 from benchmarks.materialized import random_dag
+from benchmarks.timing import median_time
 from recsql.views.closure_arrays import Index, Pairs, deletion, unpacked
 
 Counts = tuple[np.ndarray, np.ndarray]  # sorted path keys, and each path's number of derivations
@@ -84,15 +83,6 @@ def counting_deletion(paths: Counts, lost: Pairs) -> np.ndarray:
     return keys[counts == 0]
 
 
-def timed(work, repeat: int) -> tuple[float, object]:
-    times, result = [], None
-    for _ in range(repeat):
-        started = time.perf_counter()
-        result = work()
-        times.append(time.perf_counter() - started)
-    return statistics.median(times), result
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--nodes", type=int, default=10_000)
@@ -103,11 +93,11 @@ def main() -> None:
     rng = random.Random(7)
     steps = random_dag(args.nodes, args.edges, rng)
     lost = rng.sample(sorted(steps), args.deletes)
-    counted_made, counted = timed(lambda: path_counts(pairs_of(steps)), args.repeat)
-    index_made, index = timed(lambda: Index.of(unpacked(counted[0])), args.repeat)
+    counted_made, counted = median_time(lambda: path_counts(pairs_of(steps)), args.repeat)
+    index_made, index = median_time(lambda: Index.of(unpacked(counted[0])), args.repeat)
     remaining = pairs_of(steps - set(lost))
-    dred_seconds, dred = timed(lambda: deletion(index, pairs_of(lost), remaining), args.repeat)
-    counting_seconds, gone = timed(lambda: counting_deletion(counted, pairs_of(lost)), args.repeat)
+    dred_seconds, dred = median_time(lambda: deletion(index, pairs_of(lost), remaining), args.repeat)
+    counting_seconds, gone = median_time(lambda: counting_deletion(counted, pairs_of(lost)), args.repeat)
     assert np.array_equal(np.sort(dred.over_deleted.take(~dred.again).keys()), gone), "the methods differ"
     print(f"closure of a random DAG ({args.nodes:,} nodes, {args.edges:,} steps): {counted[0].size:,} paths, "
           f"largest count {int(counted[1].max()):,}; deleting {args.deletes} steps removes {gone.size:,} paths")
