@@ -27,7 +27,7 @@ import numpy as np
 
 from benchmarks.materialized import random_dag
 from benchmarks.timing import median_time
-from recsql.views.closure_arrays import Index, Pairs, deletion, unpacked
+from recsql.views.closure_arrays import Index, Pairs, deletion, ranges, unpacked
 
 Counts = tuple[np.ndarray, np.ndarray]  # sorted path keys, and each path's number of derivations
 
@@ -56,10 +56,8 @@ def path_counts(steps: Pairs) -> Counts:
     while keys.size:
         walks = unpacked(keys)
         low, high = np.searchsorted(starts, walks.second), np.searchsorted(starts, walks.second, side="right")
-        rows = np.repeat(np.arange(keys.size), high - low)
-        within = np.arange(rows.size) - np.repeat(np.cumsum(high - low) - (high - low), high - low)
-        longer = Pairs(walks.first[rows], ends[low[rows] + within])
-        keys, counts = summed(longer.keys(), counts[rows])
+        longer = Pairs(np.repeat(walks.first, high - low), ends[ranges(low, high - low)])
+        keys, counts = summed(longer.keys(), np.repeat(counts, high - low))
         known_keys.append(keys)
         known_counts.append(counts)
     return summed(np.concatenate(known_keys), np.concatenate(known_counts))

@@ -103,9 +103,13 @@ def joined(left: Pairs, right: Pairs) -> Pairs:
     order = np.argsort(right.first, kind="stable")
     starts = np.searchsorted(right.first[order], left.second, side="left")
     counts = np.searchsorted(right.first[order], left.second, side="right") - starts
-    rows = np.repeat(np.arange(len(left)), counts)
-    within = np.arange(rows.size) - np.repeat(np.cumsum(counts) - counts, counts)
-    return Pairs(left.first[rows], right.second[order][starts[rows] + within])
+    return Pairs(np.repeat(left.first, counts), right.second[order][ranges(starts, counts)])
+
+
+def ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """The positions starts[i], starts[i] + 1, ... (counts[i] of them) for each i, one after the other."""
+    within = np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)
+    return np.repeat(starts, counts) + within
 
 
 def contained(facts: Pairs, pairs: Pairs) -> np.ndarray:
@@ -121,9 +125,15 @@ def contained(facts: Pairs, pairs: Pairs) -> np.ndarray:
 
 def among_sorted(values: np.ndarray, ordered: np.ndarray) -> np.ndarray:
     """Whether each of `values` is in the sorted array `ordered`."""
+    return located(values, ordered)[1]
+
+
+def located(values: np.ndarray, ordered: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Where each of `values` is in the sorted array `ordered`, and whether it is there at all."""
     if not ordered.size:
-        return np.zeros(values.size, dtype=bool)
-    return ordered[np.minimum(np.searchsorted(ordered, values), ordered.size - 1)] == values
+        return np.zeros(values.size, dtype=np.intp), np.zeros(values.size, dtype=bool)
+    position = np.minimum(np.searchsorted(ordered, values), ordered.size - 1)
+    return position, ordered[position] == values
 
 
 NO_KEYS = np.zeros(0, np.int64)
@@ -214,8 +224,7 @@ def starting_with(keys: np.ndarray, nodes: np.ndarray) -> np.ndarray:
     nodes = np.unique(nodes)
     starts = np.searchsorted(keys, nodes << 32)
     counts = np.searchsorted(keys, (nodes << 32) | LOW, side="right") - starts
-    within = np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)
-    return keys[np.repeat(starts, counts) + within]
+    return keys[ranges(starts, counts)]
 
 
 def insertion(closure: Index, gained: Pairs) -> Pairs:
@@ -252,9 +261,7 @@ def deletion(closure: Index, lost: Pairs, steps: Pairs) -> Deletion:
     chosen = np.flatnonzero(member(over.first, steps.first))
     followed = joined(Pairs(chosen, over.first[chosen]), steps)  # (row of the path, w)
     rows, rest = followed.first, Pairs(followed.second, over.second[followed.first])
-    keys, rest_keys = over.keys(), rest.keys()  # keys sorted: over is unique
-    position = np.minimum(np.searchsorted(keys, rest_keys), keys.size - 1)
-    found = keys[position] == rest_keys  # rests that are over-deleted paths themselves
+    position, found = located(rest.keys(), over.keys())  # (over is sorted) rests over-deleted themselves
     np.logical_or.at(again, rows[~found], closure.holds(rest.take(~found)))  # kept: held, not over-deleted
     rows, position = rows[found], position[found]
     frontier = again
