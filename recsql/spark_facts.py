@@ -13,6 +13,7 @@ import pyarrow as pa
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.types import StructType
 
 CHECKPOINT_DIR = "spark.checkpoint.dir"
 
@@ -49,14 +50,19 @@ def checkpoint_dir(spark: SparkSession) -> str | None:
     return spark.sparkContext.getCheckpointDir()
 
 
-def arrow_frame(spark: SparkSession, table: pa.Table) -> DataFrame:
-    """An Arrow table as a DataFrame; its schema given outright when it has no rows, from which Spark
-    Connect infers none."""
-    if table.num_rows == 0:
-        from pyspark.sql.pandas.types import from_arrow_schema
+def arrow_frame(spark: SparkSession, table: pa.Table, schema: StructType | None = None) -> DataFrame:
+    """An Arrow table as a DataFrame (of `schema` when given, else of the types Spark gives Arrow's).
 
-        return spark.createDataFrame(table, schema=from_arrow_schema(table.schema))
-    return spark.createDataFrame(table)
+    Only the table's nonempty record batches are sent: Spark drops the rows after an empty batch that
+    follows a nonempty one (a table concatenated from the parts of a computation has such batches). A
+    table without rows is sent as one empty batch with its schema given outright: Spark Connect infers
+    none from no rows, and Spark cannot convert a column of nested values from no batch at all."""
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    if table.num_rows == 0:
+        return spark.createDataFrame(table.schema.empty_table(), schema=schema or from_arrow_schema(table.schema))
+    batches = [batch for batch in table.to_batches() if batch.num_rows]
+    return spark.createDataFrame(pa.Table.from_batches(batches, table.schema), schema=schema)
 
 
 LOCAL_MASTER = re.compile(r"local\[(\d+|\*)(?:,\s*\d+)?\]")  # local[N], local[*], local[N, retries]

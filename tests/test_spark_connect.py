@@ -22,7 +22,7 @@ import recsql
 
 ROOT = Path(__file__).resolve().parent.parent
 DRIVER = Path(__file__).resolve().parent / "connect_session.py"
-SUITES = ("tests/test_recursion_vs_duckdb.py", "tests/test_aggregates_in_recursion.py")
+SUITES = ("tests/test_recursion_vs_duckdb.py", "tests/test_aggregates_in_recursion.py", "tests/test_arrow_frames.py")
 SERVER_CONF = {
     "spark.connect.grpc.binding.address": "127.0.0.1",
     "spark.ui.enabled": "false",

@@ -5,7 +5,6 @@ gives way to the next strategy, which starts again from scratch."""
 
 from __future__ import annotations
 
-import pyarrow as pa
 from pyspark.sql import DataFrame
 
 from recsql.engine.fixpoint import CapacityExceeded
@@ -15,6 +14,7 @@ from recsql.engine.spark.types import stratum_types
 from recsql.engine.spark.context import StratumRun
 from recsql.engine.types.result_types import struct
 from recsql.planner import Stratum
+from recsql.spark_facts import arrow_frame
 from recsql.settings import Strategy
 
 
@@ -35,10 +35,5 @@ def run_in_process(run: StratumRun, stratum: Stratum) -> dict[str, DataFrame] | 
         run.note(f"{', '.join(stratum.relations)}: run on Spark: {limit.message}")
         return None
     rows = types.spark(fixpoint.iterations)
-    return {name: run.spark.createDataFrame(with_chunks(table), struct(rows[name])) for name, table in tables.items()}
+    return {name: arrow_frame(run.spark, table, struct(rows[name])) for name, table in tables.items()}
 
-
-def with_chunks(table: pa.Table) -> pa.Table:
-    """`table`, with one empty chunk per column when it has none: Spark cannot convert a column of nested
-    values (arrays of structs, say) from no chunk at all."""
-    return table if table.num_rows else table.schema.empty_table()
