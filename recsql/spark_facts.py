@@ -53,10 +53,11 @@ def checkpoint_dir(spark: SparkSession) -> str | None:
 def arrow_frame(spark: SparkSession, table: pa.Table, schema: StructType | None = None) -> DataFrame:
     """An Arrow table as a DataFrame (of `schema` when given, else of the types Spark gives Arrow's).
 
-    Only the table's nonempty record batches are sent: Spark drops the rows after an empty batch that
-    follows a nonempty one (a table concatenated from the parts of a computation has such batches). A
-    table without rows is sent as one empty batch with its schema given outright: Spark Connect infers
-    none from no rows, and Spark cannot convert a column of nested values from no batch at all."""
+    Only the table's nonempty record batches are sent: Spark's conversion ends at an empty batch other
+    than the first, losing the rows after it (a table concatenated from the parts of a computation,
+    some of them empty, has such batches). A table without rows is sent as one empty batch with its
+    schema given outright: Spark Connect infers none from no rows, and Spark cannot convert a column of
+    nested values from no batch at all."""
     from pyspark.sql.pandas.types import from_arrow_schema
 
     if table.num_rows == 0:

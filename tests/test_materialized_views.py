@@ -152,12 +152,11 @@ def test_views_equal_their_query_after_every_change_on_spark(conn, strategy_name
         set_strategy(conn, "distributed")
 
 
-@pytest.mark.parametrize("strategy_name", ["decomposed", "distributed"])
-def test_a_stratum_after_a_maintained_closure_reads_all_its_facts_on_spark(conn, strategy_name):
-    """The closure's new facts (the facts kept and the fresh ones, one batch each, one of them empty
-    here) are registered for the next stratum: on Spark it must read every batch (a history the
-    property test found, where the negation lost the fresh pair (3, 1))."""
-    set_strategy(conn, strategy_name)
+def test_a_stratum_after_a_maintained_closure_reads_all_its_facts_on_spark(conn):
+    """The closure's new facts (the facts kept and the fresh ones, concatenated with an empty batch
+    between them here) are registered for the next stratum: on Spark it must read every batch (a
+    history the property test found, where the negation lost the fresh pair (3, 1))."""
+    set_strategy(conn, "decomposed")
     try:
         check_history(conn, "negation", ([(0, 0), (5, 1), (0, 0), (0, 0)],
                                          [("delete", [(0, 0)]), ("insert", [(3, 1)])]))

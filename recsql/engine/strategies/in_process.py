@@ -14,8 +14,8 @@ from recsql.engine.spark.types import stratum_types
 from recsql.engine.spark.context import StratumRun
 from recsql.engine.types.result_types import struct
 from recsql.planner import Stratum
-from recsql.spark_facts import arrow_frame
 from recsql.settings import Strategy
+from recsql.spark_facts import arrow_frame
 
 
 def run_in_process(run: StratumRun, stratum: Stratum) -> dict[str, DataFrame] | None:
