@@ -15,7 +15,7 @@ from recsql import spark_logs, spark_start
 from recsql.catalog import Catalog
 from recsql.cursor import Cursor
 from recsql.engine.progress import ProgressListener
-from recsql.errors import InterfaceError, NotSupportedError
+from recsql.errors import InterfaceError, NotSupportedError, internal_errors
 from recsql.lazy_spark import LazySpark
 from recsql.session import Session
 from recsql.settings import PREFIX, Settings
@@ -136,7 +136,7 @@ class Connection:
     def register(self, name: str, data: Any) -> None:
         """Make a pandas DataFrame, Arrow table or Spark DataFrame queryable as table `name` (this session only)."""
         session = self.session
-        with spark_errors(f"register('{name}')"):
+        with internal_errors(f"register('{name}', ...)"), spark_errors(f"register('{name}')"):
             if isinstance(data, DataFrame):
                 session.catalog.register(name, data)
             else:

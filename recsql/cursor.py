@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from recsql.errors import InterfaceError
+from recsql.errors import InterfaceError, internal_errors
 from recsql.session import Session
 from recsql.statements.handler import Result
 
@@ -15,17 +15,18 @@ class Cursor:
     def __init__(self, session: Session):
         self._session: Session | None = session
         self._result: Result | None = None
+        self._statement = ""  # the SQL whose result is held, for the errors of its fetches
         self._position = 0
         self.arraysize = 1
 
     # -------------------------------------------------------------- execution
 
     def execute(self, sql: str, parameters: Sequence[Any] | None = None) -> "Cursor":
-        self._set(self._open().execute(sql, parameters))
+        self._set(self._open().execute(sql, parameters), sql)
         return self
 
     def executemany(self, sql: str, seq_of_parameters: Sequence[Sequence[Any]]) -> "Cursor":
-        self._set(self._open().execute_many(sql, list(seq_of_parameters)))
+        self._set(self._open().execute_many(sql, list(seq_of_parameters)), sql)
         return self
 
     @property
@@ -77,8 +78,9 @@ class Cursor:
             raise InterfaceError("the cursor is closed")
         return self._session
 
-    def _set(self, result: Result) -> None:
+    def _set(self, result: Result, sql: str) -> None:
         self._result = result
+        self._statement = sql
         self._position = 0
 
     def _rows_table(self):
@@ -91,6 +93,7 @@ class Cursor:
         table = self._rows_table()
         end = table.num_rows if size is None else min(self._position + size, table.num_rows)
         chunk = table.slice(self._position, end - self._position)
+        with internal_errors(self._statement):
+            columns = [column.to_pylist() for column in chunk.columns]
         self._position = end
-        columns = [column.to_pylist() for column in chunk.columns]
         return list(zip(*columns)) if columns else [() for _ in range(chunk.num_rows)]

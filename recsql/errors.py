@@ -7,6 +7,9 @@ runner can point at it.
 
 from __future__ import annotations
 
+import contextlib
+from typing import Iterator
+
 
 class Warning(Exception):  # noqa: A001 - the name is fixed by PEP 249
     """Important warnings (PEP 249)."""
@@ -61,7 +64,9 @@ class IntegrityError(DatabaseError):
 
 
 class InternalError(DatabaseError):
-    """A bug in recsql: the query is valid but the engine failed."""
+    """A bug in recsql: the query is valid but the engine failed. `statement` is the one that failed."""
+
+    statement: str = ""
 
 
 class ProgrammingError(DatabaseError):
@@ -77,3 +82,18 @@ def error_class(name: str) -> type[Error]:
     OperationalError for a name that is none."""
     found = globals().get(name)
     return found if isinstance(found, type) and issubclass(found, Error) else OperationalError
+
+
+@contextlib.contextmanager
+def internal_errors(statement: str) -> Iterator[None]:
+    """The boundary of recsql's API: an exception that is not a recsql error is a bug of recsql, and
+    reaches the caller as an InternalError naming the statement (the exception chained as its cause)."""
+    try:
+        yield
+    except Error:
+        raise
+    except Exception as error:  # noqa: BLE001 - the one place any other exception is turned into an Error
+        internal = InternalError(f"internal error of recsql ({type(error).__name__}: {error}) "
+                                 f"in the statement: {statement}")
+        internal.statement = statement
+        raise internal from error

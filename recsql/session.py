@@ -19,7 +19,7 @@ from recsql.engine.executor import Executor
 from recsql.engine.progress import Progress, ProgressListener
 from recsql.engine.scratch import Scratch
 from recsql.engine.trace import Trace
-from recsql.errors import NotSupportedError, ProgrammingError
+from recsql.errors import NotSupportedError, ProgrammingError, internal_errors
 from recsql.lazy_spark import LazySpark
 from recsql.optimizer import optimize
 from recsql.optimizer.join_search import CostModel
@@ -56,19 +56,21 @@ class Session:
     # -------------------------------------------------------------- entry points
 
     def execute(self, sql: str, params: Sequence[Any] | None = None) -> Result:
-        statement = bind(parse_single(sql), params)
-        with (self.cancellation.statement(sql), self.catalog.statement(), self.scratch.statement(),
-              translation_errors(), spark_errors(changed_table(statement), statement)):
-            if isinstance(statement, READS_VIEWS):
-                upkeep.read_views(self, statement)
-            return handler_for(statement)(self, statement, sql)
+        with internal_errors(sql):
+            statement = bind(parse_single(sql), params)
+            with (self.cancellation.statement(sql), self.catalog.statement(), self.scratch.statement(),
+                  translation_errors(), spark_errors(changed_table(statement), statement)):
+                if isinstance(statement, READS_VIEWS):
+                    upkeep.read_views(self, statement)
+                return handler_for(statement)(self, statement, sql)
 
     def execute_many(self, sql: str, rows: Sequence[Sequence[Any]]) -> Result:
         """A statement once per row of parameters; INSERT INTO t VALUES (?, ...) as one insert of all."""
-        statement = parse_single(sql)
-        if one_row_of_parameters(statement):
-            with self.catalog.statement(), spark_errors():
-                return insert_rows(self, statement, [tuple(row) for row in rows], sql)
+        with internal_errors(sql):
+            statement = parse_single(sql)
+            if one_row_of_parameters(statement):
+                with self.catalog.statement(), spark_errors():
+                    return insert_rows(self, statement, [tuple(row) for row in rows], sql)
         total = 0
         for row in rows:
             total += max(self.execute(sql, row).rowcount, 0)

@@ -4,6 +4,7 @@ no Py4J or Java text."""
 from __future__ import annotations
 
 import pandas as pd
+import pyarrow as pa
 import pytest
 
 import recsql
@@ -243,3 +244,29 @@ def test_sql_the_local_evaluator_cannot_bind_goes_to_spark_under_auto(cur):
         assert "the local strategy cannot evaluate" in raised(cur, sql, recsql.NotSupportedError).message
     finally:
         cur.execute("SET recsql.strategy = distributed")
+
+
+@pytest.mark.parametrize("where", ["recsql.session.translate", "recsql.engine.executor.Executor.result"])
+def test_an_internal_failure_is_an_internal_error_naming_the_statement(conn, cur, monkeypatch, where):
+    """No exception but recsql's reaches a caller: a bug inside recsql (here one injected where a query is
+    translated, or run) is an InternalError carrying the statement, and the connection goes on."""
+    def broken(*args, **kwargs):
+        raise KeyError("injected")
+
+    sql = "SELECT x FROM er_t WHERE x > 1"
+    with monkeypatch.context() as patch:
+        patch.setattr(where, broken)
+        error = raised(cur, sql, recsql.InternalError)
+    assert error.statement == sql and sql in str(error) and "KeyError" in str(error)
+    assert isinstance(error.__cause__, KeyError)
+    cur.execute(sql)
+    assert sorted(cur.fetchall()) == [(2,), (3,)]
+
+
+def test_a_failure_converting_fetched_rows_is_an_internal_error(cur):
+    """Rows are converted to Python values as they are fetched: a failure there (injected: a date no
+    Python date holds) is an InternalError too."""
+    cur.execute("SELECT x FROM er_t")
+    cur._result.table = pa.table({"x": pa.array([2**31 - 1], pa.date32())})
+    with pytest.raises(recsql.InternalError, match="OverflowError.*SELECT x FROM er_t"):
+        cur.fetchall()

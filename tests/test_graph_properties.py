@@ -32,6 +32,31 @@ def graphs(draw, dag: bool = False):
 
 
 @st.composite
+def weighted_multidags(draw):
+    """A DAG whose edges carry weights: parallel edges (same ends, other weights) and duplicate rows."""
+    n, edges = draw(graphs(dag=True))
+    rows = [(u, v, draw(st.integers(min_value=1, max_value=9))) for u, v in edges]
+    rows += draw(st.lists(st.sampled_from(rows), max_size=8))  # duplicates, and with the next, parallel edges
+    rows += [(u, v, w + draw(st.integers(min_value=1, max_value=5))) for u, v, w in
+             draw(st.lists(st.sampled_from(rows), max_size=8))]
+    return n, rows
+
+
+def rollups(rows, source):
+    """Each node's path count and weight roll-up from `source`, by the recursions the queries write:
+    count(n) = sum of count(m) and total(n) = sum of total(m) + w, over the distinct edge rows (m, n, w)
+    (a table's duplicate rows are one row), in topological order: edges go from smaller to larger nodes."""
+    edges = sorted(set(rows))
+    count, total = {source: 1}, {source: 0}
+    for node in sorted({v for _, v, _ in edges}):
+        into = [(u, w) for u, v, w in edges if v == node and u in count]
+        if into:
+            count[node] = sum(count[u] for u, _ in into)
+            total[node] = sum(total[u] + w for u, w in into)
+    return count, total
+
+
+@st.composite
 def weighted_graphs(draw):
     n, edges = draw(graphs())
     weights = draw(st.lists(st.integers(min_value=0, max_value=20), min_size=len(edges), max_size=len(edges)))
@@ -66,6 +91,14 @@ SSSP = (
 COMPONENTS = (
     "WITH RECURSIVE cc(node, min() AS comp) AS (SELECT src, src FROM prop_uedge) UNION "
     "(SELECT e.dst, cc.comp FROM cc, prop_uedge e WHERE cc.node = e.src) SELECT node, comp FROM cc"
+)
+WEIGHTED_PATH_COUNTS = (
+    "WITH RECURSIVE paths(node, count() AS cnt) AS (SELECT 0, 1) UNION "
+    "(SELECT e.dst, paths.cnt FROM paths, prop_multidag e WHERE paths.node = e.src) SELECT node, cnt FROM paths"
+)
+WEIGHT_ROLLUP = (
+    "WITH RECURSIVE total(node, sum() AS w) AS (SELECT 0, 0) UNION "
+    "(SELECT e.dst, total.w + e.w FROM total JOIN prop_multidag e ON total.node = e.src) SELECT node, w FROM total"
 )
 PATH_COUNTS = (
     "WITH RECURSIVE paths(node, count() AS cnt) AS (SELECT 0, 1) UNION "
@@ -108,3 +141,16 @@ def test_path_counts_on_dags_match_dynamic_programming(conn, graph):
     register(conn, "prop_dag", edges, ("src", "dst"))
     expected = dag_path_counts_dp(edges, 0)
     assert_same_rows(run(conn, PATH_COUNTS), expected.items(), context=f"{PATH_COUNTS}\nedges={edges}")
+
+
+@PROPERTY_SETTINGS
+@given(graph=weighted_multidags())
+def test_sum_and_count_contributions_are_derivations(conn, graph):
+    """Every derivation contributes once to a sum() or count(): two parallel edges are two paths (and two
+    weights), a duplicate row is one."""
+    _, rows = graph
+    register(conn, "prop_multidag", rows, ("src", "dst", "w"))
+    count, total = rollups(rows, 0)
+    context = f"\nrows={rows}"
+    assert_same_rows(run(conn, WEIGHTED_PATH_COUNTS), count.items(), context=WEIGHTED_PATH_COUNTS + context)
+    assert_same_rows(run(conn, WEIGHT_ROLLUP), total.items(), context=WEIGHT_ROLLUP + context)

@@ -1,6 +1,6 @@
 """Materialized views kept current: after every insert, delete and update of random base rows, each view
 (transitive closure, same generation, mutual recursion, shortest paths with min(), path counts with
-count() on a DAG, a negation over a recursive relation, a GROUP BY over one) reads exactly what its
+count() on a DAG, a roll-up of weights with sum() over parallel edges, a negation over a recursive relation, a GROUP BY over one) reads exactly what its
 query computes afresh, under each strategy. A change written to a base table by another Delta writer is
 caught up when the view is next read."""
 
@@ -38,6 +38,9 @@ VIEWS = {
                              "sp.dist + e.w FROM sp, mv_wedge e WHERE sp.node = e.src) SELECT node, dist FROM sp"),
     "path_counts": ("mv_dag", "WITH RECURSIVE paths(node, count() AS n) AS (SELECT 0, 1) UNION (SELECT e.dst, "
                               "paths.n FROM paths, mv_dag e WHERE paths.node = e.src) SELECT node, n FROM paths"),
+    "weight_rollup": ("mv_wdag", "WITH RECURSIVE total(node, sum() AS w) AS (SELECT 0, 0) UNION (SELECT e.dst, "
+                                 "total.w + e.w FROM total, mv_wdag e WHERE total.node = e.src) "
+                                 "SELECT node, w FROM total"),
     "negation": ("mv_edge", "WITH RECURSIVE tc(x, y) AS (SELECT src, dst FROM mv_edge UNION SELECT tc.x, e.dst "
                             "FROM tc, mv_edge e WHERE tc.y = e.src) SELECT x, y FROM tc WHERE NOT EXISTS "
                             "(SELECT 1 FROM tc b WHERE b.x = tc.y AND b.y = tc.x)"),
@@ -47,11 +50,14 @@ VIEWS = {
 NODES = 8
 
 
+WEIGHTED = ("mv_wedge", "mv_wdag")  # edges (src, dst, w): parallel edges differ in their weight
+
+
 def edge(draw, table: str) -> tuple:
     u, v = draw(st.integers(0, NODES - 1)), draw(st.integers(0, NODES - 1))
-    if table == "mv_dag":
+    if table in ("mv_dag", "mv_wdag"):
         u, v = min(u, v), max(u, v) + (u == v)
-    return (u, v, draw(st.integers(0, 9))) if table == "mv_wedge" else (u, v)
+    return (u, v, draw(st.integers(0, 9))) if table in WEIGHTED else (u, v)
 
 
 @st.composite
@@ -87,7 +93,7 @@ def run(conn, sql: str, params=None) -> list:
 
 
 def columns(table: str) -> list[str]:
-    return ["src", "dst", "w"] if table == "mv_wedge" else ["src", "dst"]
+    return ["src", "dst", "w"] if table in WEIGHTED else ["src", "dst"]
 
 
 def matches(row: tuple, table: str) -> str:
@@ -108,7 +114,7 @@ def apply(conn, table: str, step: tuple) -> None:
 def check_history(conn, view: str, history) -> None:
     table, query = VIEWS[view]
     initial, steps = history
-    kind = "INT, w INT" if table == "mv_wedge" else "INT"
+    kind = "INT, w INT" if table in WEIGHTED else "INT"
     run(conn, f"CREATE OR REPLACE TABLE {table} (src INT, dst {kind})")
     apply(conn, table, ("insert", initial))
     run(conn, f"CREATE OR REPLACE MATERIALIZED VIEW mv_{view} AS {query}")

@@ -19,7 +19,8 @@ from recsql.engine.states import Engine, Facts, State, SumState, state_for
 from recsql.errors import OperationalError
 from recsql.planner import Stratum, Variant, Version
 from recsql.settings import Settings
-from translator.ir import Atom, Program, Relation, Rule
+from translator.contributions import contributor
+from translator.ir import Atom, Program, Relation, Rule, var
 
 Versions = tuple[Version | None, ...] | None  # per body literal, the version an atom of the component reads
 
@@ -204,17 +205,11 @@ def iterate(evaluation: Fixpoint, limits: Limits, progress: ProgressListener | N
     return iteration
 
 
-def contributor_terms(program: Program, stratum: Stratum, rule: Rule) -> tuple[exp.Expression, ...]:
-    """What identifies a contribution to a sum/count: the group keys of the recursive atoms it came
-    from, or, for a rule reading no recursive relation, the whole derived row. The atoms are taken in
-    a fixed order, so that every delta variant of a rule (whose joins the planner may order differently)
-    names one contribution alike."""
-    keys = []
-    for atom in sorted(rule.atoms, key=str):
-        if atom.relation in stratum.relations and not atom.filters:
-            relation = program.relations[atom.relation]
-            keys.extend(exp.column(atom.args[i]) for i in relation.group_key)
-    return tuple(keys) if keys else tuple(term.copy() for term in rule.terms)
+def contributor_terms(program: Program, stratum: Stratum, rule: Rule) -> tuple[Rule, tuple[exp.Expression, ...]]:
+    """A sum()/count() rule as it derives contributions (each column of its atoms named), and the terms
+    that identify a contribution (translator.contributions)."""
+    named, variables = contributor(rule, program.relations, stratum.relations)
+    return named, tuple(var(name) for name in variables)
 
 
 def rule_ids(program: Program) -> dict[tuple, int]:
@@ -299,8 +294,8 @@ class Fixpoint(Generic[Facts]):
         parts: dict[str, list[object]] = {}
         for rule, versions in rules:
             if isinstance(self.states[rule.head], SumState):
-                contributors = contributor_terms(self.program, self.stratum, rule)
-                derived = self.engine.derive(rule, versions, contributors)
+                named, contributors = contributor_terms(self.program, self.stratum, rule)
+                derived = self.engine.derive(named, versions, contributors)
                 contributions = q.contributions_of(self.program.relations[rule.head],
                                                    self.rule_ids[rule_key(rule)], len(contributors))
                 derived = self.engine.contribute(contributions, derived)

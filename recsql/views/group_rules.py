@@ -23,6 +23,7 @@ from sqlglot import exp
 
 from recsql.analysis import Component
 from recsql.views.delta_rules import EXTREMES, SUMS, StratumRules, aggregated_by, inserted
+from translator.contributions import contributor
 from translator.ir import WILDCARD, Atom, Condition, Literal, Program, Relation, Rule, var, variables_of
 
 
@@ -79,6 +80,8 @@ def affected_rederivation(stratum: StratumRules, old: dict[str, str], groups: di
                  for name in stratum.component.relations}
     for number, rule in enumerate(stratum.rules):
         head = stratum.program.relations[rule.head]
+        if head.aggregate.function in SUMS:  # its contributions read every column its atoms join
+            rule, contributors = contributor(rule, stratum.program.relations, stratum.component.relations)
         within = group_restriction(head, rule, groups[rule.head])
         own = [i for i, literal in enumerate(rule.body) if stratum.reads_stratum(literal)]
         new = [literal if stratum.reads_stratum(literal) else stratum.version(literal, {}, "new")
@@ -97,7 +100,7 @@ def affected_rederivation(stratum: StratumRules, old: dict[str, str], groups: di
         if head.aggregate.function in EXTREMES:
             rules.append(Rule(inserted(rule.head), rule.terms, body))
             continue
-        standing, summed = contributions_summed(head, rule, body, keys, f"{rule.head}__standing{number}")
+        standing, summed = contributions_summed(head, rule, body, contributors, f"{rule.head}__standing{number}")
         relations.update(standing)
         rules += summed
     return Program(relations, rules, inserted(target))

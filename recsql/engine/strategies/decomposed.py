@@ -218,8 +218,8 @@ class Decomposed:
         summed = relation.aggregate is not None and relation.aggregate.function in ("sum", "count")
         parts = []
         for rule in self.stratum.exit_rules:
-            extra = contributor_terms(self.program, self.stratum, rule) if summed else ()
-            derived = typed(rule_query(rule, lambda _, atom: self.context.atom_source(atom), extra), schema)
+            named, extra = contributor_terms(self.program, self.stratum, rule) if summed else (rule, ())
+            derived = typed(rule_query(named, lambda _, atom: self.context.atom_source(atom), extra), schema)
             if summed:
                 contributions = contributions_of(relation, self.rule_ids[rule_key(rule)], len(extra))
                 derived = inlined(contributions.tree, {DERIVED: derived})
