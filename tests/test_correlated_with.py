@@ -1,0 +1,51 @@
+"""A WITH [RECURSIVE] inside a subquery that reads the outer query's columns (translator/correlated_with.py),
+wherever a subquery may stand, compared with DuckDB (tests/duckdb_reference.py), which runs the subquery row by
+row. Tables carry a `cw_` prefix.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+pytest.register_assert_rewrite("duckdb_reference")
+
+import duckdb_reference
+from duckdb_reference import check, q
+from strategies import under
+
+ALL_STRATEGIES = ("local", "decomposed", "distributed")
+
+CW_E = pd.DataFrame({"src": pd.Series([0, 1, 5], dtype="int64")})
+CW_EDGE = pd.DataFrame({"a": pd.Series([0, 1, 2, 3, 5], dtype="int64"), "b": pd.Series([1, 2, 3, 1, 6], dtype="int64")})
+TABLES = {"cw_e": CW_E, "cw_edge": CW_EDGE}
+
+duck, cw_tables = duckdb_reference.reference_fixtures(TABLES, "cw_tables", autouse=True)
+
+CASES = [
+    # IN with a literal or an expression on the left
+    q("SELECT e.src FROM cw_e e WHERE 2 IN (WITH c(n) AS (SELECT e.src UNION SELECT e.src + 1) SELECT n FROM c)",
+      id="in_literal"),
+    q("SELECT e.src FROM cw_e e WHERE 2 IN (WITH RECURSIVE c(n) AS (SELECT e.src UNION SELECT n + 1 FROM c "
+      "WHERE n < e.src + 1) SELECT n FROM c)", id="in_literal_recursive"),
+    q("SELECT e.src FROM cw_e e WHERE e.src * 2 IN (WITH c(n) AS (SELECT e.src UNION ALL SELECT e.src + 1) "
+      "SELECT n FROM c)", id="in_expression"),
+    q("SELECT e.src FROM cw_e e WHERE 2 NOT IN (WITH RECURSIVE c(n) AS (SELECT e.src UNION SELECT n + 1 FROM c "
+      "WHERE n < e.src + 1) SELECT n FROM c)", id="not_in_literal"),
+    # a join condition
+    q("SELECT a.src, b.src FROM cw_e a JOIN cw_e b ON b.src IN (WITH c(n) AS (SELECT a.src UNION SELECT a.src + 1) "
+      "SELECT n FROM c)", id="join_condition"),
+]
+
+
+@under(*ALL_STRATEGIES)
+@pytest.mark.parametrize("case", CASES)
+def test_correlated_with_matches_duckdb(cur, duck, case):
+    check(cur, duck, **case)
+
+
+@under(*ALL_STRATEGIES)
+def test_in_probe_joined_after_the_subquery(cur, duck):
+    """The relation of an IN subquery joined before the probe's value is computed (the cheaper order): the
+    probe is then compared with it, not bound anew."""
+    check(cur, duck, "SELECT e.src FROM cw_e e WHERE 1 IN (SELECT g.b - 1 FROM cw_edge g WHERE g.a = e.src)")
