@@ -40,14 +40,19 @@ def split_conjuncts(condition: exp.Expression) -> list[exp.Expression]:
     return [condition]
 
 
+def text_of(expression: exp.Expression) -> str:
+    """An expression's SQL text, to tell expressions apart or name them: written in recsql's dialect, as no
+    other can write the CTEs of a subquery's WITH."""
+    return expression.sql(dialect=RecSQL)
+
+
 def output_name(expression: exp.Expression, position: int) -> str:
-    """An unnamed item is named by its SQL text, written in recsql's dialect (Spark's cannot write the
-    CTEs of a subquery's WITH)."""
+    """An unnamed item is named by its SQL text."""
     if isinstance(expression, exp.Alias):
         return expression.alias
     if isinstance(expression, exp.Column):
         return expression.name
-    return expression.sql(dialect=RecSQL)
+    return text_of(expression)
 
 
 def outermost_aggregates(expression: exp.Expression) -> list[exp.AggFunc]:
