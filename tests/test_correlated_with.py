@@ -73,6 +73,12 @@ def test_in_probe_joined_after_the_subquery(cur, duck):
     check(cur, duck, "SELECT e.src FROM cw_e e WHERE 1 IN (SELECT g.b - 1 FROM cw_edge g WHERE g.a = e.src)")
 
 
+@pytest.mark.parametrize("query", ["SELECT 1, 2 FROM cw_e f UNION SELECT 2, 3", "VALUES (1, 2), (3, 4)"])
+def test_exists_over_rows_of_two_columns(cur, duck, query):
+    """EXISTS finds a row or not, whatever the columns of the rows its query gives."""
+    check(cur, duck, f"SELECT e.src FROM cw_e e WHERE EXISTS ({query})")
+
+
 def test_nested_aggregate_calls_are_refused(cur):
     with pytest.raises(recsql.ProgrammingError, match=r"aggregate calls cannot be nested \(line 1, column 12\)"):
         cur.execute("SELECT sum(max(src)) FROM cw_e")

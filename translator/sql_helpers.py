@@ -32,6 +32,23 @@ def union_nodes(node: exp.Expression) -> list[exp.Union]:
     return []
 
 
+HOLDER = "__subquery"  # the CTE holding a subquery's query that is not a SELECT
+
+
+def select_from_holder(query: exp.Query, items: list[exp.Expression], columns: list[str] | None = None
+                       ) -> exp.Select:
+    """`WITH <query's own CTEs>, __subquery[(columns)] AS (query) SELECT items FROM __subquery`: a query other
+    than a SELECT (a set operation, VALUES) as a SELECT, whose items and correlation are those of a SELECT."""
+    body = query.copy()
+    with_ = body.args.get("with_") or exp.With(expressions=[])
+    body.set("with_", None)
+    names = [exp.to_identifier(column) for column in columns] if columns else None
+    with_.append("expressions", exp.CTE(this=body, alias=exp.TableAlias(this=exp.to_identifier(HOLDER), columns=names)))
+    select = exp.select(*items).from_(HOLDER)
+    select.set("with_", with_)
+    return select
+
+
 def split_conjuncts(condition: exp.Expression) -> list[exp.Expression]:
     if isinstance(condition, exp.And):
         return split_conjuncts(condition.this) + split_conjuncts(condition.expression)
