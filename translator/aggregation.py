@@ -18,7 +18,7 @@ from translator.core import TranslatorCore
 from translator.errors import TranslationError
 from translator.ir import Atom, var
 from translator.scope import Scope
-from translator.sql_helpers import outermost_aggregates, split_conjuncts
+from translator.sql_helpers import outermost_aggregates, split_conjuncts, text_of
 
 
 class AggregationMixin(TranslatorCore):
@@ -37,10 +37,10 @@ class AggregationMixin(TranslatorCore):
         aggregate_calls: dict[str, exp.Expression] = {}
         for node in [e for _, e in items] + having_conjuncts:
             for call in outermost_aggregates(node):
-                for inner in call.find_all(exp.AggFunc):
-                    if inner is not call:
-                        raise TranslationError.at_node("aggregate calls cannot be nested", inner)
-                aggregate_calls.setdefault(call.sql(), self.translate_expression(call, block, env))
+                nested = [inner for argument in call.iter_expressions() for inner in outermost_aggregates(argument)]
+                if nested:  # an aggregate of a subquery in the call's arguments is that subquery's
+                    raise TranslationError.at_node("aggregate calls cannot be nested", nested[0])
+                aggregate_calls.setdefault(text_of(call), self.translate_expression(call, block, env))
 
         direct = self.direct_aggregation_terms(items, group_terms, block, env)
         if direct is not None and not having_conjuncts and not block.correlations:
@@ -63,7 +63,7 @@ class AggregationMixin(TranslatorCore):
         aggregated.correlations = [
             (var(v), outer) for v, (_, outer) in zip(key_vars[len(group_terms):], block.correlations)
         ]
-        replacements = {term.sql(): v for term, v in zip(group_terms, key_vars)}
+        replacements = {text_of(term): v for term, v in zip(group_terms, key_vars)}
         replacements.update(zip(aggregate_calls, call_vars))
 
         def post(expression: exp.Expression) -> exp.Expression:
@@ -73,15 +73,15 @@ class AggregationMixin(TranslatorCore):
 
             def swap(node: exp.Expression) -> exp.Expression:
                 if id(node) in calls:
-                    return var(replacements[node.sql()])
+                    return var(replacements[text_of(node)])
                 if isinstance(node, exp.Subquery):
                     return self.scalar_subquery(node, aggregated, env)
                 if isinstance(node, exp.Literal) or node.find(exp.AggFunc) or node.find(exp.Subquery):
                     return node
                 if node.find(exp.Column):
                     translated = self.translate_expression(node, block, env)
-                    if translated.sql() in replacements:
-                        return var(replacements[translated.sql()])
+                    if text_of(translated) in replacements:
+                        return var(replacements[text_of(translated)])
                 if isinstance(node, exp.Column):
                     raise TranslationError.at_node(
                         f"column '{node.sql()}' must appear in GROUP BY or be used in an aggregate function", node
@@ -97,15 +97,15 @@ class AggregationMixin(TranslatorCore):
     ) -> list[exp.Expression] | None:
         """When each select item is a group key or an aggregate call, and each key is selected, the grouping
         rule can produce the answer directly: `q(k, sum<x>) :- ...`."""
-        group_sql = {term.sql() for term in group_terms}
+        group_sql = {text_of(term) for term in group_terms}
         terms, keys_seen = [], set()
         for _, expression in items:
             translated = self.translate_expression(expression, block, env)
             if isinstance(translated, exp.AggFunc) and len(outermost_aggregates(translated)) == 1:
                 terms.append(translated)
-            elif translated.sql() in group_sql:
+            elif text_of(translated) in group_sql:
                 terms.append(translated)
-                keys_seen.add(translated.sql())
+                keys_seen.add(text_of(translated))
             else:
                 return None
         return terms if keys_seen == group_sql else None

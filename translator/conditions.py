@@ -20,7 +20,7 @@ from translator.block import Block, Correlation
 from translator.core import TranslatorCore
 from translator.errors import TranslationError, UnsupportedError
 from translator.ir import WILDCARD, Assignment, Atom, Condition, renamed, var, variables_of
-from translator.sql_helpers import column_depth, in_subquery
+from translator.sql_helpers import column_depth, in_subquery, select_from_holder
 
 
 class ConditionsMixin(TranslatorCore):
@@ -89,9 +89,13 @@ class ConditionsMixin(TranslatorCore):
             return False
         query = query.this if isinstance(query, exp.Subquery) else query
         correlations = Correlation()
-        if probe is None and isinstance(query, exp.Select):
-            query = query.copy()
-            query.set("expressions", [exp.alias_(exp.Literal.number(1), "one")])
+        if probe is None:  # one row per match of a correlation, whatever the columns
+            one = [exp.alias_(exp.Literal.number(1), "one")]
+            if isinstance(query, exp.Select):
+                query = query.copy()
+                query.set("expressions", one)
+            else:
+                query = select_from_holder(query, one)
         name_hint = name_hint or ("exists_sub" if probe is None else "in_sub")
         relation = self.translate_query(query, env, block.scope, name_hint, correlations)
         relation_info = self.program.relations[relation]

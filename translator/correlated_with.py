@@ -3,27 +3,39 @@ answers `SELECT a, (WITH RECURSIVE r(n) AS (SELECT e.a UNION SELECT n + 1 FROM r
 max(n) FROM r) FROM e` row by row).
 
 The CTEs are computed once for all the outer values they read: each CTE that reads outer columns, or
-reads such a CTE, gets those values as leading columns. A branch reading none of those CTEs takes them
-from the domain of outer values (every combination of the distinct values of the outer FROM items they
-come from), a branch reading one passes that one's on, and the outer columns in the branch become them.
-The subquery's own query then reads each such CTE where its values equal the outer row's: a correlation
-by equalities like any other. An outer value that is NULL finds no rows there (the equality is not true),
+reads such a CTE, gets those values as leading columns. A branch whose FROM item is such a CTE takes the
+values from it, any other branch from the domain of outer values (every combination of the distinct values
+of the outer FROM items they come from); the other such CTEs a branch reads are joined at the same values
+(in the ON condition of an outer, semi- or anti-join), and the outer columns in the branch become them. The
+subquery's own query then reads each such CTE where its values equal the outer row's: a correlation by
+equalities like any other. An outer value that is NULL finds no rows there (the equality is not true),
 where a query run row by row would compute the CTEs with a NULL.
+
+A column of a WITH's query is the outer query's when no FROM item of a query around it inside the WITH has
+it (qualified: has its alias), as SQL resolves names from the innermost query out. A subquery whose own
+query is a set operation reading outer columns (in its WITH or its branches) is first made the SELECT of a
+CTE holding that set operation.
+
+Needs from the other parts: resolve_table (FromMixin), branch_columns and cte_column_list (QueriesMixin),
+to know the columns of a FROM item inside the WITH before translating it.
 """
 
 from __future__ import annotations
 
 from sqlglot import exp
 
-from translator.core import TranslatorCore
-from translator.errors import UnsupportedError
+from translator.core import TranslatorCore, table_name
+from translator.errors import TranslationError, UnsupportedError
+from translator.from_clause import TABLE_FUNCTIONS, function_name
 from translator.ir import Atom, Rule, var
 from translator.scope import Scope
-from translator.sql_helpers import flatten_union
+from translator.sql_helpers import HOLDER, flatten_union, outermost_aggregates, select_from_holder
 
 DOMAIN = "__outer_values"  # the outer values, as the CTEs read them
 
 OuterColumn = tuple[str, str]  # (alias of an outer FROM item, column)
+Reference = tuple[exp.Column, OuterColumn]  # a column of a WITH's query and the outer column it names
+NamesOf = dict[int, set[str] | None]  # the column names of FROM items (by id), found once per WITH
 
 
 class CorrelatedWithMixin(TranslatorCore):
@@ -33,30 +45,98 @@ class CorrelatedWithMixin(TranslatorCore):
         translation reads (the domain of those values added); as it is when they read none."""
         select = select.copy()
         with_ = select.args["with_"]
-        references = outer_references(with_, outer)
+        references = self.outer_references(with_, outer, env)
         if not references:
             return select, env
-        keys = list(dict.fromkeys(key_of(column) for column in references))
-        carrying = carrying_ctes(with_, {id(column) for column in references})
+        keys = list(dict.fromkeys(key for _, key in references))
+        columns = {id(column): key for column, key in references}
+        carrying = carrying_ctes(with_, set(columns))
         for cte in with_.expressions:
             if cte.alias_or_name.lower() in carrying:
-                carry_values(cte, keys, carrying, references)
+                carry_values(cte, keys, carrying, columns)
         correlate(select, keys, carrying)
-        return select, {**env, DOMAIN: self.outer_domain(keys, outer, references[0])}
+        return select, {**env, DOMAIN: self.outer_domain(keys, outer, references[0][0])}
+
+    def correlated_set_operation(self, query: exp.SetOperation, outer: Scope, env: dict[str, str]
+                                 ) -> exp.Select | None:
+        """A subquery's set operation that reads the outer query's columns (in its branches or its WITH) as
+        the SELECT of a CTE holding it (`SELECT c0 AS name, ... FROM __subquery`), whose WITH
+        parameterized_with then carries them through; None when it reads none."""
+        names = self.branch_columns(query, required=False)
+        positions = [f"c{i}" for i in range(len(names or ()))]
+        select = select_from_holder(query, [exp.alias_(exp.column(position, table=HOLDER), name, quoted=True)
+                                            for position, name in zip(positions, names or ())], positions)
+        if not self.outer_references(select.args["with_"], outer, env):
+            return None
+        if names is None:
+            raise UnsupportedError.at_node("a set operation reading columns of the outer query lists its columns, "
+                                           "not *", query)
+        return select
+
+    def outer_references(self, with_: exp.With, outer: Scope, env: dict[str, str]) -> list[Reference]:
+        """The columns of a WITH's queries that name a column of the enclosing query: that no FROM item of
+        a query around them inside the WITH has, and the enclosing query's scope knows."""
+        ctes = {cte.alias_or_name.lower(): cte for cte in with_.find_all(exp.CTE)}
+        names: NamesOf = {}
+        references = []
+        for column in with_.find_all(exp.Column):
+            if column.is_star or self.named_inside(column, with_, ctes, env, names):
+                continue
+            source = outer.owner(column)
+            if source is not None:
+                references.append((column, (source.alias, column.name.lower())))
+        return references
+
+    def named_inside(self, column: exp.Column, with_: exp.With, ctes: dict[str, exp.CTE], env: dict[str, str],
+                     names: NamesOf) -> bool:
+        """Whether a FROM item of a query around `column` inside `with_` has it (its alias, when qualified);
+        a FROM item whose columns only its translation knows (a `SELECT *`) is taken to have it. A CTE's
+        query does not see the FROM items of the query its WITH belongs to."""
+        child, node = column, column.parent
+        while node is not None and node is not with_:
+            if isinstance(node, exp.Select) and child is not node.args.get("with_"):
+                for item, _ in from_items(node):
+                    if column.table and item_alias(item) == column.table.lower():
+                        return True
+                    if not column.table:
+                        if id(item) not in names:
+                            names[id(item)] = self.item_columns(item, ctes, env)
+                        if names[id(item)] is None or column.name.lower() in names[id(item)]:
+                            return True
+            child, node = node, node.parent
+        return False
+
+    def item_columns(self, item: exp.Expression, ctes: dict[str, exp.CTE], env: dict[str, str]) -> set[str] | None:
+        """The column names of a FROM item inside a WITH, before it is translated (None: unknown)."""
+        alias = item.args.get("alias")
+        if alias is not None and alias.columns:
+            columns = [column.name for column in alias.columns]
+        elif isinstance(item, exp.Table) and isinstance(item.this, (exp.Anonymous, exp.Func)):
+            columns = list(TABLE_FUNCTIONS.get(function_name(item.this), ()))
+        elif isinstance(item, exp.Table) and not item.db and item.name.lower() in ctes:
+            cte = ctes[item.name.lower()]
+            columns = self.cte_column_list(cte) or self.branch_columns(cte.this, required=False)
+        elif isinstance(item, exp.Table):
+            try:
+                columns = self.resolve_table(table_name(item, self.catalog), env, item)[1]
+            except TranslationError:
+                return None
+        elif isinstance(item, exp.Subquery):
+            columns = self.branch_columns(item.this, required=False)
+        else:
+            return None
+        return None if columns is None else {column.lower() for column in columns}
 
     def outer_domain(self, keys: list[OuterColumn], outer: Scope, node: exp.Expression) -> str:
         """A relation of every combination of the distinct values of the outer columns `keys`."""
-        body, head = [], []
+        body, variables = [], {}
         for alias in dict.fromkeys(alias for alias, _ in keys):
             source = outer.source(alias)
-            if source is None or not source.relation:
-                raise UnsupportedError.at_node(f"a WITH inside a subquery cannot read the columns of '{alias}'", node)
-            variables = [self.fresh_variable(column) for column in source.columns]
-            body.append(Atom(source.relation, tuple(variables)))
-            names = [column.lower() for column in source.columns]
-            head += [variables[names.index(column)] for key_alias, column in keys if key_alias == alias]
+            names = [self.fresh_variable(column) for column in source.columns]
+            body.append(Atom(source.relation, tuple(names), call_args=source.call_args))
+            variables |= {(alias, column.lower()): name for column, name in zip(source.columns, names)}
         relation = self.new_relation("outer_values", tuple(parameter(i) for i in range(len(keys))), distinct=True)
-        self.add_rule(Rule(relation, tuple(var(v) for v in head), tuple(body)), node)
+        self.add_rule(Rule(relation, tuple(var(variables[key]) for key in keys), tuple(body)), node)
         return relation
 
 
@@ -64,17 +144,21 @@ def parameter(position: int) -> str:
     return f"__outer_{position}"
 
 
-def key_of(column: exp.Column) -> OuterColumn:
-    return column.table.lower(), column.name.lower()
+def item_alias(item: exp.Expression) -> str:
+    """The name a FROM item's columns are qualified by."""
+    alias = item.args.get("alias")
+    if alias is not None and alias.name:
+        return alias.name.lower()
+    if isinstance(item, exp.Table) and isinstance(item.this, (exp.Anonymous, exp.Func)):
+        return function_name(item.this)
+    return item.name.lower()
 
 
-def outer_references(with_: exp.With, outer: Scope) -> list[exp.Column]:
-    """The columns of a WITH's queries that name a FROM item of the enclosing query: qualified by an
-    alias no FROM item or CTE of the WITH defines, which the enclosing query's scope knows."""
-    local = {cte.alias_or_name.lower() for cte in with_.expressions}
-    local |= {node.alias_or_name.lower() for node in with_.find_all(exp.Table, exp.Subquery, exp.Values)}
-    return [column for column in with_.find_all(exp.Column)
-            if column.table and column.table.lower() not in local and outer.has_alias(column.table.lower())]
+def from_items(select: exp.Select) -> list[tuple[exp.Expression, exp.Join | None]]:
+    """The FROM items of `select` (not of its subqueries), each with its JOIN (None for the FROM clause's)."""
+    from_ = select.args.get("from_")
+    items = [(from_.this, None)] if from_ is not None else []
+    return items + [(join.this, join) for join in select.args.get("joins") or ()]
 
 
 def carrying_ctes(with_: exp.With, references: set[int]) -> set[str]:
@@ -90,18 +174,18 @@ def carrying_ctes(with_: exp.With, references: set[int]) -> set[str]:
         carrying |= more
 
 
-def direct_reads(select: exp.Select, names: set[str]) -> list[exp.Table]:
-    """The FROM items of `select` (not of its subqueries) that read one of `names`."""
-    items = [select.args.get("from_") and select.args["from_"].this]
-    items += [join.this for join in select.args.get("joins") or ()]
-    return [item for item in items if isinstance(item, exp.Table) and item.name.lower() in names]
+def carrying_reads(select: exp.Select, names: set[str]) -> list[tuple[exp.Table, exp.Join | None]]:
+    """The FROM items of `select` (not of its subqueries) that read one of `names`, with their JOIN."""
+    return [(item, join) for item, join in from_items(select)
+            if isinstance(item, exp.Table) and item.name.lower() in names]
 
 
-def refuse_other_reads(select: exp.Select, names: set[str], direct: list[exp.Table], star: bool) -> None:
+def refuse_other_reads(select: exp.Select, names: set[str], star: bool) -> None:
     """A CTE carrying outer values read elsewhere than in a FROM item (in a nested subquery), or a `*`
     where the values are columns (`star`), would see them unrestricted to the outer row's."""
+    reads = [item for item, _ in carrying_reads(select, names)]
     for node in select.walk(prune=lambda node: isinstance(node, exp.With)):
-        if isinstance(node, exp.Table) and node.name.lower() in names and not any(node is read for read in direct):
+        if isinstance(node, exp.Table) and node.name.lower() in names and not any(node is read for read in reads):
             raise UnsupportedError.at_node(
                 f"'{node.name}' reads columns of the outer query: read it in the FROM clause of a query of its WITH",
                 node)
@@ -110,31 +194,76 @@ def refuse_other_reads(select: exp.Select, names: set[str], direct: list[exp.Tab
                                        "not *", select)
 
 
-def carry_values(cte: exp.CTE, keys: list[OuterColumn], carrying: set[str], references: list[exp.Column]) -> None:
+def refuse_unrestricted_rows(branch: exp.Select, references: list[exp.Column]) -> None:
+    """Forms of a CTE's query whose rows would not be those of each outer row apart: a LIMIT over all
+    of them, an aggregate without GROUP BY (one row over all, where each outer row has its own, even over
+    no rows), an outer column inside a derived table (which no outer value reaches)."""
+    if branch.args.get("limit") or branch.args.get("offset"):
+        raise UnsupportedError.at_node("LIMIT / OFFSET in a CTE reading columns of the outer query are not "
+                                       "supported", branch)
+    aggregating = branch.args.get("having") or any(outermost_aggregates(item) for item in branch.expressions)
+    if aggregating and branch.args.get("group") is None:
+        raise UnsupportedError.at_node("a CTE reading columns of the outer query aggregates only with GROUP BY; "
+                                       "aggregate in the subquery's own query", branch)
+    for column in references:
+        derived = next((node for node in ancestors(column, branch) if isinstance(node, exp.Subquery)
+                        and isinstance(node.parent, (exp.From, exp.Join))), None)
+        if derived is not None:
+            raise UnsupportedError.at_node(f"a derived table in a WITH cannot read the outer query's column "
+                                           f"'{column.sql()}'; make it a CTE of that WITH", derived)
+
+
+def ancestors(node: exp.Expression, root: exp.Expression) -> list[exp.Expression]:
+    """The nodes between `node` and `root` (both excluded)."""
+    found = []
+    node = node.parent
+    while node is not None and node is not root:
+        found.append(node)
+        node = node.parent
+    return found
+
+
+def filtering_join(join: exp.Join | None) -> str:
+    """The words of an outer, semi- or anti-join (LEFT, LEFT SEMI, ...); "" for the FROM item or an inner join."""
+    if join is None:
+        return ""
+    side, kind = ((join.args.get(arg) or "").upper() for arg in ("side", "kind"))
+    return " ".join(word for word in (side, kind) if word) if side or kind in ("SEMI", "ANTI") else ""
+
+
+def restrict(select: exp.Select, item: exp.Table, join: exp.Join | None, equalities: list[exp.Expression]) -> None:
+    """`select` reads `item` only where `equalities` hold: in its WHERE for the FROM item or an inner join,
+    in the ON condition of an outer, semi- or anti-join (where WHERE would drop the rows those keep)."""
+    if not filtering_join(join):
+        select.where(*equalities, copy=False)
+    elif join.args.get("using"):
+        raise UnsupportedError.at_node(f"'{item.name}' reads columns of the outer query: join it with ON, "
+                                       "not USING", join)
+    else:
+        join.set("on", exp.and_(join.args.get("on"), *equalities) if join.args.get("on") else exp.and_(*equalities))
+
+
+def carry_values(cte: exp.CTE, keys: list[OuterColumn], carrying: set[str], outer: dict[int, OuterColumn]) -> None:
     """The outer values as the leading columns of each branch of `cte`, the outer columns read by them."""
-    outer = {id(column) for column in references}
     for branch in flatten_union(cte.this):
         if not isinstance(branch, exp.Select):
             raise UnsupportedError.at_node("a CTE reading columns of the outer query must be made of SELECTs", branch)
-        reads = direct_reads(branch, carrying)
-        refuse_other_reads(branch, carrying, reads, star=True)
-        if reads:
-            source = reads[0].alias_or_name
-            for other in reads[1:]:
-                branch.where(*(exp.EQ(this=exp.column(parameter(i), table=other.alias_or_name),
-                                      expression=exp.column(parameter(i), table=source)) for i in range(len(keys))),
-                             copy=False)
-        else:
-            source = DOMAIN
-            domain = exp.to_table(DOMAIN)
-            if branch.args.get("from_") is None:
-                branch.from_(domain, copy=False)
-            else:
-                branch.join(domain, join_type="cross", copy=False)
+        refuse_other_reads(branch, carrying, star=True)
+        references = [column for column in branch.find_all(exp.Column) if id(column) in outer]
+        refuse_unrestricted_rows(branch, references)
+        reads = carrying_reads(branch, carrying)
+        first = reads[0] if reads and reads[0][1] is None else None
+        source = first[0].alias_or_name if first else DOMAIN
+        if first is None:
+            read_domain(branch)
         values = [exp.column(parameter(i), table=source) for i in range(len(keys))]
-        for column in list(branch.find_all(exp.Column)):
-            if id(column) in outer:
-                column.replace(values[keys.index(key_of(column))].copy())
+        for column in references:  # a select item keeps its name
+            value = values[keys.index(outer[id(column)])].copy()
+            column.replace(exp.alias_(value, column.name) if column.parent is branch else value)
+        for item, join in reads:
+            if first is None or item is not first[0]:
+                restrict(branch, item, join, [exp.EQ(this=exp.column(parameter(i), table=item.alias_or_name),
+                                                     expression=value.copy()) for i, value in enumerate(values)])
         branch.set("expressions", [exp.alias_(value, parameter(i)) for i, value in enumerate(values)]
                    + branch.expressions)
         if branch.args.get("group") is not None:
@@ -145,11 +274,24 @@ def carry_values(cte: exp.CTE, keys: list[OuterColumn], carrying: set[str], refe
         alias.set("columns", [exp.to_identifier(parameter(i)) for i in range(len(keys))] + alias.columns)
 
 
+def read_domain(branch: exp.Select) -> None:
+    """The domain of outer values as the branch's first FROM item (joined before any other, whose ON
+    conditions may read it)."""
+    domain = exp.to_table(DOMAIN)
+    if branch.args.get("from_") is None:
+        branch.from_(domain, copy=False)
+        return
+    branch.set("joins", [exp.Join(this=domain, kind="CROSS")] + list(branch.args.get("joins") or ()))
+
+
 def correlate(select: exp.Select, keys: list[OuterColumn], carrying: set[str]) -> None:
     """The subquery's own query reads each CTE carrying outer values at the outer row's values."""
-    reads = direct_reads(select, carrying)
-    refuse_other_reads(select, carrying, reads, star=bool(reads))
-    for read in reads:
-        select.where(*(exp.EQ(this=exp.column(parameter(i), table=read.alias_or_name),
+    reads = carrying_reads(select, carrying)
+    refuse_other_reads(select, carrying, star=bool(reads))
+    for item, join in reads:
+        if filtering_join(join):  # its ON condition would read the outer query
+            raise UnsupportedError.at_node(f"'{item.name}' reads columns of the outer query: read it in the FROM "
+                                           f"clause or an inner join, not a {filtering_join(join)} JOIN", join)
+        select.where(*(exp.EQ(this=exp.column(parameter(i), table=item.alias_or_name),
                               expression=exp.column(column, table=alias)) for i, (alias, column) in enumerate(keys)),
                      copy=False)

@@ -28,6 +28,11 @@ from translator.sql_helpers import output_name, split_conjuncts
 TABLE_FUNCTIONS = {"range": ("id",)}
 
 
+def function_name(function: exp.Expression) -> str:
+    """The name of a table-valued function called in FROM."""
+    return (function.name if isinstance(function, exp.Anonymous) else function.sql_name()).lower()
+
+
 class FromMixin(TranslatorCore):
     """FROM items and joins as the atoms of a block."""
 
@@ -95,7 +100,7 @@ class FromMixin(TranslatorCore):
         call_args: tuple[exp.Expression, ...] = ()
         if isinstance(node, exp.Table) and isinstance(node.this, (exp.Anonymous, exp.Func)):
             function = node.this
-            fname = (function.name if isinstance(function, exp.Anonymous) else function.sql_name()).lower()
+            fname = function_name(function)
             if fname not in TABLE_FUNCTIONS:
                 raise UnsupportedError.at_node(f"unknown table-valued function '{fname}'", node)
             relation, columns = fname, TABLE_FUNCTIONS[fname]
@@ -123,7 +128,7 @@ class FromMixin(TranslatorCore):
                 )
             columns = tuple(column_aliases)
         variables = [self.fresh_variable(c) for c in columns]
-        block.scope.add(Source(alias, tuple(columns), variables, "" if call_args else relation), node)
+        block.scope.add(Source(alias, tuple(columns), variables, relation, call_args), node)
         block.body.append(Atom(relation, tuple(variables), call_args=call_args))
 
     def resolve_table(self, name: str, env: dict[str, str], node: exp.Expression) -> tuple[str, tuple[str, ...]]:

@@ -14,7 +14,7 @@ from sqlglot import exp
 
 from translator.errors import TranslationError
 from translator.ir import SortKey
-from translator.sql_helpers import output_name
+from translator.sql_helpers import output_name, text_of
 
 
 def hidden_order_columns(query: exp.Expression, order: exp.Order | None) -> list[exp.Expression]:
@@ -22,7 +22,7 @@ def hidden_order_columns(query: exp.Expression, order: exp.Order | None) -> list
     if order is None or not isinstance(query, exp.Select):
         return []
     names = [output_name(e, i).lower() for i, e in enumerate(query.expressions)]
-    selected = {e.unalias().sql() for e in query.expressions}
+    selected = {text_of(e.unalias()) for e in query.expressions}
     hidden = []
     for ordered in order.expressions:
         key = ordered.this
@@ -30,7 +30,7 @@ def hidden_order_columns(query: exp.Expression, order: exp.Order | None) -> list
             continue
         if isinstance(key, exp.Column) and not key.table and key.name.lower() in names:
             continue
-        if key.sql() in selected or any(isinstance(e, exp.Star) for e in query.expressions):
+        if text_of(key) in selected or any(isinstance(e, exp.Star) for e in query.expressions):
             continue
         if query.args.get("distinct"):
             raise TranslationError.at_node("with SELECT DISTINCT, ORDER BY expressions must appear in the select list", key)
@@ -48,9 +48,9 @@ def sort_keys(
     columns = [c.lower() for c in answer_columns]
     visible = len(columns) - len(hidden)
     select = query if isinstance(query, exp.Select) else None
-    selected = [e.unalias().sql() for e in select.expressions] if select is not None else []
+    selected = [text_of(e.unalias()) for e in select.expressions] if select is not None else []
     keys = []
-    hidden_sql = [h.sql() for h in hidden]
+    hidden_sql = [text_of(h) for h in hidden]
     for ordered in order.expressions:
         key = ordered.this
         if isinstance(key, exp.Literal) and key.is_int:
@@ -59,12 +59,12 @@ def sort_keys(
                 raise TranslationError.at_node(f"ORDER BY position {position + 1} is out of range", key)
         elif isinstance(key, exp.Column) and not key.table and key.name.lower() in columns[:visible]:
             position = columns.index(key.name.lower())
-        elif key.sql() in hidden_sql:
-            position = visible + hidden_sql.index(key.sql())
-        elif key.sql() in selected:
-            position = selected.index(key.sql())
+        elif text_of(key) in hidden_sql:
+            position = visible + hidden_sql.index(text_of(key))
+        elif text_of(key) in selected:
+            position = selected.index(text_of(key))
         else:
-            raise TranslationError.at_node(f"ORDER BY expression '{key.sql()}' is not an output column", key)
+            raise TranslationError.at_node(f"ORDER BY expression '{text_of(key)}' is not an output column", key)
         nulls_first = ordered.args.get("nulls_first")
         keys.append(SortKey(position, bool(ordered.args.get("desc")), nulls_first))
     return tuple(keys)

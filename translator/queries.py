@@ -43,6 +43,8 @@ class QueriesMixin(CorrelatedWithMixin):
         if query.args.get("order"):
             query = query.copy()
             query.set("order", None)  # ordering alone has no effect on a subquery's rows
+        if isinstance(query, exp.SetOperation) and outer is not None:
+            query = self.correlated_set_operation(query, outer, env) or query
         if isinstance(query, exp.Select):
             return self.translate_select(query, env, outer, None, name_hint, correlations)
         if isinstance(query, exp.Union):

@@ -15,12 +15,13 @@ INTERNAL_COLUMN_PREFIX = "__recsql_"
 @dataclass
 class Source:
     """One item of a FROM clause: its alias, its columns, the IR variable bound to each column, and the
-    relation its rows come from ("" for a table function's)."""
+    relation its rows come from (with a table function's arguments)."""
 
     alias: str
     columns: tuple[str, ...]
     variables: list[str]
     relation: str = ""
+    call_args: tuple[exp.Expression, ...] = ()
 
 
 @dataclass
@@ -87,6 +88,11 @@ class Scope:
         raise TranslationError.at_node(self._not_found_message(column), column)
 
     def _lookup(self, column: exp.Column) -> str | None:
+        found = self._entry(column)
+        return found[0].variables[found[1]] if found is not None else None
+
+    def _entry(self, column: exp.Column) -> tuple[Source, int] | None:
+        """The (source, position) of this scope's sources that `column` names, if one does."""
         name = column.name.lower()
         if column.table:
             qualifier = column.table.lower()
@@ -94,10 +100,21 @@ class Scope:
                        for i in range(len(source.columns))]
         else:
             entries = self.columns
-        matches = [source.variables[i] for source, i in entries if source.columns[i].lower() == name]
+        matches = [(source, i) for source, i in entries if source.columns[i].lower() == name]
         if len(matches) > 1:
             raise TranslationError.at_node(f"column reference '{column.sql()}' is ambiguous", column)
         return matches[0] if matches else None
+
+    def owner(self, column: exp.Column) -> Source | None:
+        """The FROM item, of this scope or the nearest enclosing one that knows the column, that `column`
+        names (None: none does)."""
+        scope: Scope | None = self
+        while scope is not None:
+            found = scope._entry(column)
+            if found is not None:
+                return found[0]
+            scope = scope.parent
+        return None
 
     def _not_found_message(self, column: exp.Column) -> str:
         qualifier = column.table.lower() if column.table else None

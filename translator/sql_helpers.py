@@ -32,6 +32,23 @@ def union_nodes(node: exp.Expression) -> list[exp.Union]:
     return []
 
 
+HOLDER = "__subquery"  # the CTE holding a subquery's query that is not a SELECT
+
+
+def select_from_holder(query: exp.Query, items: list[exp.Expression], columns: list[str] | None = None
+                       ) -> exp.Select:
+    """`WITH <query's own CTEs>, __subquery[(columns)] AS (query) SELECT items FROM __subquery`: a query other
+    than a SELECT (a set operation, VALUES) as a SELECT, whose items and correlation are those of a SELECT."""
+    body = query.copy()
+    with_ = body.args.get("with_") or exp.With(expressions=[])
+    body.set("with_", None)
+    names = [exp.to_identifier(column) for column in columns] if columns else None
+    with_.append("expressions", exp.CTE(this=body, alias=exp.TableAlias(this=exp.to_identifier(HOLDER), columns=names)))
+    select = exp.select(*items).from_(HOLDER)
+    select.set("with_", with_)
+    return select
+
+
 def split_conjuncts(condition: exp.Expression) -> list[exp.Expression]:
     if isinstance(condition, exp.And):
         return split_conjuncts(condition.this) + split_conjuncts(condition.expression)
@@ -40,14 +57,19 @@ def split_conjuncts(condition: exp.Expression) -> list[exp.Expression]:
     return [condition]
 
 
+def text_of(expression: exp.Expression) -> str:
+    """An expression's SQL text, to tell expressions apart or name them: written in recsql's dialect, as no
+    other can write the CTEs of a subquery's WITH."""
+    return expression.sql(dialect=RecSQL)
+
+
 def output_name(expression: exp.Expression, position: int) -> str:
-    """An unnamed item is named by its SQL text, written in recsql's dialect (Spark's cannot write the
-    CTEs of a subquery's WITH)."""
+    """An unnamed item is named by its SQL text."""
     if isinstance(expression, exp.Alias):
         return expression.alias
     if isinstance(expression, exp.Column):
         return expression.name
-    return expression.sql(dialect=RecSQL)
+    return text_of(expression)
 
 
 def outermost_aggregates(expression: exp.Expression) -> list[exp.AggFunc]:

@@ -144,7 +144,9 @@ def join_body(rule: Rule, source: AtomSources, methods: tuple[str, ...] = ()) ->
 
 
 def apply_ready(frame: Frame, pending: list) -> tuple[Frame, list]:
-    """Apply conditions and assignments whose variables are bound, repeatedly (assignments bind more)."""
+    """Apply conditions and assignments whose variables are bound, repeatedly (assignments bind more).
+    An assignment whose variable a join bound first (the join order put the atom reading it, such as an
+    IN subquery's relation joined on the probe `2`, before the assignment) is the equality it stands for."""
     progress = True
     while progress:
         progress = False
@@ -154,6 +156,8 @@ def apply_ready(frame: Frame, pending: list) -> tuple[Frame, list]:
             pending.remove(literal)
             progress = True
             columns = [column(c) for c in frame.columns]
+            if isinstance(literal, Assignment) and literal.variable in frame.columns:
+                literal = Condition(exp.EQ(this=column(literal.variable), expression=literal.expression.copy()))
             if isinstance(literal, Condition):
                 frame = Frame(frame.select(columns, literal.expression.copy()), frame.columns)
             else:
