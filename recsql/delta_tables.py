@@ -39,7 +39,7 @@ from deltalake.transaction import AddAction, CommitProperties, create_table_with
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
 
-from recsql.errors import NotSupportedError, OperationalError, ProgrammingError
+from recsql.errors import DataError, NotSupportedError, OperationalError, ProgrammingError
 
 KEPT_SNAPSHOTS = 8  # versions of a table kept in memory
 CHECKPOINT_INTERVAL = 100  # Delta's default: a checkpoint of the log every 100 versions
@@ -262,8 +262,12 @@ class ManagedTable:
         Timestamps without a time zone are taken in `timezone()` (Spark's session time zone)."""
         if data.num_rows == 0:
             return []
+        try:
+            rows = stored_rows(data, schema, timezone)
+        except DataError as error:
+            raise DataError(f"cannot store the values in '{self.name}': {error.message}") from None
         path = self.new_file_path()
-        pq.write_table(stored_rows(data, schema, timezone), str(path))
+        pq.write_table(rows, str(path))
         return [DataFile(str(path), path.stat().st_size, data.num_rows)]
 
     def append(self, files: list[DataFile], schema: StructType, operation: str, statement: str) -> None:
@@ -374,9 +378,15 @@ def storage_schema(schema: StructType) -> pa.Schema:
 
 
 def stored_rows(data: pa.Table, schema: StructType, timezone: Callable[[], str]) -> pa.Table:
-    """Rows (in the table's column order) as its files store them, and as they read back."""
+    """Rows (in the table's column order) as its files store them, and as they read back; a DataError
+    naming the column whose type cannot hold a value."""
     arrow_schema = storage_schema(schema)
-    columns = [conform(data.column(i), arrow_schema.field(i).type, timezone) for i in range(data.num_columns)]
+    columns = []
+    for i, field in enumerate(schema.fields):
+        try:
+            columns.append(conform(data.column(i), arrow_schema.field(i).type, timezone))
+        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as error:
+            raise DataError(f"column '{field.name}' ({field.dataType.simpleString()}): {error}") from None
     return pa.Table.from_arrays(columns, schema=arrow_schema)
 
 

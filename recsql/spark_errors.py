@@ -15,6 +15,7 @@ _JAVA_CALL = re.compile(r"^\s*(py4j\.protocol\.)?(Py4JJavaError: )?An error occu
 _PYTHON_WORKER = "An exception was thrown from the Python worker"
 _PYTHON_ERROR = re.compile(r"^(\w+(?:\.\w+)*(?:Error|Exception)): (.+)$", re.MULTILINE)
 _CONDITION = re.compile(r"^\[([A-Z_.]+)\]\s*")
+_SQLSTATE = re.compile(r"\s*SQLSTATE: \w+\.?$")  # the SQL standard's code Spark ends a message with
 _UNKNOWN_FUNCTION = re.compile(r"Cannot resolve (?:routine|function) (?:`[^`]+`\.)*`([^`]+)`")
 _SQL_ERRORS = ("AnalysisException", "ParseException", "IllegalArgumentException")
 # Spark's words for data of a local checkpoint that went with the executor holding it
@@ -67,14 +68,14 @@ def unknown_function(name: str, prefix: str, statement: exp.Expression | None) -
 
 
 def first_line(text: str) -> str:
-    """The message without the JVM stack trace, Spark's error-class tag or its SQL context block."""
+    """The message without the JVM stack trace, Spark's error-class tag, its SQLSTATE or its SQL context block."""
     lines = [line for line in str(text).strip().splitlines() if line.strip()]
     if lines and _JAVA_CALL.match(lines[0]):  # what failed is under the call: its deepest cause, else the next line
         causes = [line.removeprefix("Caused by: ") for line in lines if line.startswith("Caused by: ")]
         lines = causes[-1:] or [line.lstrip(": ") for line in lines[1:2]]
     message = lines[0] if lines else "unknown error"
     message = re.sub(r"^[\w.$]+(Exception|Error):\s*", "", message)
-    return _CONDITION.sub("", message).strip()
+    return _SQLSTATE.sub("", _CONDITION.sub("", message)).strip()
 
 
 def lost_checkpoint(error: BaseException) -> bool:

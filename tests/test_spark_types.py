@@ -138,6 +138,10 @@ STRATA = [
     "b(x, y) AS (SELECT x, y FROM a UNION SELECT a.x, e.dst * 2 FROM a JOIN ty_edge e ON a.y = e.src) SELECT * FROM b",
     "WITH RECURSIVE r(n, v) AS (SELECT id, 0 FROM range(3) UNION SELECT r.n + 1, r.v + 1 FROM r WHERE r.n < 5) "
     "SELECT * FROM r",
+    # arithmetic over a relation the exit rules give no facts (its columns untyped until they do)
+    "WITH RECURSIVE a(x, v, q, r) AS (SELECT src, dec, dbl, w FROM ty_edge UNION SELECT b.x, b.v * e.dec, "
+    "b.q / e.w, b.r % e.w FROM b JOIN ty_edge e ON b.x = e.src), b(x, v, q, r) AS (SELECT e.dst, a.v + e.w, "
+    "a.q - e.big, a.r DIV 2 FROM a JOIN ty_edge e ON a.x = e.src) SELECT * FROM b",
 ]
 
 

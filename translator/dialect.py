@@ -55,6 +55,19 @@ class Cycle(exp.Expression):
     arg_types = {"expressions": True, "this": True, "to": False, "default": False, "path": True}
 
 
+class CteValue(exp.Expression):
+    """In a branch of a CTE with SEARCH or CYCLE, the value the branch gives the CTE's column `this` (a name of
+    the clause `clause`): the branch's item at `position`, or, with no position yet (a CTE without a column
+    list whose first branch has `*`), the item of that name of the branch's own, once its `*` are expanded."""
+
+    arg_types = {"this": True, "clause": True, "position": False}
+
+
+class OrderKey(exp.Expression):
+    """An ORDER BY key `this` of a SELECT with `*`, as a hidden item: the item it names once `*` is expanded,
+    or else itself (translator/order_limit.py)."""
+
+
 class Explain(exp.Expression):
     arg_types = {"this": True, "analyze": False}
 
@@ -77,6 +90,14 @@ def recursive_cte_sql(generator: SparkGenerator, cte: RecursiveCTE) -> str:
     return f"{head}{level} AS {generator.wrap(cte)}{clauses}"
 
 
+def cte_value_sql(generator: SparkGenerator, value: CteValue) -> str:
+    return generator.sql(value, "this")
+
+
+def order_key_sql(generator: SparkGenerator, key: OrderKey) -> str:
+    return generator.sql(key, "this")
+
+
 def search_sql(generator: SparkGenerator, search: Search) -> str:
     return (f"SEARCH {search.args['kind']} FIRST BY {generator.expressions(search, flat=True)} "
             f"SET {generator.sql(search, 'this')}")
@@ -91,7 +112,8 @@ def cycle_sql(generator: SparkGenerator, cycle: Cycle) -> str:
 
 class RecSQL(Spark):
     class Generator(SparkGenerator):
-        TRANSFORMS = {**SparkGenerator.TRANSFORMS, RecursiveCTE: recursive_cte_sql, Search: search_sql, Cycle: cycle_sql}
+        TRANSFORMS = {**SparkGenerator.TRANSFORMS, RecursiveCTE: recursive_cte_sql, Search: search_sql,
+                      Cycle: cycle_sql, CteValue: cte_value_sql, OrderKey: order_key_sql}
 
     class Tokenizer(Spark.Tokenizer):
         KEYWORDS = {**Spark.Tokenizer.KEYWORDS, "EXPLAIN": tokens.TokenType.VAR, "VACUUM": tokens.TokenType.VAR}

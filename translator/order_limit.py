@@ -12,32 +12,70 @@ from __future__ import annotations
 
 from sqlglot import exp
 
+from translator.dialect import OrderKey
 from translator.errors import TranslationError
 from translator.ir import SortKey
 from translator.sql_helpers import output_name, text_of
 
 
 def hidden_order_columns(query: exp.Expression, order: exp.Order | None) -> list[exp.Expression]:
-    """ORDER BY expressions that are not output columns become hidden trailing columns."""
+    """ORDER BY expressions that are not output columns become hidden trailing columns. Over `*`, which output
+    columns there are is known once it is expanded: every key but a position is hidden, as an OrderKey."""
     if order is None or not isinstance(query, exp.Select):
         return []
     names = [output_name(e, i).lower() for i, e in enumerate(query.expressions)]
     selected = {text_of(e.unalias()) for e in query.expressions}
+    star = any(e.is_star for e in query.expressions)
     hidden = []
     for ordered in order.expressions:
         key = ordered.this
         if isinstance(key, exp.Literal) and key.is_int:
             continue
+        if star:
+            hidden.append(key)
+            continue
         if isinstance(key, exp.Column) and not key.table and key.name.lower() in names:
             continue
-        if text_of(key) in selected or any(isinstance(e, exp.Star) for e in query.expressions):
+        if text_of(key) in selected:
             continue
         if query.args.get("distinct"):
-            raise TranslationError.at_node("with SELECT DISTINCT, ORDER BY expressions must appear in the select list", key)
+            raise TranslationError.at_node(DISTINCT_ORDER, key)
         hidden.append(key)
     for i, key in enumerate(hidden):
-        query.append("expressions", exp.alias_(key.copy(), f"__order{i}"))
+        query.append("expressions", exp.alias_(OrderKey(this=key.copy()) if star else key.copy(), f"__order{i}"))
     return hidden
+
+
+DISTINCT_ORDER = "with SELECT DISTINCT, ORDER BY expressions must appear in the select list"
+
+
+def resolve_order_keys(items: list[tuple[str, exp.Expression]], distinct: bool) -> list[tuple[str, exp.Expression]]:
+    """A SELECT's items (`*` expanded) with each OrderKey replaced by the output item it names (a copy of
+    it), else by its key, which a SELECT DISTINCT may not have."""
+    visible = [(name.lower(), expression) for name, expression in items if not isinstance(expression, OrderKey)]
+    if len(visible) == len(items):
+        return items
+
+    def resolved(expression: exp.Expression) -> exp.Expression:
+        if not isinstance(expression, OrderKey):
+            return expression
+        key = expression.this
+        found = next((item for name, item in visible if names_item(key, name, item)), None)
+        if found is None and distinct:
+            raise TranslationError.at_node(DISTINCT_ORDER, key)
+        return (key if found is None else found).copy()
+
+    return [(name, resolved(expression)) for name, expression in items]
+
+
+def names_item(key: exp.Expression, name: str, item: exp.Expression) -> bool:
+    """Whether an ORDER BY key names the output item `name`, `item`: by its name, as the same column of the
+    same FROM item, or as the same expression."""
+    if isinstance(key, exp.Column) and not key.table:
+        return key.name.lower() == name
+    if isinstance(key, exp.Column) and isinstance(item, exp.Column):
+        return (key.table.lower(), key.name.lower()) == (item.table.lower(), item.name.lower())
+    return text_of(key) == text_of(item)
 
 
 def sort_keys(
@@ -48,7 +86,8 @@ def sort_keys(
     columns = [c.lower() for c in answer_columns]
     visible = len(columns) - len(hidden)
     select = query if isinstance(query, exp.Select) else None
-    selected = [text_of(e.unalias()) for e in select.expressions] if select is not None else []
+    shown = select.expressions[:len(select.expressions) - len(hidden)] if select is not None else []
+    selected = [text_of(e.unalias()) for e in shown]
     keys = []
     hidden_sql = [text_of(h) for h in hidden]
     for ordered in order.expressions:

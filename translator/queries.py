@@ -20,9 +20,9 @@ from translator.block import Block, Correlation
 from translator.correlated_with import CorrelatedWithMixin
 from translator.errors import TranslationError, UnsupportedError
 from translator.ir import Atom, Condition, HeaderAggregate, Iteration, Rule, Window, var
-from translator.order_limit import hidden_order_columns, limit_value, offset_value, sort_keys
+from translator.order_limit import hidden_order_columns, limit_value, offset_value, resolve_order_keys, sort_keys
 from translator.scope import Scope
-from translator.search_cycle import expand_search_cycle
+from translator.search_cycle import bind_values, expand_search_cycle, resolve_values
 from translator.sql_helpers import (
     cte_groups, flatten_union, outermost_aggregates, output_name, split_conjuncts, union_nodes,
 )
@@ -123,6 +123,7 @@ class QueriesMixin(CorrelatedWithMixin):
     def translate_branch(self, branch: exp.Expression, relation: str, env: dict[str, str]) -> None:
         """Add the rules of one UNION branch to `relation`."""
         target = self.program.relations[relation]
+        branch = bind_values(branch, target.columns)
         if isinstance(branch, exp.Select) and not (branch.args.get("distinct") and not target.distinct):
             self.translate_select(branch, env, None, relation)
             return
@@ -219,27 +220,37 @@ class QueriesMixin(CorrelatedWithMixin):
                 self.set_iterations.add(relation)
             env[name] = relation
             declared.append((cte, relation, flatten_union(cte.this)))
-        names = {cte.alias_or_name.lower() for cte in ctes}
-        pending = [(relation, self.declare_columns(cte, relation, branches, names, env))
-                   for cte, relation, branches in declared]
-        for relation, branches in pending:
+        pending = {relation: branches for _, relation, branches in declared}
+        undeclared = [(cte, relation) for cte, relation, _ in declared if self.cte_column_list(cte) is None]
+        while undeclared:
+            unknown = {entry.alias_or_name.lower() for entry, _ in undeclared}
+            cte, relation = self.next_to_declare(undeclared, unknown, pending)
+            pending[relation] = self.declare_columns(cte, relation, pending[relation], unknown, env)
+            undeclared.remove((cte, relation))
+        for relation, branches in pending.items():
             for branch in branches:
                 self.translate_branch(branch, relation, env)
         for cte, relation, _ in declared:
             if self.program.relations[relation].iteration is Iteration.BAG:
                 self.iterate_as_recursion(relation, cte)
 
+    def next_to_declare(self, undeclared: list[tuple[exp.CTE, str]], unknown: set[str],
+                        pending: dict[str, list[exp.Expression]]) -> tuple[exp.CTE, str]:
+        """The CTE without a column list whose columns can be known next: its first branch names them, or
+        reads no CTE of the recursion whose columns are `unknown` (the first, which cannot, otherwise)."""
+        return next((entry for entry in undeclared
+                     if self.branch_columns(pending[entry[1]][0], required=False) is not None
+                     or not self.reads_any(pending[entry[1]][0], unknown)), undeclared[0])
+
     def declare_columns(
-        self, cte: exp.CTE, relation: str, branches: list[exp.Expression], names: set[str], env: dict[str, str]
+        self, cte: exp.CTE, relation: str, branches: list[exp.Expression], unknown: set[str], env: dict[str, str]
     ) -> list[exp.Expression]:
         """Give a recursive CTE without a column list the columns of its first branch, translating that
-        branch first when only its translation knows them (SELECT *, VALUES): possible when it reads none of
-        the recursion's CTEs. Returns the branches still to translate."""
-        if self.cte_column_list(cte) is not None:
-            return branches
+        branch first when only its translation knows them (SELECT *, VALUES): possible when it reads no CTE
+        of the recursion whose columns are `unknown`. Returns the branches still to translate."""
         anchor = branches[0]
         columns, source = self.leading_columns(anchor, env, f"{cte.alias_or_name.lower()}_anchor",
-                                               required=self.reads_any(anchor, names))
+                                               required=self.reads_any(anchor, unknown))
         self.program.relations[relation] = replace(self.program.relations[relation], columns=columns)
         if source is None:
             return branches
@@ -333,7 +344,8 @@ class QueriesMixin(CorrelatedWithMixin):
             conjuncts.extend(split_conjuncts(where.this))
         self.translate_conjuncts(conjuncts, block, env)
 
-        items = self.expand_stars(select, block)
+        items = resolve_values(self.expand_stars(select, block))
+        items = resolve_order_keys(items, distinct=bool(select.args.get("distinct")))
         group = select.args.get("group")
         having = select.args.get("having")
         aggregating = group is not None or having is not None or any(outermost_aggregates(e) for _, e in items)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from translator.dialect import Cycle, Search
+from translator.dialect import CteValue, Cycle, Search
 from translator.errors import TranslationError, UnsupportedError
 from translator.sql_helpers import flatten_union, output_name
 
@@ -36,10 +36,10 @@ def expand_search_cycle(cte: exp.CTE) -> exp.CTE:
     for branch in branches:
         extended = extended_row(branch, name, search or cycle)
         if search is not None:
-            values = values_of(branch, columns, search)
+            values = values_of(columns, search)
             branch.append("expressions", exp.alias_(sequence(search, values, extended), search.this.name))
         if cycle is not None:
-            for item in cycle_columns(cycle, values_of(branch, columns, cycle), extended):
+            for item in cycle_columns(cycle, values_of(columns, cycle), extended):
                 branch.append("expressions", item)
             if extended is not None:
                 branch.where(not_marked(cycle, extended), copy=False)
@@ -51,25 +51,68 @@ def expand_search_cycle(cte: exp.CTE) -> exp.CTE:
     return cte
 
 
-def cte_columns(cte: exp.CTE, anchor: exp.Select) -> list[str]:
-    """The CTE's column names: its list, else the names of its first branch's items."""
+def cte_columns(cte: exp.CTE, anchor: exp.Select) -> list[str] | None:
+    """The CTE's column names: its list, else the names of its first branch's items; None when that branch's
+    `*` gives them."""
     alias = cte.args.get("alias")
     if alias is not None and alias.columns:
         return [column.name.lower() for column in alias.columns]
-    if any(isinstance(item, exp.Star) or item.is_star for item in anchor.expressions):
-        raise UnsupportedError.at_node("SEARCH / CYCLE need the CTE's columns listed (not SELECT *)", anchor)
+    if any(item.is_star for item in anchor.expressions):
+        return None
     return [output_name(item, i).lower() for i, item in enumerate(anchor.expressions)]
 
 
-def values_of(branch: exp.Select, columns: list[str], clause: Search | Cycle) -> list[exp.Expression]:
-    """What a branch computes for each column the clause names."""
+def values_of(columns: list[str] | None, clause: Search | Cycle) -> list[CteValue]:
+    """What a branch computes for each column the clause names: its item at the column's position among the
+    CTE's `columns` (None: not known before the first branch's `*` are expanded)."""
     values = []
     for column in clause.expressions:
-        if column.name.lower() not in columns:
-            raise TranslationError.at_node(
-                f"{clause.key.upper()} column '{column.name}' is not a column of the CTE", column)
-        values.append(branch.expressions[columns.index(column.name.lower())].unalias())
+        value = CteValue(this=column.copy(), clause=clause.key.upper())
+        if columns is not None:
+            value.set("position", column_position(value, columns))
+        values.append(value)
     return values
+
+
+def column_position(value: CteValue, columns: list[str]) -> int:
+    """Where the column a CteValue names is among `columns`."""
+    if value.name.lower() not in columns:
+        raise TranslationError.at_node(
+            f"{value.args['clause']} column '{value.name}' is not a column of the CTE", value.this)
+    return columns.index(value.name.lower())
+
+
+def bind_values(branch: exp.Expression, columns: tuple[str, ...]) -> exp.Expression:
+    """A branch of a relation with `columns`, its CteValue items given their positions among them."""
+    if not any(value.args.get("position") is None for value in branch.find_all(CteValue)):
+        return branch
+    branch = branch.copy()
+    names = [column.lower() for column in columns]
+    for value in branch.find_all(CteValue):
+        if value.args.get("position") is None:
+            value.set("position", column_position(value, names))
+    return branch
+
+
+def resolve_values(items: list[tuple[str, exp.Expression]]) -> list[tuple[str, exp.Expression]]:
+    """A SELECT's items (`*` expanded) with each CteValue in them replaced by the item it stands for, one of
+    the items before those holding CteValues."""
+    selected = [(name, expression) for name, expression in items if not expression.find(CteValue)]
+    if len(selected) == len(items):
+        return items
+    names = [name.lower() for name, _ in selected]
+
+    def value(node: exp.Expression) -> exp.Expression:
+        if not isinstance(node, CteValue):
+            return node
+        position = column_position(node, names) if node.args.get("position") is None else node.args["position"]
+        if position >= len(selected):
+            raise TranslationError.at_node(
+                f"a branch of the CTE selects {len(selected)} columns, too few for {node.args['clause']} "
+                f"column '{node.name}'", node.this)
+        return selected[position][1].copy()
+
+    return [(name, expression.transform(value)) for name, expression in items]
 
 
 def extended_row(branch: exp.Select, name: str, clause: exp.Expression) -> exp.Identifier | None:

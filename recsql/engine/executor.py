@@ -78,8 +78,6 @@ class Executor:
                 return Answer(list(plan.program.output_columns), list(types), table)
             except CapacityExceeded as exceeded:
                 self.outgrown[exceeded.relations] = exceeded.reached
-                if self.trace is not None:
-                    self.trace.forget(exceeded.relations)
             except (ArithmeticLimit, LocalLimit) as limit:
                 if isinstance(limit, LocalLimit) and self.settings.strategy == Strategy.LOCAL.value:
                     raise

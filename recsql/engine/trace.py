@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from recsql.engine.progress import Progress, ProgressListener
+
 
 @dataclass(frozen=True)
 class Step:
@@ -22,6 +24,15 @@ class Trace:
 
     def record(self, step: Step) -> None:
         self.steps.append(step)
+
+    def progress(self, event: Progress) -> None:
+        """An iteration of a recursion as a step (events tell the time since the recursion started). Its exit
+        rules mean an evaluation from the start: the steps of one before it, which outgrew this process and
+        starts again elsewhere, are dropped (one going on from where it stopped keeps them)."""
+        if event.iteration == 0:
+            self.forget(event.relations)
+        seconds = event.elapsed - self.elapsed_in(event.relations)
+        self.record(Step(event.relations, event.iteration, dict(event.facts), seconds))
 
     def restart(self, reason: str) -> None:
         """The whole evaluation starts again: what it recorded so far is gone."""
@@ -61,3 +72,16 @@ class Trace:
         lines += self.notes
         lines += [f"started again: {reason}" for reason in self.restarts]
         return lines
+
+
+def listening(trace: Trace | None, progress: ProgressListener | None) -> ProgressListener | None:
+    """The listener of a recursion's progress that tells EXPLAIN ANALYZE's trace and `progress`."""
+    if trace is None:
+        return progress
+
+    def listener(event: Progress) -> None:
+        trace.progress(event)
+        if progress is not None:
+            progress(event)
+
+    return listener

@@ -10,6 +10,7 @@ from sqlglot import exp
 from recsql.catalog_entries import Kind, view_query_of
 from recsql.engine.types.type_syntax import UnknownTypeName, spark_type
 from recsql.errors import NotSupportedError, ProgrammingError
+from recsql.spark_errors import first_line
 from recsql.statements import materialized
 from recsql.statements.handler import Result, Services
 from recsql.statements.queries import QUERY_TYPES, rows_of
@@ -155,5 +156,5 @@ def table_schema(session: Services, schema: exp.Schema) -> StructType:
         session.spark  # Spark's parser runs in its JVM
         return DataType.fromDDL(ddl)
     except Exception as error:  # noqa: BLE001 - Spark's parser reports the bad type
-        raise ProgrammingError(f"bad column list ({ddl}): {error}") from None
+        raise ProgrammingError(f"bad column list ({ddl}): {first_line(str(error))}") from None
 

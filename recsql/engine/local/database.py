@@ -4,6 +4,7 @@ strategy evaluates with."""
 from __future__ import annotations
 
 import contextlib
+import re
 import threading
 from typing import ClassVar, Iterator
 
@@ -52,10 +53,10 @@ class Database:
             self.registered[name] = table
 
     def query(self, sql: str, **tables: pa.Table) -> pa.Table:
-        """The result of `sql` reading the given tables by their keyword names."""
+        """The result of `sql` reading the given tables by their keyword names (DuckDB's failures as recsql's)."""
         for name, table in tables.items():
             self.register(name, table)
-        with interruptible(self.connection.interrupt):
+        with duckdb_errors(), interruptible(self.connection.interrupt):
             relation = self.connection.sql(sql)
             # newer DuckDB calls it to_arrow_table and deprecates fetch_arrow_table
             fetch = getattr(relation, "to_arrow_table", None) or relation.fetch_arrow_table
@@ -120,6 +121,11 @@ class LocalLimit(NotSupportedError):
 
 
 OUT_OF_RANGE = ("out of range", "could not cast value")  # a number a cast cannot hold (not a bad string)
+# DuckDB's words around a message: the kind of error ("Conversion Error: "), the condition a message of
+# recsql's own names as Spark does ("[DIVIDE_BY_ZERO] "), its names of integer types
+DUCKDB_KIND = re.compile(r"^(?:\[[A-Z_.]+\]\s*|(?:[A-Za-z]+ ){0,3}Error: )+")
+DUCKDB_INTEGERS = re.compile(r"\bINT(8|16|32|64)\b")
+SQL_INTEGERS = {"8": "TINYINT", "16": "SMALLINT", "32": "INT", "64": "BIGINT"}
 
 
 @contextlib.contextmanager
@@ -129,21 +135,28 @@ def duckdb_errors() -> Iterator[None]:
     try:
         yield
     except (duckdb.OutOfRangeException, duckdb.ConversionException, duckdb.InvalidInputException) as error:
-        message = first_line(error)
+        message = duckdb_message(error)
         if isinstance(error, duckdb.OutOfRangeException) or INEXACT in message or (
                 isinstance(error, duckdb.ConversionException) and any(m in message.lower() for m in OUT_OF_RANGE)):
             raise ArithmeticLimit(message) from None
         raise DataError(message) from None
     except duckdb.DataError as error:
-        raise DataError(first_line(error)) from None
+        raise DataError(duckdb_message(error)) from None
     except (duckdb.CatalogException, duckdb.BinderException, duckdb.ParserException,
             duckdb.NotImplementedException) as error:
         raise LocalLimit(
-            f"the local strategy cannot evaluate this query ({first_line(error)}); "
+            f"the local strategy cannot evaluate this query ({duckdb_message(error)}); "
             "SET recsql.strategy = distributed runs it on Spark"
         ) from None
     except duckdb.Error as error:
-        raise OperationalError(f"local evaluation failed: {first_line(error)}") from None
+        raise OperationalError(f"local evaluation failed: {duckdb_message(error)}") from None
+
+
+def duckdb_message(error: duckdb.Error) -> str:
+    """What a DuckDB error says, in recsql's words: without DuckDB's kind of error or a condition's tag,
+    integer types by their SQL names."""
+    message = DUCKDB_KIND.sub("", first_line(error))
+    return DUCKDB_INTEGERS.sub(lambda match: SQL_INTEGERS[match.group(1)], message)
 
 
 def first_line(error: Exception) -> str:

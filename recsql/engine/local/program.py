@@ -23,7 +23,7 @@ from recsql.engine.sql.printing import Dialect, Printer
 from recsql.engine.sql.queries import answer_query, relation_query, shapes_answer
 from recsql.engine.sql.rules import range_call, rule_query, table
 from recsql.engine.columns import column_names
-from recsql.engine.trace import Step, Trace
+from recsql.engine.trace import Step, Trace, listening
 from recsql.planner import Plan, Stratum
 from recsql.settings import Settings
 from translator.ir import Atom
@@ -84,8 +84,8 @@ class LocalProgram:
     def run_recursive(self, db: Database, stratum: Stratum) -> None:
         types = self.typing.stratum(stratum, self.types)
         inputs = {name: self.facts[name] for name in stratum.inputs}
-        fixpoint = LocalFixpoint(self.program, stratum, inputs, self.settings, self.progress, types.arrow,
-                                 self.spark_settings, db)
+        fixpoint = LocalFixpoint(self.program, stratum, inputs, self.settings, listening(self.trace, self.progress),
+                                 types.arrow, self.spark_settings, db)
         self.facts.update(fixpoint.run())
         self.types.update(types.spark(fixpoint.iterations))
 

@@ -19,7 +19,7 @@ from recsql.engine.spark_settings import ANSI, SparkSettings
 from recsql.engine.sql.queries import answer_query, relation_query
 from recsql.engine.sql.rules import range_call, rule_query, table
 from recsql.engine.strategies import run_stratum
-from recsql.engine.trace import Step, Trace
+from recsql.engine.trace import Step, Trace, listening
 from recsql.planner import Plan, Stratum
 from recsql.settings import Settings
 from recsql.spark_defaults import TIME_ZONE
@@ -58,8 +58,8 @@ class SparkRun:
         self.settings = settings
         self.plan = plan
         self.program = plan.program
-        self.progress = progress
         self.trace = trace
+        self.listener = listening(trace, progress)
         self.outgrown = outgrown if outgrown is not None else {}  # strata past their local capacity
         self.scratch = scratch  # the statement's files on this machine
         self.frames: dict[str, DataFrame] = {}
@@ -106,18 +106,13 @@ class SparkRun:
 
     def report(self, event: Progress) -> None:
         """Progress of a recursive component: to the listener, and to the trace under EXPLAIN ANALYZE."""
-        if self.trace is not None:
-            self.trace.record(Step(event.relations, event.iteration, dict(event.facts),
-                                   event.elapsed - self.trace.elapsed_in(event.relations)))
-        if self.progress is not None:
-            self.progress(event)
+        if self.listener is not None:
+            self.listener(event)
 
     def outgrow(self, exceeded: CapacityExceeded) -> None:
         """A stratum planned LOCAL derived more facts than its capacity: it goes on on Spark from where
         it stopped (strategies/decomposed.py) or starts again there."""
         self.outgrown[exceeded.relations] = exceeded.reached
-        if self.trace is not None:
-            self.trace.forget(exceeded.relations)
 
     def note(self, text: str) -> None:
         if self.trace is not None:

@@ -4,6 +4,9 @@ queries (`DistributedTypes`)."""
 
 from __future__ import annotations
 
+from pyspark.sql import DataFrame
+from pyspark.sql.types import NullType
+
 from recsql.engine.fixpoint import Fixpoint
 from recsql.engine.spark.context import StratumRun
 from recsql.engine.spark.engine import SparkEngine, SparkFacts
@@ -41,3 +44,21 @@ def stratum_types(run: StratumRun, stratum: Stratum) -> StratumTypes:
     except NotInferred:
         return DistributedTypes(run, run.program, stratum, timezone)
     return inferred
+
+
+def settled_frames(run: StratumRun, stratum: Stratum, frames: dict[str, DataFrame]) -> dict[str, DataFrame]:
+    """A stratum's frames with each column of NULL type (a relation no rule derived from, whose frame
+    took no type) cast to the type the stratum's types settle on, as StratumTypes.typed gives them in
+    this process: a relation is typed by its rules whether it holds facts or not."""
+    if not any(isinstance(field.dataType, NullType) for frame in frames.values() for field in frame.schema):
+        return frames
+    settled = stratum_types(run, stratum).spark(SETTLED)
+    return {name: cast_nulls(frame, settled[name]) for name, frame in frames.items()}
+
+
+def cast_nulls(frame: DataFrame, types: Row) -> DataFrame:
+    fields = frame.schema.fields
+    if not any(isinstance(field.dataType, NullType) for field in fields):
+        return frame
+    return frame.select(*[frame[field.name].cast(data_type) if isinstance(field.dataType, NullType)
+                          else frame[field.name] for field, data_type in zip(fields, types)])

@@ -15,6 +15,7 @@ from sqlglot import exp
 from recsql.engine.sql.arrays import spark_array
 
 DIVIDE_BY_ZERO = "[DIVIDE_BY_ZERO] Division by zero"
+REMAINDER_BY_ZERO = "[REMAINDER_BY_ZERO] Remainder by zero"  # Spark's for %
 # what types/exact_meaning.py tells the DuckDB printer in a node's meta
 DECIMAL = "spark_decimal"  # (precision, scale): Spark's type of a decimal result, which Spark rounds to
 DIVISION = "spark_division"  # (p, s) of the dividend, of the divisor and of the quotient: decimals
@@ -78,7 +79,8 @@ class Printer:
             if isinstance(node, (exp.Div, exp.IntDiv, exp.Mod)):
                 divisor = self.spark_semantics(node.expression)
                 zero = exp.EQ(this=divisor.copy(), expression=exp.Literal.number(0))
-                error = exp.Anonymous(this="error", expressions=[exp.Literal.string(DIVIDE_BY_ZERO)])
+                message = REMAINDER_BY_ZERO if isinstance(node, exp.Mod) else DIVIDE_BY_ZERO
+                error = exp.Anonymous(this="error", expressions=[exp.Literal.string(message)])
                 checked = exp.Case(ifs=[exp.If(this=zero, true=error if self.ansi else exp.Null())], default=divisor)
                 return node.__class__(**{**node.args, "this": self.spark_semantics(node.this), "expression": checked,
                                          "safe": False})

@@ -31,7 +31,7 @@ from recsql.engine.local.engine import LocalFixpoint, RelationTypes
 from recsql.engine.progress import Progress
 from recsql.engine.strategies.handover import HandOver, worth_handing_over
 from recsql.engine.strategies.part_output import (ITERATIONS, STATISTICS, STATISTICS_FIELDS, PartOutput,
-                                                  raise_failure, storable_in_files)
+                                                  parts_progress, raise_failure, storable_in_files)
 from recsql.engine.spark.context import StratumRun
 from recsql.engine.spark.engine import SPARK, checkpoint, empty_frame
 from recsql.engine.spark.types import stratum_types
@@ -73,8 +73,9 @@ class PartEvaluation:
         reached = None
         if self.handed_over is not None:
             reached = self.handed_over.read(name, seeds.column(0).to_pylist())
+        history: list[Progress] = []
         fixpoint = LocalFixpoint(
-            self.program, self.stratum, inputs, self.settings, types=lambda _: self.types,
+            self.program, self.stratum, inputs, self.settings, history.append, types=lambda _: self.types,
             spark_settings=self.spark_settings, seeds={name: seeds} if reached is None else None, reached=reached,
             database=Database(self.spark_settings.timezone, threads=1),
         )
@@ -85,7 +86,7 @@ class PartEvaluation:
             return
         finally:
             fixpoint.db.close()
-        yield from self.output.batches(result, fixpoint.iterations, TaskContext.get().partitionId())
+        yield from self.output.batches(result, fixpoint.iterations, TaskContext.get().partitionId(), history)
 
 
 def seed_table(batches: Iterator[pa.RecordBatch], schema: pa.Schema) -> pa.Table:
@@ -155,7 +156,7 @@ class Decomposed:
         iterations = max((row[0] for row in statistics), default=0)
         facts = sum(row[1] for row in statistics)
         Limits(self.program, self.stratum, self.context.settings).check_rows(facts, iterations)
-        self.report_end(iterations, facts, time.monotonic() - started)
+        self.report_end(statistics, time.monotonic() - started)
         return {name: result}
 
     def files_directory(self, schema: StructType) -> str | None:
@@ -177,10 +178,12 @@ class Decomposed:
         statistics = parts.where(F.col(ITERATIONS).isNotNull()).select(*STATISTICS).collect()  # a row a part
         return parts.where(F.col(ITERATIONS).isNull()).drop(*STATISTICS), statistics
 
-    def report_end(self, iterations: int, facts: int, elapsed: float) -> None:
-        """The progress listener hears of the parts' fixpoint once, when every part has reached its own."""
-        (name,) = self.stratum.relations
-        self.context.report(Progress(self.stratum.relations, iterations, 0, facts, elapsed, {name: facts}))
+    def report_end(self, statistics: list[Row], elapsed: float) -> None:
+        """The progress listener hears of the parts' fixpoint once every part has reached its own: of each
+        iteration, the facts all parts derived in it."""
+        before = self.reached.seconds if self.handed_over is not None else 0.0
+        for event in parts_progress(self.stratum.relations, statistics, elapsed, before):
+            self.context.report(event)
 
     barrier = False  # the tasks run independently
 

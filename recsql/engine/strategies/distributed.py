@@ -9,6 +9,7 @@ from pyspark.sql import DataFrame
 from recsql.engine.fixpoint import Fixpoint, Limits
 from recsql.engine.spark.engine import SparkEngine, without_constraints
 from recsql.engine.spark.context import StratumRun
+from recsql.engine.spark.types import settled_frames
 from recsql.engine.strategies.exchanged import run_exchanged
 from recsql.planner import Stratum
 
@@ -21,4 +22,4 @@ def run_distributed(run: StratumRun, stratum: Stratum) -> dict[str, DataFrame]:
     engine = SparkEngine(run.spark, run.views, lambda atom: run.source(atom.relation), run.plan.order_variant)
     with without_constraints(run.spark):
         facts = Fixpoint(engine, run.program, stratum).run(Limits(run.program, stratum, run.settings), run.report)
-    return {name: relation.frame for name, relation in facts.items()}
+    return settled_frames(run, stratum, {name: relation.frame for name, relation in facts.items()})

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Callable, Iterator, Mapping
 
 import pyarrow as pa
-from pyspark.sql import DataFrame
+from pyspark.sql import DataFrame, Row
 
 from recsql.engine.columns import column_names
 from recsql.engine.fixpoint import Fixpoint, Limits, iterate
@@ -80,7 +80,7 @@ class Exchanged(Decomposed):
         finally:
             watcher.finish()
 
-    def report_end(self, iterations: int, facts: int, elapsed: float) -> None:
+    def report_end(self, statistics: list[Row], elapsed: float) -> None:
         """Nothing more: the watcher reported every iteration as the tasks completed it."""
 
     def parts(self) -> int:

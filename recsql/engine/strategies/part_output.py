@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Iterable, Iterator
+from typing import Iterable, Iterator, Sequence
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+from pyspark.sql import Row
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import (ArrayType, AtomicType, BinaryType, BooleanType, DataType, DateType, DecimalType,
                                DoubleType, FloatType, IntegralType, LongType, MapType, StringType, StructField,
@@ -23,13 +24,18 @@ from pyspark.sql.types import (ArrayType, AtomicType, BinaryType, BooleanType, D
 
 from recsql.engine.local.database import first_line
 from recsql.engine.local.exchange import Stopped
+from recsql.engine.progress import Progress
 from recsql.errors import Error, error_class
 
-# a part's statistics row (null in its facts' rows); a failed part's statistics row names its error
-ITERATIONS, FACTS, FAILURE = "recsql_part_iterations", "recsql_part_facts", "recsql_part_failure"
-STATISTICS = (ITERATIONS, FACTS, FAILURE)
+# a part's statistics row (null in its facts' rows): its iterations, facts, the new facts and the time so far
+# after each iteration (for EXPLAIN ANALYZE); a failed part's statistics row names its error
+ITERATIONS, FACTS, FAILURE, HISTORY = ("recsql_part_iterations", "recsql_part_facts", "recsql_part_failure",
+                                       "recsql_part_history")
+STATISTICS = (ITERATIONS, FACTS, FAILURE, HISTORY)
+STEP = StructType([StructField("iteration", LongType()), StructField("facts", LongType()),
+                   StructField("elapsed", DoubleType())])
 STATISTICS_FIELDS = (StructField(ITERATIONS, LongType()), StructField(FACTS, LongType()),
-                     StructField(FAILURE, StringType()))
+                     StructField(FAILURE, StringType()), StructField(HISTORY, ArrayType(STEP)))
 STATISTICS_SCHEMA = to_arrow_schema(StructType(list(STATISTICS_FIELDS)))
 STOPPED = f"{Stopped.__name__}: "  # the failure of a part stopped because another part failed
 
@@ -48,8 +54,9 @@ class PartOutput:
     schema: pa.Schema  # the facts
     directory: str | None = None  # where each part writes its facts, one file each
 
-    def batches(self, result: pa.Table, iterations: int, part: int) -> Iterator[pa.RecordBatch]:
-        """A part's facts and its statistics row."""
+    def batches(self, result: pa.Table, iterations: int, part: int,
+                history: Sequence[Progress] = ()) -> Iterator[pa.RecordBatch]:
+        """A part's facts and its statistics row (`history`: its fixpoint's progress, iteration by iteration)."""
         facts = result.cast(self.schema)
         if self.directory is None:
             output = self.output_schema()
@@ -58,7 +65,7 @@ class PartOutput:
                 yield pa.RecordBatch.from_arrays([*batch.columns, *nothing], schema=output)
         else:
             self.write(facts, part)
-        yield self.statistics(iterations, result.num_rows, None)
+        yield self.statistics(iterations, result.num_rows, None, history)
 
     def failure(self, error: Exception) -> pa.RecordBatch:
         """The statistics row of a part whose evaluation failed: the error travels as data, since Spark
@@ -70,9 +77,13 @@ class PartOutput:
             failure = f"InternalError: a Spark task failed: {type(error).__name__}: {first_line(error)}"
         return self.statistics(0, 0, failure)
 
-    def statistics(self, iterations: int, facts: int, failure: str | None) -> pa.RecordBatch:
+    def statistics(self, iterations: int, facts: int, failure: str | None,
+                   history: Sequence[Progress] = ()) -> pa.RecordBatch:
         no_fact = [pa.nulls(1, field.type) for field in self.rows()]
-        statistics = [pa.array([iterations], pa.int64()), pa.array([facts], pa.int64()), pa.array([failure], pa.string())]
+        steps = [{"iteration": event.iteration, "facts": event.delta_rows, "elapsed": event.elapsed}
+                 for event in history]
+        statistics = [pa.array([iterations], pa.int64()), pa.array([facts], pa.int64()),
+                      pa.array([failure], pa.string()), pa.array([steps], STATISTICS_SCHEMA.field(HISTORY).type)]
         return pa.RecordBatch.from_arrays([*no_fact, *statistics], schema=self.output_schema())
 
     def rows(self) -> pa.Schema:
@@ -107,6 +118,27 @@ def file_type(data_type: DataType) -> bool:
     if isinstance(data_type, StructType):
         return storable_in_files(data_type)
     return isinstance(data_type, AtomicType) and isinstance(data_type, FILE_TYPES)
+
+
+def parts_progress(relations: tuple[str, ...], statistics: Sequence[Row], elapsed: float,
+                   before: float = 0.0) -> list[Progress]:
+    """The progress of a fixpoint run by parts, iteration by iteration, from the parts' statistics rows: the
+    new facts of all parts, at the time the slowest part had taken; the last iteration at the job's own
+    time (`elapsed`). `before`: the time of an evaluation the parts went on from. Parts without exit facts
+    run no iteration: with none, the exit rules derived nothing."""
+    facts: dict[int, int] = {} if statistics else {0: 0}
+    seconds: dict[int, float] = {}
+    for row in statistics:
+        for step in row[HISTORY] or ():
+            facts[step["iteration"]] = facts.get(step["iteration"], 0) + step["facts"]
+            seconds[step["iteration"]] = max(seconds.get(step["iteration"], 0.0), step["elapsed"])
+    events, total, last = [], 0, max(facts, default=0)
+    for iteration in sorted(facts):
+        total += facts[iteration]
+        at = elapsed if iteration == last else min(seconds[iteration], elapsed)
+        new = {name: facts[iteration] for name in relations}
+        events.append(Progress(relations, iteration, facts[iteration], total, before + at, new))
+    return events
 
 
 def raise_failure(failures: Iterable[str | None]) -> None:

@@ -16,7 +16,7 @@ from typing import Callable, Mapping, Sequence
 
 import pyarrow as pa
 from pyspark.sql.pandas.types import to_arrow_schema
-from pyspark.sql.types import DataType, LongType, StructField, StructType
+from pyspark.sql.types import DataType, LongType, NullType, StructField, StructType
 from sqlglot import exp
 
 from recsql.engine.columns import column_names
@@ -97,6 +97,15 @@ class StratumTypes:
         start, settled = self.at(0), self.at(SETTLED)
         return all(start[name][v] == settled[name][v] for name in settled for v in (Version.FULL, Version.DELTA))
 
+    def typed(self, iteration: int, name: str, version: Version) -> Row:
+        """The types of a version of a relation after `iteration` iterations, those its facts settle on where
+        they are NULL types: a relation no rule has derived facts of yet (or only NULLs there) is typed by
+        its rules, as when it holds facts."""
+        types = self.at(iteration)[name][version]
+        if not any(isinstance(data_type, NullType) for data_type in types):
+            return types
+        return settled_nulls(types, self.at(SETTLED)[name][Version.FULL])
+
     def arrow(self, iteration: int) -> dict[str, RelationTypes]:
         """Arrow schemas of each relation's candidates, delta and full facts in iteration `iteration`."""
         result = {}
@@ -104,7 +113,8 @@ class StratumTypes:
             candidates = types[CANDIDATES]
             names = candidate_columns(self.program.relations[name])
             result[name] = RelationTypes(
-                self.arrow_schema(types[Version.FULL]), self.arrow_schema(types[Version.DELTA]),
+                self.arrow_schema(self.typed(iteration, name, Version.FULL)),
+                self.arrow_schema(self.typed(iteration, name, Version.DELTA)),
                 arrow_schema(candidates, self.timezone, names) if candidates is not None else None)
         return result
 
@@ -113,7 +123,7 @@ class StratumTypes:
 
     def spark(self, iteration: int) -> dict[str, Row]:
         """The types of each relation's facts after `iteration` iterations."""
-        return {name: types[Version.FULL] for name, types in self.at(iteration).items()}
+        return {name: self.typed(iteration, name, Version.FULL) for name in self.at(iteration)}
 
 
 class TypeEngine:
@@ -184,6 +194,12 @@ class InferredTypes(StratumTypes):
 
     def candidates(self, relation: str) -> Row | None:
         return self.engine.candidates.get(relation)
+
+
+def settled_nulls(types: Row, settled: Row) -> Row:
+    """`types` with each NULL type replaced by the settled type of its column (a column of NULL type holds
+    only NULLs, values of any type)."""
+    return tuple(later if isinstance(now, NullType) else now for now, later in zip(types, settled))
 
 
 def outside_types(tables: TableTypes, atom: Atom) -> Row:

@@ -162,7 +162,7 @@ def expression_type(expression: exp.Expression, variables: Mapping[str, T.DataTy
             return T.DoubleType()
         return division_type(*operands)
     if isinstance(node, (exp.IntDiv, exp.Mod)):
-        operands = [expression_type(o, variables) for o in (node.this, node.expression)]
+        operands = operand_types(node, variables)
         if not all(isinstance(o, INTEGRAL) for o in operands):
             raise NotInferred(f"{node.key} of non-integral operands")
         return T.LongType() if isinstance(node, exp.IntDiv) else wider(*operands)
@@ -209,7 +209,7 @@ def literal_type(literal: exp.Literal) -> T.DataType:
 
 
 def numeric(data_type: T.DataType) -> T.DataType:
-    """A number type (arithmetic on an untyped NULL takes a type from Spark's coercion rules: avoided)."""
+    """A number type (arithmetic on untyped NULLs alone takes a type from Spark's coercion rules: avoided)."""
     if numeric_rank(data_type) is None and not isinstance(data_type, T.DecimalType):
         raise NotInferred(f"arithmetic on {data_type.simpleString()}")
     return data_type
@@ -241,8 +241,7 @@ def arithmetic(node: exp.Expression, variables: Mapping[str, T.DataType]) -> T.D
         return date_arithmetic(expression_type(node.this, variables), node.expression)
     operands = decimal_operands(node, variables)
     if operands is None:
-        left, right = (numeric(expression_type(o, variables)) for o in (node.this, node.expression))
-        return wider(left, right)
+        return wider(*operand_types(node, variables))
     a, b = operands
     if isinstance(node, exp.Mul):
         return adjusted(a.precision + b.precision + 1, a.scale + b.scale)
@@ -255,10 +254,19 @@ def decimal_operands(node: exp.Expression, variables: Mapping[str, T.DataType]) 
     decimal and neither is floating point (None otherwise): an integral operand as the decimal that holds
     its type's values, an integral literal as the fewest digits that hold it (Spark's
     literalPickMinimumPrecision)."""
-    types = [numeric(expression_type(o, variables)) for o in (node.this, node.expression)]
+    types = operand_types(node, variables)
     if not any(isinstance(t, T.DecimalType) for t in types) or any(isinstance(t, FRACTIONAL) for t in types):
         return None
     return tuple(literal_decimal(o) or as_decimal(t) for o, t in zip((node.this, node.expression), types))
+
+
+def operand_types(node: exp.Expression, variables: Mapping[str, T.DataType]) -> tuple[T.DataType, T.DataType]:
+    """The number types of a binary arithmetic node's operands: an untyped NULL beside a number takes its
+    type, as Spark casts it to the wider of the two (a column of a relation with no facts yet is one)."""
+    left, right = (expression_type(o, variables) for o in (node.this, node.expression))
+    if isinstance(left, T.NullType) != isinstance(right, T.NullType):
+        left, right = (right, right) if isinstance(left, T.NullType) else (left, left)
+    return numeric(left), numeric(right)
 
 
 def literal_decimal(node: exp.Expression) -> T.DecimalType | None:
