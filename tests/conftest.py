@@ -8,7 +8,10 @@ from __future__ import annotations
 import os
 
 import pytest
-from strategies import counting_runs
+
+pytest.register_assert_rewrite("duckdb_reference")  # before any test module imports it: its asserts explain themselves
+
+from strategies import counting_runs  # noqa: E402 - after the rewrite is registered
 
 import recsql
 

@@ -11,8 +11,6 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-pytest.register_assert_rewrite("duckdb_reference")
-
 import duckdb_reference
 import recsql
 from duckdb_reference import check

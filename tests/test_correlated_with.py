@@ -15,8 +15,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-pytest.register_assert_rewrite("duckdb_reference")
-
 import duckdb_reference
 import recsql
 from duckdb_reference import check, q, register_both

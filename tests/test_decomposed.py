@@ -19,8 +19,6 @@ import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-pytest.register_assert_rewrite("duckdb_reference")
-
 import duckdb_reference
 from duckdb_reference import check, normalize
 from explain import explain

@@ -18,8 +18,6 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-pytest.register_assert_rewrite("duckdb_reference")
-
 import duckdb_reference
 from duckdb_reference import register_tables
 from explain import explain

@@ -12,8 +12,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-pytest.register_assert_rewrite("duckdb_reference")  # before its import: its asserts explain themselves like ours
-
 import duckdb_reference
 from duckdb_reference import check, q, register_both
 from explain import explain

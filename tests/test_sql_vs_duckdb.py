@@ -16,8 +16,6 @@ from collections import Counter
 import pandas as pd
 import pytest
 
-pytest.register_assert_rewrite("duckdb_reference")  # before its import: its asserts explain themselves like ours
-
 import duckdb_reference
 from duckdb_reference import normalize, q, register_both
 from spark_jobs import spark_jobs
