@@ -26,7 +26,7 @@ from typing import Callable
 import pyarrow as pa
 from hypothesis import strategies as st
 
-INT, STR = "int", "str"
+INT, STR, DOUBLE = "int", "str", "double"  # DOUBLE: only in the answer's columns (`/`, avg), never compared
 ARROW = {"INT": pa.int32(), "BIGINT": pa.int64(), "STRING": pa.string()}
 KIND = {"INT": INT, "BIGINT": INT, "STRING": STR}
 DIV = "\x00div\x00"  # integer division: `div` in Spark SQL, `//` in DuckDB
@@ -74,12 +74,13 @@ PLAIN_TYPES = (("a", "INT"), ("b", "BIGINT"), ("s", "STRING"))
 
 
 @st.composite
-def edge_rows(draw, nulls: bool = True, acyclic: bool = False, max_size: int = 12) -> tuple[tuple, ...]:
+def edge_rows(draw, nulls: bool = True, acyclic: bool = False, min_size: int = 0,
+              max_size: int = 12) -> tuple[tuple, ...]:
     """(src, dst, w) rows: random edges over NODES (cycles and self-loops come by themselves on six nodes), plus
     parallel edges (an edge again with another weight) and exact duplicates of some; w never NULL (>= 0).
     `acyclic`: every edge goes from a smaller node to a larger one."""
     node = nullable(NODES) if nulls else NODES
-    pairs = draw(st.lists(st.tuples(node, node), max_size=max_size))
+    pairs = draw(st.lists(st.tuples(node, node), min_size=min_size, max_size=max_size))
     if acyclic:
         pairs = [(a, b) if a is None or b is None or a < b else (b, a) if b < a else (a, a + 1) for a, b in pairs]
     rows = [(a, b, draw(WEIGHTS)) for a, b in pairs]
@@ -177,6 +178,8 @@ class QueryBuilder:
     # -- expressions ------------------------------------------------------------------------------------------
 
     def expr(self, kind: str, scope: Scope, rels: list[Relation], depth: int = 2, finite: bool = False) -> str:
+        if kind == DOUBLE:  # Spark's `/` of integers is a DOUBLE, and so is DuckDB's
+            return f"({self.int_expr(scope, rels, depth, finite)} / {self.choose([2, 3, -4])})"
         return (self.int_expr if kind == INT else self.str_expr)(scope, rels, depth, finite)
 
     def int_expr(self, scope: Scope, rels: list[Relation], depth: int, finite: bool) -> str:
@@ -334,6 +337,8 @@ class QueryBuilder:
         return f"{self.choose(columns_of(inner, kind))} = {self.choose(columns_of(outer, kind))}"
 
     def aggregate(self, kind: str, scope: Scope) -> str:
+        if kind == DOUBLE:
+            return self.choose([f"avg({self.expr(INT, scope, [], 1)})", f"sum({self.expr(DOUBLE, scope, [], 1)})"])
         arg = self.expr(kind, scope, [], 1)
         if kind == STR:
             return f"{self.choose(['min', 'max'])}({arg})"
@@ -473,8 +478,8 @@ class QueryBuilder:
             branch = f"({branch} EXCEPT {self.select(rels, kinds)})"
         return branch
 
-    def kinds(self) -> list[str]:
-        return [self.choose([INT, INT, STR]) for _ in range(self.draw(st.integers(1, 3)))]
+    def kinds(self, doubles: bool = False) -> list[str]:
+        return [self.choose([INT, INT, STR] + [DOUBLE] * doubles) for _ in range(self.draw(st.integers(1, 3)))]
 
     @staticmethod
     def names(kinds: list[str]) -> tuple[str, ...]:
@@ -499,7 +504,7 @@ class QueryBuilder:
             ctes.append(text)
             rels.append(relation)
         with_clause = f"WITH {'RECURSIVE ' * recursive}{', '.join(ctes)} " if ctes else ""
-        kinds = self.kinds()
+        kinds = self.kinds(doubles=True)
         # the answer reads the last CTEs most of the time (else they would mostly be computed for nothing)
         body = self.set_expression(rels[-2:] if ctes and self.chance(0.6) else rels, kinds)
         ordered = self.chance(0.3)
@@ -700,7 +705,7 @@ class ProgramBuilder:
 
     def comparisons(self, variables: list[str]) -> tuple:
         found = []
-        for _ in range(self.draw(st.integers(0, 2))):
+        for _ in range(self.draw(st.sampled_from([0, 0, 0, 1, 2]))):  # mostly none: else most answers are empty
             left = self.draw(st.sampled_from(variables))
             right = self.draw(st.one_of(st.sampled_from(variables), st.integers(0, 5)))
             found.append((left, self.draw(st.sampled_from(sorted(COMPARISONS))), right))
@@ -710,7 +715,7 @@ class ProgramBuilder:
 @st.composite
 def programs(draw) -> Program:
     """Mutual and non-linear recursion over 1-2 edge tables (see ProgramBuilder)."""
-    tables = tuple(Table(f"dq_e{i + 1}", EDGE_TYPES, draw(edge_rows(max_size=10)))
+    tables = tuple(Table(f"dq_e{i + 1}", EDGE_TYPES, draw(edge_rows(min_size=3, max_size=10)))
                    for i in range(draw(st.integers(1, 2))))
     return ProgramBuilder(draw, tables).program(tables)
 
@@ -734,7 +739,8 @@ def header_aggregates(draw) -> HeaderAggregate:
     aggregate = draw(st.sampled_from(["min", "min", "max", "count", "sum"]))
     rows = draw(edge_rows(acyclic=aggregate != "min"))
     table = Table("dq_e1", EDGE_TYPES, rows)
-    start = draw(NODES)
+    sources = sorted({src for src, _, _ in rows if src is not None})
+    start = draw(st.sampled_from(sources) if sources and draw(st.integers(0, 3)) else NODES)
     least_weight = draw(st.sampled_from([None, 1, 3]))
     edge_filter = f" AND e.w >= {least_weight}" if least_weight is not None else ""
     usable = [row for row in rows if least_weight is None or row[2] >= least_weight]

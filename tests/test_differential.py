@@ -3,9 +3,10 @@ what it computes as recsql documents it (linear recursion, plain SQL), a plain-P
 non-linear recursion and for aggregates in a recursive CTE's header.
 
 In the suite the examples are derandomized: the same few hundred queries each run (a red run is a regression, never
-luck), about three minutes in all, most of them in process (`local`), fewer on Spark. A long run explores new
-examples: RECSQL_DIFFERENTIAL_EXAMPLES=N runs N examples of each test under each strategy, from a random seed (pick
-strategies with -k, e.g. `-k local`), and keeps failures in hypothesis's example database to replay them.
+luck), about three minutes in all, most of them in process (`local`), fewer on Spark; a failing example is reported
+as found, not shrunk (shrinking one takes minutes). A long run explores new examples:
+RECSQL_DIFFERENTIAL_EXAMPLES=N runs N examples of each test under each strategy, from a random seed (pick strategies
+with -k, e.g. `-k local`), shrinks what fails, and keeps it in hypothesis's example database to replay it.
 
 A recsql.NotSupportedError is a deliberate refusal: the example is discarded (`assume`). Any other exception fails,
 and so does a wrong answer. Answers are compared as multisets, or as lists where the query orders every column.
@@ -18,7 +19,7 @@ from collections import Counter
 
 import duckdb
 import pytest
-from hypothesis import HealthCheck, assume, given, note, settings
+from hypothesis import HealthCheck, Phase, assume, given, note, settings
 
 pytest.register_assert_rewrite("duckdb_reference")  # before its import: its asserts explain themselves like ours
 
@@ -39,12 +40,14 @@ EXAMPLES = {
 }
 
 
-def examples(test: str, strategy: str) -> settings:
-    """Hypothesis' settings for `test` under `strategy`: the suite's fixed examples, or a long run's new ones."""
+def examples(test: str, runs) -> settings:
+    """Hypothesis' settings for `test` under the strategy `runs` are for: the suite's fixed examples, reported as
+    found (shrinking one can take minutes), or a long run's new ones, shrunk."""
     return settings(
-        max_examples=LONG_RUN or EXAMPLES[test][strategy.strategy],
+        max_examples=LONG_RUN or EXAMPLES[test][runs.strategy],
         derandomize=not LONG_RUN,
         database=settings.default.database if LONG_RUN else None,
+        phases=list(Phase) if LONG_RUN else [Phase.explicit, Phase.generate],
         deadline=None,
         print_blob=True,
         suppress_health_check=list(HealthCheck),
