@@ -258,7 +258,10 @@ class QueryBuilder:
         kind = self.choose([INT, INT, STR])
         sub = lambda: self.expr(kind, scope, rels, max(depth - 1, 0))  # noqa: E731
         if choice == "compare":
-            return f"{sub()} {self.choose(['=', '<>', '<', '<=', '>', '>='])} {sub()}"
+            left, op, right = sub(), self.choose(['=', '<>', '<', '<=', '>', '>=']), sub()
+            if right == left and self.chance(0.75):  # with few columns, `x = x` would be most comparisons
+                right = sub()
+            return f"{left} {op} {right}"
         if choice == "is_null":
             return f"{sub()} IS {self.choose(['', 'NOT '])}NULL"
         if choice == "between":
