@@ -531,6 +531,12 @@ def queries(draw, tables: tuple[Table, ...]) -> Query:
     return QueryBuilder(draw, relations_of(tables)).query()
 
 
+@st.composite
+def databases_and_queries(draw) -> tuple[tuple[Table, ...], Query]:
+    tables = draw(databases())
+    return tables, draw(queries(tables))
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # Mutual and non-linear recursion, against a plain-Python least fixpoint
 # ---------------------------------------------------------------------------------------------------------------

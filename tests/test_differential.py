@@ -25,14 +25,14 @@ pytest.register_assert_rewrite("duckdb_reference")  # before its import: its ass
 
 import random_sql
 from duckdb_reference import multiset_diff, normalize
-from strategies import module_under
+from strategies import Runs, module_under
 
 import recsql
 
 pytestmark = module_under("local", "decomposed", "distributed")
 
 LONG_RUN = int(os.environ.get("RECSQL_DIFFERENTIAL_EXAMPLES", "0"))
-# examples per test in the suite, by strategy: a query costs about 20 ms in process, 0.3-1 s on Spark
+# examples per test in the suite, by strategy: a query in process costs a fraction of one on Spark (0.3-1 s)
 EXAMPLES = {
     "queries": {"local": 200, "decomposed": 25, "distributed": 25},
     "programs": {"local": 40, "decomposed": 8, "distributed": 8},
@@ -40,7 +40,7 @@ EXAMPLES = {
 }
 
 
-def examples(test: str, runs) -> settings:
+def examples(test: str, runs: Runs) -> settings:
     """Hypothesis' settings for `test` under the strategy `runs` are for: the suite's fixed examples, reported as
     found (shrinking one can take minutes), or a long run's new ones, shrunk."""
     return settings(
@@ -63,6 +63,7 @@ def duck():
 
 
 def register(conn, duck, tables) -> None:
+    """The example's tables on recsql's connection and on DuckDB (each replaces the previous example's)."""
     for table in tables:
         data = table.arrow()
         conn.register(table.name, data)
@@ -92,9 +93,9 @@ def assert_same(got: list[tuple], expected: list[tuple], ordered: bool, sql: str
 
 
 def test_queries_match_duckdb(conn, duck, strategy):
+    """Plain SQL and linear recursion: recsql's answer is DuckDB's."""
     @examples("queries", strategy)
-    @given(case=random_sql.databases().flatmap(lambda tables: random_sql.queries(tables).map(
-        lambda query: (tables, query))))
+    @given(case=random_sql.databases_and_queries())
     def run(case):
         tables, query = case
         register(conn, duck, tables)
@@ -109,6 +110,7 @@ def test_queries_match_duckdb(conn, duck, strategy):
 
 
 def test_mutual_and_nonlinear_recursion_match_python(conn, duck, strategy):
+    """Mutual and non-linear recursion under UNION: the least fixpoint, computed in plain Python."""
     @examples("programs", strategy)
     @given(program=random_sql.programs())
     def run(program):
@@ -119,6 +121,7 @@ def test_mutual_and_nonlinear_recursion_match_python(conn, duck, strategy):
 
 
 def test_header_aggregates_match_python(conn, duck, strategy):
+    """min() / max() / count() / sum() in a recursive CTE's header: each group's value over every derivation."""
     @examples("header_aggregates", strategy)
     @given(case=random_sql.header_aggregates())
     def run(case):
