@@ -8,8 +8,9 @@ weight) and duplicate rows, and plain tables `dq_t*` (a, b, s). Three kinds of q
   UNION (every value of a recursive column comes from a finite domain, so it terminates on cycles) and under a
   bound (a counter column and `WHERE r.n < k`, UNION ALL or UNION), joins, grouping, DISTINCT, subqueries of every
   kind, negation over relations computed before the recursion, set operations, ORDER BY every column with an
-  explicit NULL order, LIMIT / OFFSET. `Query.sql` is for recsql (Spark SQL), `Query.duck_sql` the same query in
-  DuckDB's spelling (`a div b` is `a // b` there: both truncate toward zero).
+  explicit NULL order, LIMIT / OFFSET; the answer's columns may be DOUBLE (`/` of integers, avg: compared
+  rounded). `Query.spark_sql` is for recsql, `Query.duck_sql` the same query in DuckDB's spelling (`a div b` is
+  `a // b` there: both truncate toward zero).
 - `programs`: mutual and non-linear recursion under UNION (DuckDB gives another answer there), a `Program` of
   Datalog-like rules that renders as SQL and evaluates itself as a plain-Python least fixpoint.
 - `header_aggregates`: RaSQL's `min()` / `max()` / `count()` / `sum()` in a recursive CTE's header over
@@ -670,9 +671,10 @@ class ProgramBuilder:
 
     def __init__(self, draw: Callable, tables: tuple[Table, ...]):
         self.draw = draw
+        self.edge_tables = tables
         self.tables = [t.name for t in tables]
 
-    def program(self, tables: tuple[Table, ...]) -> Program:
+    def program(self) -> Program:
         draw = self.draw
         lower = ()
         if draw(st.booleans()):
@@ -688,7 +690,7 @@ class ProgramBuilder:
             rules += [self.recursive_rule([name, name], names + lowers, lowers)
                       for _ in range(draw(st.integers(0, 1)))]
             recursive.append((name, tuple(rules)))
-        return Program(tables, lower, tuple(recursive), draw(st.sampled_from(names)))
+        return Program(self.edge_tables, lower, tuple(recursive), draw(st.sampled_from(names)))
 
     def base_rule(self) -> Rule:
         table = self.draw(st.sampled_from(self.tables))
@@ -726,7 +728,7 @@ def programs(draw) -> Program:
     """Mutual and non-linear recursion over 1-2 edge tables (see ProgramBuilder)."""
     tables = tuple(Table(f"dq_e{i + 1}", EDGE_TYPES, draw(edge_rows(min_size=3, max_size=10)))
                    for i in range(draw(st.integers(1, 2))))
-    return ProgramBuilder(draw, tables).program(tables)
+    return ProgramBuilder(draw, tables).program()
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -763,7 +765,7 @@ def header_aggregates(draw) -> HeaderAggregate:
     bound_filter = f" AND g.v + e.w <= {bound}" if bound is not None else ""
     if pairs:
         base_sql = "SELECT src, dst, w FROM dq_e1"
-        base = [row for row in rows]
+        base = list(rows)
         key, step_key = "a, node", "g.a, e.dst"
     elif draw(st.booleans()):
         base_sql, base = f"SELECT {start}, 0", [(start, 0)]
