@@ -802,10 +802,12 @@ def best_paths(base: list[tuple], edges: list[tuple], better: Callable, bound: i
 
 def roll_up(edges: list[tuple], start: int, weighted: bool) -> tuple[tuple, ...]:
     """count() of the paths from `start` to each node, or sum() of each path's (value + w) steps, on acyclic
-    edges (a smaller node before a larger, NULL last): every edge, parallel ones too, adds its contribution."""
+    edges (a smaller node before a larger, NULL last): every distinct edge row, parallel ones too, adds its
+    contribution (a table's duplicate rows are one row, as the README says of sum() and count())."""
     values = {start: 1}
+    distinct = sorted(set(edges), key=null_safe_key)
     for node in sorted({dst for _, dst, _ in edges} | {start}, key=lambda n: (n is None, n)):
-        for src, dst, w in edges:
+        for src, dst, w in distinct:
             if dst == node and src is not None and src in values:
                 values[node] = values.get(node, 0) + values[src] + (w if weighted else 0)
     return tuple(sorted(values.items(), key=null_safe_key))
