@@ -1,19 +1,27 @@
-"""Subquery conditions beside outer joins, compared with DuckDB.
+"""Subquery conditions beside outer joins and NULLs through set operations, compared with DuckDB.
 
 1. IN / NOT IN / EXISTS / NOT EXISTS and scalar-subquery comparisons in WHERE, over the nullable side of a LEFT
    JOIN and over its preserved side, after several LEFT JOINs, with and without correlation, in a recursive
    CTE's branch: they filter the outer join's rows (a NULL that the outer join leaves matches nothing), as in
    DuckDB, Spark and the standard. Also with the pass that makes outer joins inner switched off, so that the
    translation is right on its own.
+2. NULLs in UNION / UNION ALL / INTERSECT / EXCEPT, two-way, n-way, nested and mixed, over columns of several
+   types, around and inside a recursion: NULL equals NULL in a set operation, whichever way its joins are
+   ordered.
 
 Answers are DuckDB's on the same tables (tests/duckdb_reference.py). A query without recursion runs in this
 process under `local` and as Spark SQL under `distributed` (which is `decomposed`'s plan for it too); a
-recursive one runs under all three strategies. Tables carry an `oj_` prefix.
+recursive one under all three strategies, but where `decomposed` would run it as `distributed` does. Tables
+carry an `oj_` or `so_` prefix.
 """
 
 from __future__ import annotations
 
+import datetime
+from decimal import Decimal
+
 import pandas as pd
+import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -38,7 +46,28 @@ OJ_E = pd.DataFrame({"src": pd.array([1, 1, 1, 2, 3, None, 4], dtype="Int64"),
 OJ_R = pd.DataFrame({"s": pd.array([1, 2, 3, 4, 5, None, 1], dtype="Int64")})
 
 
-TABLES = {"oj_e": OJ_E, "oj_r": OJ_R}
+def typed(rows: list[tuple]) -> pa.Table:
+    """A set-operation table: a text, an integer, a double, a date, a decimal and a boolean column."""
+    columns = list(zip(*rows))
+    return pa.table({
+        "s": pa.array(columns[0], pa.string()), "i": pa.array(columns[1], pa.int64()),
+        "d": pa.array(columns[2], pa.float64()), "dt": pa.array(columns[3], pa.date32()),
+        "dec": pa.array(columns[4], pa.decimal128(10, 2)), "b": pa.array(columns[5], pa.bool_()),
+    })
+
+
+DAY = datetime.date(2024, 1, 1)
+ALL_NULL = (None,) * 6
+SO_A = typed([ALL_NULL, ALL_NULL, ("x", 1, 0.5, DAY, Decimal("1.50"), True), (None, 2, None, DAY, None, False),
+              ("y", None, 1.5, None, Decimal("2.00"), None), ("z", 3, 2.5, DAY, Decimal("3.00"), True)])
+SO_B = typed([ALL_NULL, ("x", 1, 0.5, DAY, Decimal("1.50"), True), (None, 2, None, DAY, None, False),
+              ("y", None, 1.5, None, Decimal("2.00"), None), ("w", 4, 9.5, None, None, False)])
+SO_C = typed([ALL_NULL, (None, 2, None, DAY, None, False), ("y", None, 1.5, None, Decimal("2.00"), None),
+              ("x", 1, 0.5, DAY, Decimal("1.50"), True), ("x", 1, 0.5, DAY, Decimal("1.50"), True)])
+
+SO_STEP = pd.DataFrame({"n": [0, 1], "m": [1, 2]})  # the next count: a recursion counting without arithmetic
+
+TABLES = {"oj_e": OJ_E, "oj_r": OJ_R, "so_a": SO_A, "so_b": SO_B, "so_c": SO_C, "so_step": SO_STEP}
 
 duck, oj_tables = duckdb_reference.reference_fixtures(TABLES, "oj_tables")
 
@@ -177,6 +206,126 @@ def test_subquery_conditions_beside_outer_joins_of_random_tables(tables, conn, c
         for name, table in zip(("oj_a", "oj_b"), tables):
             register_both(conn, duck, name, table)
         for sql in RANDOM_OUTER_JOIN_QUERIES:
+            check(cur, duck, sql, allow_empty=True)
+    finally:
+        duck.close()
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# 2. NULLs through set operations
+# ---------------------------------------------------------------------------------------------------------------
+
+V = "SELECT * FROM (VALUES (NULL, 1), ('x', 2)) AS v(a, b)"
+ALL_COLUMNS = "SELECT s, i, d, dt, dec, b FROM "
+
+SET_OPERATIONS = [
+    q(f"{V} INTERSECT {V}", id="intersect_two_way_values"),
+    q(f"{V} INTERSECT {V} INTERSECT {V}", id="intersect_three_way_values"),
+    q(f"{ALL_COLUMNS}so_a INTERSECT {ALL_COLUMNS}so_b INTERSECT {ALL_COLUMNS}so_c",
+      id="intersect_three_way_over_every_type"),
+    q("SELECT DISTINCT s, i FROM so_a INTERSECT SELECT DISTINCT s, i FROM so_b "
+      "INTERSECT SELECT DISTINCT s, i FROM so_c", id="intersect_of_three_select_distincts_as_tpcds_q38"),
+    q("SELECT dt FROM so_a INTERSECT SELECT dt FROM so_b INTERSECT SELECT dt FROM so_c INTERSECT SELECT dt FROM so_a",
+      id="intersect_four_way_dates"),
+    q("SELECT dec, b FROM so_a INTERSECT SELECT dec, b FROM so_c INTERSECT SELECT dec, b FROM so_b",
+      id="intersect_three_way_decimals_and_booleans"),
+    q(f"{ALL_COLUMNS}so_a EXCEPT {ALL_COLUMNS}so_c", id="except_two_way"),
+    q(f"{ALL_COLUMNS}so_a EXCEPT {ALL_COLUMNS}so_b EXCEPT {ALL_COLUMNS}so_c WHERE s IS NOT NULL",
+      id="except_three_way"),
+    q("SELECT s, d FROM so_a INTERSECT (SELECT s, d FROM so_b EXCEPT SELECT s, d FROM so_c WHERE i IS NULL)",
+      id="intersect_of_an_except"),
+    q("SELECT s, i FROM so_a EXCEPT (SELECT s, i FROM so_b INTERSECT SELECT s, i FROM so_c)",
+      id="except_of_an_intersect"),
+    q("(SELECT s, i FROM so_b UNION SELECT s, i FROM so_c) INTERSECT SELECT s, i FROM so_a INTERSECT "
+      "SELECT s, i FROM so_c", id="intersect_of_a_union"),
+    q("SELECT s, i FROM so_a UNION SELECT s, i FROM so_b INTERSECT SELECT s, i FROM so_c",
+      id="union_and_intersect_mixed"),
+    q("SELECT s, d FROM so_a UNION ALL SELECT s, d FROM so_b UNION ALL SELECT s, d FROM so_c",
+      id="union_all_three_way"),
+    q("SELECT s, d FROM so_a UNION ALL SELECT s, d FROM so_b UNION SELECT s, d FROM so_c",
+      id="union_all_then_union"),
+    q(f"{ALL_COLUMNS}so_a UNION {ALL_COLUMNS}so_b UNION {ALL_COLUMNS}so_c", id="union_three_way_over_every_type"),
+    q("SELECT count(*) AS n FROM (SELECT s, i FROM so_a INTERSECT SELECT s, i FROM so_c "
+      "INTERSECT SELECT s, i FROM so_b)", id="count_of_a_three_way_intersect"),
+    q("SELECT s FROM so_a WHERE i IN (SELECT i FROM so_b INTERSECT SELECT i FROM so_c "
+      "INTERSECT SELECT i FROM so_a)", id="in_over_a_three_way_intersect"),
+]
+
+
+@pytest.mark.strategies(*IN_ONE_PROCESS_AND_ON_SPARK)
+@pytest.mark.parametrize("case", SET_OPERATIONS)
+def test_set_operations_with_nulls_match_duckdb(case, oj_tables, cur, duck, strategy):
+    check(cur, duck, **case)
+
+
+# the labels of so_a (NULL among them) carried along a count to 3: a pivot for `decomposed`
+COUNT = ("WITH RECURSIVE w(s, n) AS (SELECT s, 0 FROM so_a UNION SELECT s, n + 1 FROM w WHERE n < 3) ")
+
+SET_OPERATIONS_AROUND_A_RECURSION = [
+    q(COUNT + "SELECT s, n FROM w INTERSECT SELECT s, n FROM w WHERE n > 0 INTERSECT SELECT s, 2 FROM so_b",
+      id="intersect_three_way_around_a_recursion"),
+    q(COUNT + "SELECT s, n FROM w EXCEPT SELECT s, 1 FROM so_c EXCEPT SELECT s, n FROM w WHERE n = 3",
+      id="except_three_way_around_a_recursion"),
+    q("WITH RECURSIVE w(s, n) AS (SELECT s, 0 FROM so_a UNION ALL SELECT s, n + 1 FROM w WHERE n < 2) "
+      "SELECT s, n FROM w UNION ALL SELECT s, i FROM so_b", id="union_all_around_a_union_all_recursion"),
+]
+
+
+@pytest.mark.strategies(*ALL_STRATEGIES)
+@pytest.mark.parametrize("case", SET_OPERATIONS_AROUND_A_RECURSION)
+def test_set_operations_with_nulls_around_a_recursion_match_duckdb(case, oj_tables, cur, duck, strategy):
+    check_recursive(cur, duck, strategy, case)
+
+
+# a set operation inside a recursion is a relation of the recursive cycle: mutual recursion, which `decomposed`
+# runs as `distributed` does
+SET_OPERATIONS_INSIDE_A_RECURSION = [
+    q("WITH RECURSIVE w(s, n) AS (SELECT s, 0 FROM so_a UNION (SELECT * FROM (VALUES (NULL, 1), (NULL, 2), ('x', 1)) "
+      "AS v(s, n) INTERSECT SELECT w.s, st.m FROM w JOIN so_step st ON st.n = w.n)) SELECT s, n FROM w",
+      id="intersect_inside_a_recursion"),
+    q("WITH RECURSIVE w(s, n) AS (SELECT s, 0 FROM so_a UNION (SELECT w.s, st.m FROM w JOIN so_step st ON st.n = w.n "
+      "EXCEPT SELECT s, 2 FROM so_c)) SELECT s, n FROM w", id="except_inside_a_recursion"),
+]
+
+
+@pytest.mark.strategies(*IN_ONE_PROCESS_AND_ON_SPARK)
+@pytest.mark.parametrize("case", SET_OPERATIONS_INSIDE_A_RECURSION)
+def test_set_operations_with_nulls_inside_a_recursion_match_duckdb(case, oj_tables, cur, duck, strategy):
+    check_recursive(cur, duck, strategy, case)
+
+
+maybe_text = st.one_of(st.none(), st.sampled_from(["x", "y"]))
+
+
+@st.composite
+def pair_tables(draw) -> list[pa.Table]:
+    """Three small tables of (a text, b integer): NULLs, repeated rows."""
+    def table():
+        rows = draw(st.lists(st.tuples(maybe_text, small), max_size=6))
+        return pa.table({"a": pa.array([a for a, _ in rows], pa.string()),
+                         "b": pa.array([b for _, b in rows], pa.int64())})
+    return [table() for _ in range(3)]
+
+
+RANDOM_SET_OPERATIONS = [
+    "SELECT a, b FROM so_x INTERSECT SELECT a, b FROM so_y INTERSECT SELECT a, b FROM so_z",
+    "SELECT a, b FROM so_x EXCEPT SELECT a, b FROM so_y EXCEPT SELECT a, b FROM so_z",
+    "SELECT a, b FROM so_x INTERSECT (SELECT a, b FROM so_y EXCEPT SELECT a, b FROM so_z)",
+    "SELECT a, b FROM so_x UNION SELECT a, b FROM so_y INTERSECT SELECT a, b FROM so_z",
+    "(SELECT a, b FROM so_x UNION ALL SELECT a, b FROM so_y) EXCEPT SELECT a, b FROM so_z",
+    "SELECT b FROM so_x INTERSECT SELECT b FROM so_y INTERSECT SELECT b FROM so_z INTERSECT SELECT b FROM so_x",
+]
+
+
+@pytest.mark.strategies("local")
+@RANDOM
+@given(tables=pair_tables())
+def test_set_operations_of_random_tables(tables, conn, cur, strategy):
+    duck = duckdb_reference.connect({})
+    try:
+        for name, table in zip(("so_x", "so_y", "so_z"), tables):
+            register_both(conn, duck, name, table)
+        for sql in RANDOM_SET_OPERATIONS:
             check(cur, duck, sql, allow_empty=True)
     finally:
         duck.close()
