@@ -1,4 +1,4 @@
-"""Subquery conditions beside outer joins and NULLs through set operations, compared with DuckDB.
+"""Subquery conditions beside outer joins, NULLs through set operations, and grouping clauses recsql refuses.
 
 1. IN / NOT IN / EXISTS / NOT EXISTS and scalar-subquery comparisons in WHERE, over the nullable side of a LEFT
    JOIN and over its preserved side, after several LEFT JOINs, with and without correlation, in a recursive
@@ -8,6 +8,8 @@
 2. NULLs in UNION / UNION ALL / INTERSECT / EXCEPT, two-way, n-way, nested and mixed, over columns of several
    types, around and inside a recursion: NULL equals NULL in a set operation, whichever way its joins are
    ordered.
+3. ROLLUP, CUBE, GROUPING SETS (each spelling sqlglot knows), grouping() and grouping_id(), and GROUP BY ALL are
+   refused with NotSupportedError naming the clause (never grouped by the plain keys alone).
 
 Answers are DuckDB's on the same tables (tests/duckdb_reference.py). A query without recursion runs in this
 process under `local` and as Spark SQL under `distributed` (which is `decomposed`'s plan for it too); a
@@ -32,6 +34,9 @@ import duckdb_reference
 from duckdb_reference import check, q, register_both
 
 import recsql
+from translator.dialect import parse_one
+from translator.errors import UnsupportedError
+from translator.translate import translate
 
 ALL_STRATEGIES = ("local", "decomposed", "distributed")
 IN_ONE_PROCESS_AND_ON_SPARK = ("local", "distributed")  # a query without recursion: DuckDB, or Spark SQL
@@ -329,3 +334,61 @@ def test_set_operations_of_random_tables(tables, conn, cur, strategy):
             check(cur, duck, sql, allow_empty=True)
     finally:
         duck.close()
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# 3. Grouping clauses
+# ---------------------------------------------------------------------------------------------------------------
+
+GROUPED = "SELECT s, sum(i) AS total FROM so_a "
+
+# (query, the clause the error names, the text its position points at: the first name or value in the clause)
+REFUSED_GROUPINGS = [
+    (GROUPED + "GROUP BY s WITH ROLLUP", "GROUP BY ... WITH ROLLUP", "s WITH"),
+    (GROUPED + "GROUP BY s WITH CUBE", "GROUP BY ... WITH CUBE", "s WITH"),
+    (GROUPED + "GROUP BY ROLLUP (s)", "GROUP BY ROLLUP", "s)"),
+    (GROUPED + "GROUP BY CUBE (s, i)", "GROUP BY CUBE", "s, i)"),
+    (GROUPED + "GROUP BY GROUPING SETS ((s), ())", "GROUP BY GROUPING SETS", "s)"),
+    (GROUPED + "GROUP BY s GROUPING SETS ((s), ())", "GROUP BY ... GROUPING SETS", "s GROUPING"),
+    (GROUPED + "GROUP BY s, ROLLUP (i)", "GROUP BY ROLLUP", "i)"),
+    (GROUPED + "GROUP BY s WITH TOTALS", "GROUP BY ... WITH TOTALS", "s WITH"),
+    (GROUPED + "GROUP BY ALL", "GROUP BY ALL", None),
+    ("SELECT s, grouping(s) FROM so_a GROUP BY s", "grouping()", "grouping"),
+    ("SELECT s, grouping_id(s) FROM so_a GROUP BY s", "grouping_id()", "grouping"),
+    ("SELECT s FROM so_a GROUP BY s HAVING grouping(s) = 0", "grouping()", "grouping"),
+    ("SELECT s FROM so_a GROUP BY s ORDER BY grouping(s)", "grouping()", "grouping"),
+    ("SELECT i FROM so_b WHERE i IN (SELECT i FROM so_a GROUP BY i WITH ROLLUP)", "GROUP BY ... WITH ROLLUP",
+     "i WITH"),
+    ("WITH RECURSIVE w(n) AS (SELECT 1 UNION SELECT n + 1 FROM w WHERE n < 3) "
+     "SELECT n, count(*) FROM w GROUP BY CUBE (n)", "GROUP BY CUBE", "n)"),
+]
+
+
+@pytest.mark.parametrize("sql, clause, at", REFUSED_GROUPINGS, ids=[sql for sql, _, _ in REFUSED_GROUPINGS])
+def test_grouping_sets_are_refused_naming_the_clause(sql, clause, at, oj_tables, cur):
+    with pytest.raises(recsql.Error) as raised:
+        cur.execute(sql)
+    assert type(raised.value) is recsql.NotSupportedError, f"{type(raised.value).__name__}: {raised.value}"
+    assert str(raised.value).startswith(f"{clause} is not supported"), str(raised.value)
+    column = sql.rindex(at) + 1 if at is not None else None
+    assert (raised.value.line, raised.value.column) == ((1, column) if at is not None else (None, None))
+
+
+def test_a_view_with_rollup_is_refused(oj_tables, cur):
+    with pytest.raises(recsql.NotSupportedError, match=r"GROUP BY \.\.\. WITH ROLLUP is not supported"):
+        cur.execute("CREATE VIEW oj_rolled AS SELECT s, count(*) AS n FROM so_a GROUP BY s WITH ROLLUP")
+
+
+class RolledView:
+    """A catalog holding a view stored with ROLLUP (as a warehouse written before it was refused could)."""
+
+    def table_columns(self, name):
+        return ("s", "i") if name == "t" else None
+
+    def view_query(self, name):
+        return parse_one("SELECT s, sum(i) AS n FROM t GROUP BY ROLLUP (s)") if name == "rolled" else None
+
+
+def test_a_stored_view_with_rollup_is_refused_where_it_is_read():
+    with pytest.raises(UnsupportedError, match=r"^in view 'rolled': GROUP BY ROLLUP is not supported"):
+        translate(parse_one("SELECT n FROM rolled"), RolledView())
