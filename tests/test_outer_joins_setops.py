@@ -9,7 +9,8 @@
    types, around and inside a recursion: NULL equals NULL in a set operation, whichever way its joins are
    ordered.
 3. ROLLUP, CUBE, GROUPING SETS (each spelling sqlglot knows), grouping() and grouping_id(), and GROUP BY ALL are
-   refused with NotSupportedError naming the clause (never grouped by the plain keys alone).
+   refused with NotSupportedError naming the clause (never grouped by the plain keys alone); plain GROUP BY
+   without aggregates keeps one row per group.
 
 Answers are DuckDB's on the same tables (tests/duckdb_reference.py). A query without recursion runs in this
 process under `local` and as Spark SQL under `distributed` (which is `decomposed`'s plan for it too); a
@@ -392,3 +393,17 @@ class RolledView:
 def test_a_stored_view_with_rollup_is_refused_where_it_is_read():
     with pytest.raises(UnsupportedError, match=r"^in view 'rolled': GROUP BY ROLLUP is not supported"):
         translate(parse_one("SELECT n FROM rolled"), RolledView())
+
+
+PLAIN_GROUPINGS = [
+    q("SELECT s FROM so_a GROUP BY s", id="group_by_without_aggregates"),
+    q("SELECT s, i FROM so_c GROUP BY s, i HAVING i IS NOT NULL OR s IS NULL", id="group_by_without_aggregates_having"),
+    q("SELECT i + 1 AS j FROM so_c GROUP BY i", id="an_expression_of_the_keys_without_aggregates"),
+    q("SELECT s FROM so_c GROUP BY DISTINCT s", "SELECT s FROM so_c GROUP BY s", id="group_by_distinct"),
+]
+
+
+@pytest.mark.strategies(*IN_ONE_PROCESS_AND_ON_SPARK)
+@pytest.mark.parametrize("case", PLAIN_GROUPINGS)
+def test_plain_group_by_keeps_one_row_per_group(case, oj_tables, cur, duck, strategy):
+    check(cur, duck, **case)

@@ -48,7 +48,7 @@ class AggregationMixin(TranslatorCore):
 
         direct = self.direct_aggregation_terms(items, group_terms, block, env)
         if direct is not None and not having_conjuncts and not block.correlations:
-            relation = self.new_relation("agg", tuple(name for name, _ in items))
+            relation = self.new_relation("agg", tuple(name for name, _ in items), distinct=not aggregate_calls)
             self.add_rule(block.rule(relation, direct), select)
             variables = [self.fresh_variable(name) for name, _ in items]
             aggregated = Block(Scope(parent=block.scope.parent), [Atom(relation, tuple(variables))])
@@ -58,7 +58,8 @@ class AggregationMixin(TranslatorCore):
         correlation_terms = [inner for inner, _ in block.correlations]
         keys = group_terms + correlation_terms
         relation = self.new_relation(
-            "agg", tuple([f"g{i}" for i in range(len(keys))] + [f"a{i}" for i in range(len(aggregate_calls))])
+            "agg", tuple([f"g{i}" for i in range(len(keys))] + [f"a{i}" for i in range(len(aggregate_calls))]),
+            distinct=not aggregate_calls,  # grouping without aggregates: one row per group all the same
         )
         self.add_rule(block.rule(relation, keys + list(aggregate_calls.values())), select)
         key_vars = [self.fresh_variable(f"g_{i}") for i in range(len(keys))]
