@@ -120,8 +120,9 @@ def check_component(program: Program, component: Component) -> None:
                 raise UnsupportedProgram(
                     f"{program.relations[rule.head].display_name} reads "
                     f"{program.relations[atom.relation].display_name} within the recursive cycle ({cycle}) "
-                    "through an EXISTS subquery correlated by a condition other than equalities; "
-                    "correlate it with equalities only, or join the recursive CTE instead"
+                    "through an EXISTS or IN subquery that reads columns of a LEFT JOIN or is correlated by a "
+                    "condition other than equalities; correlate it with equalities of inner-joined columns only, "
+                    "or join the recursive CTE instead"
                 )
             if rule.is_aggregate:
                 raise AnalysisError(

@@ -42,8 +42,8 @@ def test_analysis_raises_its_own_errors(sql, kind):
      "cycle (r, exists_sub); negation (NOT EXISTS, NOT IN, EXCEPT) may only read relations computed before the "
      "recursion"),
     (INEQUALITY, NotSupportedError, "r reads exists_sub within the recursive cycle (r, exists_sub) through an "
-     "EXISTS subquery correlated by a condition other than equalities; correlate it with equalities only, or join "
-     "the recursive CTE instead"),
+     "EXISTS or IN subquery that reads columns of a LEFT JOIN or is correlated by a condition other than "
+     "equalities; correlate it with equalities of inner-joined columns only, or join the recursive CTE instead"),
 ])
 def test_the_session_boundary_makes_them_pep249_errors(sql, kind, message):
     with pytest.raises(kind) as error, translation_errors():

@@ -5,7 +5,11 @@ correlation columns) and the aggregate calls. When the select list is exactly th
 no HAVING and no correlation, that rule is the block's answer; otherwise a new block reads its result
 and computes the select list and HAVING over it.
 
-Contributes: translate_aggregation, direct_aggregation_terms, group_expression.
+Grouping sets (ROLLUP, CUBE, GROUPING SETS, in any of their spellings, and the grouping() functions) are not
+implemented: refuse_grouping_sets says so before any of a query is translated, rather than grouping by the
+plain keys alone.
+
+Contributes: translate_aggregation, direct_aggregation_terms, group_expression; refuse_grouping_sets.
 Needs from the other parts: translate_expression and scalar_subquery (ConditionsMixin).
 """
 
@@ -15,7 +19,7 @@ from sqlglot import exp
 
 from translator.block import Block
 from translator.core import TranslatorCore
-from translator.errors import TranslationError
+from translator.errors import TranslationError, UnsupportedError
 from translator.ir import Atom, var
 from translator.scope import Scope
 from translator.sql_helpers import outermost_aggregates, split_conjuncts, text_of
@@ -44,7 +48,7 @@ class AggregationMixin(TranslatorCore):
 
         direct = self.direct_aggregation_terms(items, group_terms, block, env)
         if direct is not None and not having_conjuncts and not block.correlations:
-            relation = self.new_relation("agg", tuple(name for name, _ in items))
+            relation = self.new_relation("agg", tuple(name for name, _ in items), distinct=not aggregate_calls)
             self.add_rule(block.rule(relation, direct), select)
             variables = [self.fresh_variable(name) for name, _ in items]
             aggregated = Block(Scope(parent=block.scope.parent), [Atom(relation, tuple(variables))])
@@ -54,7 +58,8 @@ class AggregationMixin(TranslatorCore):
         correlation_terms = [inner for inner, _ in block.correlations]
         keys = group_terms + correlation_terms
         relation = self.new_relation(
-            "agg", tuple([f"g{i}" for i in range(len(keys))] + [f"a{i}" for i in range(len(aggregate_calls))])
+            "agg", tuple([f"g{i}" for i in range(len(keys))] + [f"a{i}" for i in range(len(aggregate_calls))]),
+            distinct=not aggregate_calls,  # grouping without aggregates: one row per group all the same
         )
         self.add_rule(block.rule(relation, keys + list(aggregate_calls.values())), select)
         key_vars = [self.fresh_variable(f"g_{i}") for i in range(len(keys))]
@@ -118,3 +123,34 @@ class AggregationMixin(TranslatorCore):
                 raise TranslationError.at_node(f"GROUP BY position {position} is out of range", node)
             return items[position - 1][1]
         return node
+
+
+GROUPING_SETS = "recsql does not implement grouping sets yet"
+GROUPING_FORMS = {
+    exp.Rollup: "GROUP BY ROLLUP", exp.Cube: "GROUP BY CUBE", exp.GroupingSets: "GROUP BY GROUPING SETS",
+    exp.Grouping: "grouping()", exp.GroupingId: "grouping_id()",
+}
+# the arguments of exp.Group that sqlglot fills for the other spellings (MySQL's, Hive's, ClickHouse's), and
+# Spark's GROUP BY ALL (every item without an aggregate a key), with why each is refused
+GROUP_MODIFIERS = {
+    "rollup": ("GROUP BY ... WITH ROLLUP", GROUPING_SETS), "cube": ("GROUP BY ... WITH CUBE", GROUPING_SETS),
+    "grouping_sets": ("GROUP BY ... GROUPING SETS", GROUPING_SETS),
+    "totals": ("GROUP BY ... WITH TOTALS", GROUPING_SETS), "all": ("GROUP BY ALL", "list the grouping columns"),
+}
+
+
+def refuse_grouping_sets(query: exp.Expression) -> None:
+    """Raise UnsupportedError at the first grouping clause of `query` (subqueries included) that recsql does not
+    implement: grouping by the plain keys alone would drop the subtotal and total rows it asks for."""
+    for node in query.walk():
+        refused = unsupported_grouping(node)
+        if refused is not None:
+            clause, reason = refused
+            raise UnsupportedError.at_node(f"{clause} is not supported: {reason}", node)
+
+
+def unsupported_grouping(node: exp.Expression) -> tuple[str, str] | None:
+    """(the clause as written, why it is refused) when `node` is a grouping form recsql does not implement."""
+    if isinstance(node, exp.Group):
+        return next((refused for arg, refused in GROUP_MODIFIERS.items() if node.args.get(arg)), None)
+    return (GROUPING_FORMS[type(node)], GROUPING_SETS) if type(node) in GROUPING_FORMS else None

@@ -43,6 +43,15 @@ class Block:
     outer_conditions: list[exp.Expression] = field(default_factory=list)
     optional: set[str] = field(default_factory=set)  # variables of LEFT JOINed atoms: never unified
 
+    def outer_joined(self) -> set[str]:
+        """The variables an outer join may leave NULL: its atom's, and those assigned from them. They are bound
+        only once the outer joins are made, after every inner join."""
+        found = {self.find(v) for v in self.optional}
+        for literal in self.body:
+            if isinstance(literal, Assignment) and {self.find(v) for v in literal.variables()} & found:
+                found.add(self.find(literal.variable))
+        return found
+
     def find(self, variable: str) -> str:
         while self.parent_of.get(variable, variable) != variable:
             variable = self.parent_of[variable]

@@ -99,28 +99,33 @@ class ConditionsMixin(TranslatorCore):
         name_hint = name_hint or ("exists_sub" if probe is None else "in_sub")
         relation = self.translate_query(query, env, block.scope, name_hint, correlations)
         relation_info = self.program.relations[relation]
-        semi = bool(correlations.conditions) and not negated
-        if not (negated or semi):  # joined: one fact per match, so that no outer row is repeated
-            self.program.relations[relation] = replace(relation_info, distinct=True)
         width = len(relation_info.columns) - correlations.width
         if probe is not None and width != 1:
             raise TranslationError.at_node(f"the subquery of IN must select one column, not {width}", query)
+        probe_variable = self.bind_expression(probe, block, env) if probe is not None else None
+        outer = [self.bind_expression(outer_column, block, env) for outer_column in correlations.outer]
+        # a semi-join filters the rows once joined, outer joins included: needed when it reads what an outer
+        # join binds (a join would match it before the outer join is made) or meets the outer query through
+        # other conditions than equalities
+        semi = not negated and bool(correlations.conditions or {probe_variable, *outer} & block.outer_joined())
+        if not (negated or semi):  # joined: one fact per match, so that no outer row is repeated
+            self.program.relations[relation] = replace(relation_info, distinct=True)
         args: list[str] = []
         conditions = []
-        if probe is not None and negated:
+        if probe_variable is not None and negated:
             # x NOT IN (...) holds only when no member equals x, is NULL, or meets a NULL x (SQL's three values)
-            probe_variable, member = self.bind_expression(probe, block, env), self.fresh_variable("member")
+            member = self.fresh_variable("member")
             conditions.append(exp.or_(
                 exp.EQ(this=var(member), expression=var(probe_variable)),
                 exp.Is(this=var(member), expression=exp.Null()),
                 exp.Is(this=var(probe_variable), expression=exp.Null()),
             ))
             args.append(member)
-        elif probe is not None:
-            args.append(self.bind_expression(probe, block, env))
+        elif probe_variable is not None:
+            args.append(probe_variable)
         elif width:
-            args.append(WILDCARD if negated or correlations.inner else self.fresh_variable("one"))
-        args.extend(self.bind_expression(outer_column, block, env) for outer_column in correlations.outer)
+            args.append(WILDCARD if negated or semi else self.fresh_variable("one"))
+        args.extend(outer)
         if correlations.conditions:
             local = {inner: self.fresh_variable(inner) for inner in correlations.inner}
             args.extend(local.values())

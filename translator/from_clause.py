@@ -18,6 +18,7 @@ from dataclasses import replace
 
 from sqlglot import exp
 
+from translator.aggregation import refuse_grouping_sets
 from translator.block import Block
 from translator.core import TranslatorCore, table_name
 from translator.errors import TranslationError, UnsupportedError
@@ -163,6 +164,7 @@ class FromMixin(TranslatorCore):
             raise TranslationError.at_node(f"view '{name}' is defined in terms of itself", node)
         self.views_in_progress.append(name)
         try:
+            refuse_grouping_sets(query)
             relation = self.translate_query(query, {}, None, name_hint=name)
         except TranslationError as error:
             raise type(error).at_node(f"in view '{name}': {error.message}", node) from None

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from translator.aggregation import AggregationMixin
+from translator.aggregation import AggregationMixin, refuse_grouping_sets
 from translator.conditions import ConditionsMixin
 from translator.core import SchemaProvider
 from translator.errors import UnsupportedError
@@ -37,6 +37,7 @@ class Translator(QueriesMixin, FromMixin, ConditionsMixin, AggregationMixin):
     def translate(self, query: exp.Expression) -> Program:
         if not isinstance(query, (exp.Query, exp.Values)):
             raise UnsupportedError.at_node(f"expected a query, got {query.key.upper()}", query)
+        refuse_grouping_sets(query)
         query = query.copy()
         self.reserve_names(query)
         order = query.args.get("order")

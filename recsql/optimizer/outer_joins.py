@@ -1,5 +1,6 @@
 """Outer joins that a condition makes inner: `LEFT JOIN s ... WHERE s.x > 5` keeps no row without a
-match, since the condition is not true on the NULLs such a row has. The atom becomes an ordinary inner
+match, since the condition is not true on the NULLs such a row has; nor does `WHERE s.x IN (SELECT ...)`,
+a semi-join made after the outer joins, since no fact matches a NULL. The atom becomes an ordinary inner
 join, so join ordering may move it and magic sets may pass bindings through it; equalities of its ON
 condition with variables bound elsewhere become shared variables (join keys), the rest conditions.
 
@@ -14,7 +15,7 @@ from dataclasses import replace
 from sqlglot import exp
 
 from recsql.optimizer.context import Context, Outcome
-from translator.ir import Atom, Condition, Literal, Program, Rule, bound_by, renamed
+from translator.ir import Atom, Condition, Literal, Program, Rule, bound_by, renamed, variables_of
 
 # a condition built only of these is not true when any variable it reads is NULL
 COMPARISONS = (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE)
@@ -54,12 +55,24 @@ def simplify_rule(rule: Rule) -> Rule:
 
 
 def rejected(atom: Atom, body: tuple[Literal, ...]) -> bool:
-    """Some condition of the body reads a variable of `atom` and is not true when it is NULL."""
+    """Some condition of the body reads a variable of `atom` and is not true when it is NULL, or a semi-join
+    (EXISTS, IN) matches one by equality or such a condition: no fact matches a NULL."""
     own = atom.variables()
     return any(
-        isinstance(literal, Condition) and literal.variables() & own and null_rejecting(literal.expression)
+        (isinstance(literal, Condition) and literal.variables() & own and null_rejecting(literal.expression))
+        or (isinstance(literal, Atom) and literal is not atom and semi_join_rejects(literal, own))
         for literal in body
     )
+
+
+def semi_join_rejects(atom: Atom, own: set[str]) -> bool:
+    """Whether the semi-join `atom` keeps no row where a variable of `own` is NULL: it matches one of them by
+    equality (a shared variable, NULL matching nothing), or its condition rejects their NULLs."""
+    if not atom.semi:
+        return False
+    if own & atom.variables() and not atom.nulls_equal:
+        return True
+    return any(variables_of(conjunct) & own and null_rejecting(conjunct) for conjunct in conjuncts(atom.on))
 
 
 def null_rejecting(expression: exp.Expression) -> bool:

@@ -11,7 +11,7 @@ columns (c0 .. cN; a table function's own names). printing.py prints the tree fo
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Collection
 
 from sqlglot import exp
 
@@ -121,18 +121,22 @@ def join_body(rule: Rule, source: AtomSources, methods: tuple[str, ...] = ()) ->
     pending = [lit for lit in rule.body if isinstance(lit, (Condition, Assignment))]
     filters = [(i, lit) for i, lit in enumerate(rule.body) if isinstance(lit, Atom) and lit.filters]
     frame: Frame | None = None
+    null_safe: set[str] = set()  # variables bound so far only by atoms matching NULL with NULL
     # inner joins in body order, then outer joins in written order: their ON conditions read only the
     # atoms before them (the order of inner joins does not change what a rule derives)
     ordered = [p for p in positive if not p[1].optional] + [p for p in positive if p[1].optional]
     for number, (position, atom) in enumerate(ordered):
         right = bind_atom(source(position, atom), atom)
+        joined_null_safe = null_safe_after(null_safe, frame, right, atom)
         if atom.optional:
             frame = left_join(frame or UNIT, right, atom.on)
         elif frame is None:
             frame = right
         else:
             method = methods[number] if number < len(methods) else None
-            frame = inner_join(frame, right, atom.nulls_equal, JOIN_HINTS.get(method or ""))
+            keys = set(right.columns) if atom.nulls_equal else null_safe
+            frame = inner_join(frame, right, keys, JOIN_HINTS.get(method or ""))
+        null_safe = joined_null_safe
         frame, pending = apply_ready(frame, pending)
     frame, pending = apply_ready(frame or UNIT, pending)
     if pending:
@@ -141,6 +145,14 @@ def join_body(rule: Rule, source: AtomSources, methods: tuple[str, ...] = ()) ->
     for position, atom in filters:
         frame = filter_join(frame, bind_atom(source(position, atom), atom), atom)
     return frame
+
+
+def null_safe_after(null_safe: set[str], frame: Frame | None, right: Frame, atom: Atom) -> set[str]:
+    """The variables bound only by atoms matching NULL with NULL once `atom` (read as `right`) joins `frame`:
+    such an atom matches NULL with NULL whether it is joined before or after the atoms it meets."""
+    if not atom.nulls_equal:
+        return null_safe - set(right.columns)
+    return null_safe | (set(right.columns) - set(frame.columns if frame is not None else ()))
 
 
 def apply_ready(frame: Frame, pending: list) -> tuple[Frame, list]:
@@ -181,13 +193,14 @@ def left_join(left: Frame, right: Frame, on: exp.Expression) -> Frame:
     return Frame(query, columns)
 
 
-def inner_join(left: Frame, right: Frame, nulls_equal: bool, broadcast: str | None = None) -> Frame:
-    """Join on the shared variables (a cross product when there are none); `broadcast`: the side (l or r)
-    to broadcast, as a Spark hint."""
+def inner_join(left: Frame, right: Frame, null_safe: Collection[str], broadcast: str | None = None) -> Frame:
+    """Join on the shared variables (a cross product when there are none), NULL matching NULL on those of
+    `null_safe` (where one side is an atom that matches NULLs: INTERSECT's, in either order); `broadcast`:
+    the side (l or r) to broadcast, as a Spark hint."""
     keys = [c for c in right.columns if c in left.columns]
     items, columns = both_sides(left, right)
-    equal = exp.NullSafeEQ if nulls_equal else exp.EQ
-    on = conjunction([equal(this=column(k, "l"), expression=column(k, "r")) for k in keys])
+    on = conjunction([(exp.NullSafeEQ if k in null_safe else exp.EQ)(this=column(k, "l"), expression=column(k, "r"))
+                      for k in keys])
     query = select(items, nested(left.query, "l"))
     join = exp.Join(this=nested(right.query, "r"), on=on) if on is not None else \
         exp.Join(this=nested(right.query, "r"), kind="CROSS")
