@@ -44,7 +44,8 @@ class AggregationMixin(TranslatorCore):
 
         direct = self.direct_aggregation_terms(items, group_terms, block, env)
         if direct is not None and not having_conjuncts and not block.correlations:
-            relation = self.new_relation("agg", tuple(name for name, _ in items))
+            # without an aggregate call only a set has one row per group
+            relation = self.new_relation("agg", tuple(name for name, _ in items), distinct=not aggregate_calls)
             self.add_rule(block.rule(relation, direct), select)
             variables = [self.fresh_variable(name) for name, _ in items]
             aggregated = Block(Scope(parent=block.scope.parent), [Atom(relation, tuple(variables))])
@@ -53,12 +54,16 @@ class AggregationMixin(TranslatorCore):
         # correlation columns of a correlated subquery are grouping keys too
         correlation_terms = [inner for inner, _ in block.correlations]
         keys = group_terms + correlation_terms
+        calls = list(aggregate_calls.values())
+        if not keys and not calls:  # HAVING alone: the one group every query without GROUP BY has, rows or not
+            calls = [exp.Count(this=exp.Star())]
         relation = self.new_relation(
-            "agg", tuple([f"g{i}" for i in range(len(keys))] + [f"a{i}" for i in range(len(aggregate_calls))])
+            "agg", tuple([f"g{i}" for i in range(len(keys))] + [f"a{i}" for i in range(len(calls))]),
+            distinct=not calls,
         )
-        self.add_rule(block.rule(relation, keys + list(aggregate_calls.values())), select)
+        self.add_rule(block.rule(relation, keys + calls), select)
         key_vars = [self.fresh_variable(f"g_{i}") for i in range(len(keys))]
-        call_vars = [self.fresh_variable(f"agg_{i}") for i in range(len(aggregate_calls))]
+        call_vars = [self.fresh_variable(f"agg_{i}") for i in range(len(calls))]
         aggregated = Block(Scope(parent=block.scope.parent), [Atom(relation, tuple(key_vars + call_vars))])
         aggregated.correlations = [
             (var(v), outer) for v, (_, outer) in zip(key_vars[len(group_terms):], block.correlations)
