@@ -269,6 +269,10 @@ HIERARCHIES = [
       "GROUP BY b.top", id="subtree_payrolls"),
     q(BELOW + "SELECT top FROM below WHERE top <> id GROUP BY top HAVING count(*) >= 2",
       id="managers_of_two_or_more"),
+    q(BELOW + "SELECT top FROM below WHERE top <> id GROUP BY top", id="managers_grouped_without_aggregate"),
+    q("WITH RECURSIVE up(id) AS (SELECT boss FROM conf_staff WHERE id = 9 UNION SELECT s.boss FROM conf_staff s "
+      "JOIN up ON s.id = up.id WHERE s.boss IS NOT NULL GROUP BY s.boss) SELECT id FROM up",
+      id="recursive_branch_grouped_without_aggregate"),
 ]
 
 
@@ -318,6 +322,7 @@ VIEWS = {
     "conf_v_reach": PATHS_CYCLE + "SELECT a, b FROM p",
     "conf_v_depth": ("WITH RECURSIVE d(id, depth) AS (SELECT id, 0 FROM conf_staff WHERE boss IS NULL UNION ALL "
                      "SELECT s.id, d.depth + 1 FROM conf_staff s JOIN d ON s.boss = d.id) SELECT id, depth FROM d"),
+    "conf_v_sources": PATHS_CYCLE + "SELECT a FROM p GROUP BY a",
 }
 
 
@@ -341,6 +346,7 @@ VIEW_QUERIES = [
       id="view_of_depths_filtered"),
     q("SELECT depth, count(*) AS n FROM conf_v_depth GROUP BY depth ORDER BY depth", ordered=True,
       id="view_of_depths_grouped_and_ordered"),
+    q("SELECT v.a, n.label FROM conf_v_sources v JOIN conf_node n ON n.id = v.a", id="view_grouped_without_aggregate"),
 ]
 
 

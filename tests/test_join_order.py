@@ -98,3 +98,18 @@ def test_written_order_with_two_large_tables_first_is_reordered():
     body = order_body(rule, Estimator(program, statistics), CostModel())
     relations = [literal.relation for literal in body.literals if isinstance(literal, Atom)]
     assert relations == ["customer", "orders", "lineitem"]
+
+
+def test_a_column_compared_with_itself_keeps_its_rows():
+    """`C = C` holds on every row whose C is not NULL (the estimates know no NULL fraction), not on one value of C in
+    each of its distinct counts as `C = N` does; `C <> C` holds on none."""
+    statistics = Statistics({"customer": (150_000, (150_000, 25))})
+    customer = Atom("customer", ("C", "N"))
+
+    def rows(*conditions: exp.Expression) -> float:
+        rule = Rule("q", (var("C"),), (customer, *(Condition(c) for c in conditions)))
+        return Estimator(Program({}, [rule], "q"), statistics).rule(rule).rows
+
+    assert rows(exp.EQ(this=var("C"), expression=var("C"))) == rows() == 150_000
+    assert rows(exp.EQ(this=var("C"), expression=var("N"))) == 1.0
+    assert rows(exp.NEQ(this=var("C"), expression=var("C"))) < 1.0

@@ -237,6 +237,32 @@ AGGREGATES = [
     q("SELECT DISTINCT e.dept_id, a.pid FROM sq_emp e JOIN sq_assign a ON a.emp_id = e.id", id="distinct_join"),
 ]
 
+# GROUP BY whose select list calls no aggregate: one row per group all the same
+GROUPS_ONLY = [
+    q("SELECT dept_id FROM sq_emp GROUP BY dept_id", id="keys_only"),
+    q("SELECT 1 AS one FROM sq_emp GROUP BY dept_id", id="key_not_selected"),
+    q("SELECT salary FROM sq_emp GROUP BY salary, dept_id", id="one_key_of_two_selected"),
+    q("SELECT DISTINCT salary FROM sq_emp GROUP BY salary, dept_id", id="distinct_and_group_by"),
+    q("SELECT dept_id % 2 AS parity FROM sq_emp GROUP BY dept_id % 2", id="expression_key"),
+    q("SELECT dept_id + 1 AS next FROM sq_emp GROUP BY dept_id", id="expression_over_key"),
+    q("SELECT d.dname FROM sq_emp e LEFT JOIN sq_dept d ON e.dept_id = d.id GROUP BY d.dname",
+      id="outer_joined_key"),
+    q("SELECT dept_id FROM sq_emp GROUP BY dept_id HAVING dept_id > 1", id="having_without_aggregate"),
+    q("SELECT dept_id FROM sq_emp GROUP BY dept_id UNION ALL SELECT dept_id FROM sq_proj GROUP BY dept_id",
+      id="union_all_of_groupings"),
+    q("SELECT dept_id FROM sq_emp GROUP BY dept_id ORDER BY dept_id NULLS LAST LIMIT 3", ordered=True,
+      id="ordered_and_limited"),
+    q("WITH g AS (SELECT manager_id FROM sq_emp GROUP BY manager_id) SELECT count(*) FROM g", id="in_a_cte"),
+    q("SELECT count(*) FROM (SELECT dept_id, manager_id FROM sq_emp GROUP BY dept_id, manager_id) t",
+      id="in_a_derived_table"),
+    q("SELECT name, (SELECT count(*) FROM (SELECT pid FROM sq_assign GROUP BY pid) p) FROM sq_emp",
+      id="in_a_scalar_subquery"),
+    q("SELECT e.name, (SELECT a.emp_id FROM sq_assign a WHERE a.emp_id = e.id GROUP BY a.emp_id) FROM sq_emp e",
+      id="in_a_correlated_scalar_subquery"),
+    q("SELECT 1 AS one FROM sq_emp HAVING 1 = 1", id="having_alone"),
+    q("SELECT 1 AS one FROM sq_emp WHERE salary < 0 HAVING 1 = 1", id="having_alone_over_no_row"),
+]
+
 SET_OPERATIONS = [
     q("SELECT dept_id FROM sq_emp UNION SELECT id FROM sq_dept", id="union"),
     q("SELECT dept_id FROM sq_emp WHERE salary > 5000 UNION ALL SELECT dept_id FROM sq_proj", id="union_all"),
@@ -373,6 +399,12 @@ def test_query_matches_duckdb(case, sq_tables, cur, duck):
 @pytest.mark.parametrize("case", SUBQUERIES)
 def test_subqueries_in_this_process_match_duckdb(case, sq_tables, cur, duck):
     """Semi-, anti- and outer joins of decorrelated subqueries as DuckDB SQL over Arrow."""
+    check(cur, duck, **case)
+
+
+@under("local", "distributed")
+@pytest.mark.parametrize("case", GROUPS_ONLY)
+def test_grouping_without_aggregates_matches_duckdb(case, sq_tables, cur, duck):
     check(cur, duck, **case)
 
 

@@ -57,13 +57,16 @@ class AggregationMixin(TranslatorCore):
         # correlation columns of a correlated subquery are grouping keys too
         correlation_terms = [inner for inner, _ in block.correlations]
         keys = group_terms + correlation_terms
+        calls = list(aggregate_calls.values())
+        if not keys and not calls:  # HAVING alone: the one group every query without GROUP BY has, rows or not
+            calls = [exp.Count(this=exp.Star())]
         relation = self.new_relation(
-            "agg", tuple([f"g{i}" for i in range(len(keys))] + [f"a{i}" for i in range(len(aggregate_calls))]),
-            distinct=not aggregate_calls,  # grouping without aggregates: one row per group all the same
+            "agg", tuple([f"g{i}" for i in range(len(keys))] + [f"a{i}" for i in range(len(calls))]),
+            distinct=not calls,  # grouping without aggregates: one row per group all the same
         )
-        self.add_rule(block.rule(relation, keys + list(aggregate_calls.values())), select)
+        self.add_rule(block.rule(relation, keys + calls), select)
         key_vars = [self.fresh_variable(f"g_{i}") for i in range(len(keys))]
-        call_vars = [self.fresh_variable(f"agg_{i}") for i in range(len(aggregate_calls))]
+        call_vars = [self.fresh_variable(f"agg_{i}") for i in range(len(calls))]
         aggregated = Block(Scope(parent=block.scope.parent), [Atom(relation, tuple(key_vars + call_vars))])
         aggregated.correlations = [
             (var(v), outer) for v, (_, outer) in zip(key_vars[len(group_terms):], block.correlations)

@@ -35,13 +35,15 @@ class ConditionsMixin(TranslatorCore):
             block.body.append(Condition(self.translate_expression(conjunct, block, env)))
 
     def try_unify(self, conjunct: exp.Expression, block: Block) -> bool:
-        """`a.x = b.y` between columns of this block joins by sharing one variable."""
+        """`a.x = b.y` between columns of this block joins by sharing one variable. Sides that are one
+        variable already (`a.x = a.x`, or joined before) stay a condition: it is not true on NULL, where a
+        shared variable would require nothing."""
         if not (isinstance(conjunct, exp.EQ) and isinstance(conjunct.this, exp.Column)
                 and isinstance(conjunct.expression, exp.Column)):
             return False
         left, left_depth = block.scope.resolve(conjunct.this)
         right, right_depth = block.scope.resolve(conjunct.expression)
-        if left_depth or right_depth or {left, right} & block.optional:
+        if left_depth or right_depth or {left, right} & block.optional or block.find(left) == block.find(right):
             return False
         block.unify(left, right)
         return True

@@ -265,8 +265,9 @@ class QueriesMixin(CorrelatedWithMixin):
             info = self.program.relations[member]
             if info.distinct:
                 raise UnsupportedError.at_node(
-                    f"'{info.display_name}' removes duplicates (DISTINCT or UNION) inside the UNION ALL recursion "
-                    f"of '{cte.alias_or_name}'; use UNION for the recursion, or keep duplicates inside it", cte
+                    f"'{info.display_name}' removes duplicates (DISTINCT, GROUP BY or UNION) inside the UNION ALL "
+                    f"recursion of '{cte.alias_or_name}'; use UNION for the recursion, or keep duplicates inside it",
+                    cte,
                 )
             self.program.relations[member] = replace(info, iteration=Iteration.BAG)
 

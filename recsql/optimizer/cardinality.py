@@ -254,7 +254,9 @@ def selectivity(expression: exp.Expression, distinct: dict[str, float], ranges: 
         columns = [side for side in (expression.left, expression.right) if isinstance(side, exp.Column)]
         if not columns:
             return DEFAULT_SELECTIVITY
-        equal = 1 / max(max(distinct.get(c.name, 1.0) for c in columns), 1.0)
+        # a value compared with itself is equal to it wherever it is not NULL
+        equal = 1.0 if expression.left == expression.right else \
+            1 / max(max(distinct.get(c.name, 1.0) for c in columns), 1.0)
         return equal if isinstance(expression, exp.EQ) else 1 - equal
     if isinstance(expression, (exp.LT, exp.LTE, exp.GT, exp.GTE)):
         return range_selectivity(expression, ranges)
