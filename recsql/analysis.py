@@ -9,6 +9,7 @@ the user into ProgrammingError or NotSupportedError, as it does the translator's
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Iterable
 
 from sqlglot import exp
 
@@ -92,50 +93,112 @@ def strongly_connected_components(program: Program) -> list[Component]:
 def check_component(program: Program, component: Component) -> None:
     if not component.recursive:
         return
-    cycle = ", ".join(program.relations[r].display_name for r in component.relations)
+    names = ", ".join(named(program, component.relations)
+                      or [program.relations[name].display_name for name in component.relations])
+    cycle = f"the recursive cycle ({names}){outer_values_note(program, component)}"
     for name in component.relations:
         if program.relations[name].window is not None:
             raise UnsupportedProgram(
-                f"LIMIT / OFFSET through recursion: a subquery with LIMIT or OFFSET is inside the recursive "
-                f"cycle ({cycle}); it may only read relations computed before the recursion")
+                f"LIMIT / OFFSET through recursion: a subquery with LIMIT or OFFSET is inside {cycle}; it may only "
+                "read relations computed before the recursion")
     for rule in program.rules:
         if rule.head not in component:
             continue
+        head = owner(program, component, rule.head)
         for atom in rule.atoms:
             if atom.relation not in component:
                 continue
             if atom.optional:
                 raise AnalysisError(
-                    f"outer join through recursion: {program.relations[rule.head].display_name} LEFT JOINs "
-                    f"{program.relations[atom.relation].display_name} within the recursive cycle ({cycle}); "
-                    "an outer join may only read relations computed before the recursion"
+                    f"outer join through recursion: {head} LEFT JOINs {read_in_words(program, component, atom)} "
+                    f"within {cycle}; an outer join may only read relations computed before the recursion"
                 )
             if atom.negated:
                 raise AnalysisError(
-                    f"negation through recursion: {program.relations[rule.head].display_name} depends on NOT "
-                    f"{program.relations[atom.relation].display_name} within the recursive cycle ({cycle}); "
-                    "negation (NOT EXISTS, NOT IN, EXCEPT) may only read relations computed before the recursion"
+                    f"negation through recursion: {head} depends on NOT {read_in_words(program, component, atom)} "
+                    f"within {cycle}; negation (NOT EXISTS, NOT IN, EXCEPT) may only read relations computed before "
+                    "the recursion"
                 )
             if atom.semi:
                 raise UnsupportedProgram(
-                    f"{program.relations[rule.head].display_name} reads "
-                    f"{program.relations[atom.relation].display_name} within the recursive cycle ({cycle}) "
-                    "through an EXISTS or IN subquery that reads columns of a LEFT JOIN or is correlated by a "
-                    "condition other than equalities; correlate it with equalities of inner-joined columns only, "
-                    "or join the recursive CTE instead"
+                    f"{head} reads {reached(program, component, atom)} within {cycle} through an EXISTS or IN "
+                    "subquery that reads columns of a LEFT JOIN or is correlated by a condition other than "
+                    "equalities; correlate it with equalities of inner-joined columns only, or join the recursive "
+                    "CTE instead"
                 )
             if rule.is_aggregate:
                 raise AnalysisError(
                     f"aggregation through recursion: a GROUP BY aggregate over "
-                    f"{program.relations[atom.relation].display_name} is inside the recursive cycle ({cycle}); "
-                    "declare the aggregate in the CTE header instead, e.g. (node, min() AS dist)"
+                    f"{read_in_words(program, component, atom)} is inside {cycle}; declare the aggregate in the CTE "
+                    "header instead, e.g. (node, min() AS dist)"
                 )
     kinds = {program.relations[r].iteration for r in component.relations}
     if len(kinds) > 1:
-        raise AnalysisError(f"mutually recursive CTEs ({cycle}) mix UNION and UNION ALL; use one of them")
+        raise AnalysisError(f"mutually recursive CTEs ({names}) mix UNION and UNION ALL; use one of them")
     for rule in program.rules:
         if rule.head in component:
             check_monotone(program, component, rule)
+
+
+def named(program: Program, names: Iterable[str]) -> list[str]:
+    """The relations among `names` that the user named (CTEs, derived tables, views), by those names: the
+    ones recsql made for parts of a query (a subquery, a side of an EXCEPT) carry no label."""
+    return [program.relations[name].label for name in names if program.relations[name].label]
+
+
+def outer_values_note(program: Program, component: Component) -> str:
+    """Why a recursive cycle goes through a subquery's WITH that reads only tables: it reads columns of the
+    recursion that no equality with its own columns gives, so its CTEs are computed for the recursion's rows."""
+    columns = [program.relations[name].outer_columns for name in component.relations
+               if program.relations[name].outer_columns]
+    if not columns:
+        return ""
+    first = columns[0].split(", ")[0]
+    return (f" (a WITH inside a subquery reads {', '.join(columns)} of the recursion other than through an equality "
+            f"with a column of its own tables, as in WHERE x.c = {first}, so its CTEs are computed from the "
+            "recursion's rows)")
+
+
+def owner(program: Program, component: Component, name: str) -> str:
+    """A relation of a recursive cycle as the user knows it: its name, or the named relations nearest
+    to it among those of the cycle that read it (the CTE whose query a subquery is part of)."""
+    return nearest_named(program, component, name, readers(program))
+
+
+def read_in_words(program: Program, component: Component, atom: Atom) -> str:
+    """What a rule of a recursive cycle reads of it, as the user knows it: a relation's name, or a subquery
+    with the named relations nearest to it among those of the cycle that it reads."""
+    if program.relations[atom.relation].label:
+        return program.relations[atom.relation].label
+    return f"a subquery reading {reached(program, component, atom)}"
+
+
+def reached(program: Program, component: Component, atom: Atom) -> str:
+    """The named relations of a recursive cycle nearest to what `atom` reads, itself included."""
+    reads: dict[str, set[str]] = {}
+    for body, head, _, _ in program.edges():
+        reads.setdefault(head, set()).add(body)
+    return nearest_named(program, component, atom.relation, reads)
+
+
+def readers(program: Program) -> dict[str, set[str]]:
+    found: dict[str, set[str]] = {}
+    for body, head, _, _ in program.edges():
+        found.setdefault(body, set()).add(head)
+    return found
+
+
+def nearest_named(program: Program, component: Component, name: str, edges: dict[str, set[str]]) -> str:
+    """The named relations of `component` fewest `edges` away from `name` (itself when it is named)."""
+    seen, layer = {name}, [name]
+    while layer:
+        found = named(program, layer)
+        if found:
+            return ", ".join(found)
+        layer = sorted({n for node in layer for n in edges.get(node, ()) if n in component and n not in seen},
+                       key=component.relations.index)
+        seen.update(layer)
+    return name
 
 
 def check_monotone(program: Program, component: Component, rule: Rule) -> None:
@@ -149,7 +212,7 @@ def check_monotone(program: Program, component: Component, rule: Rule) -> None:
     if not directions:
         return
     head = program.relations[rule.head]
-    where = f"in the recursive rule of {head.display_name}"
+    where = f"in the recursive rule of {owner(program, component, rule.head)}"
     for literal in rule.body:
         if isinstance(literal, Assignment) and variables_of(literal.expression) & directions.keys():
             directions[literal.variable] = monotone_direction(literal.expression, directions, where)
@@ -254,6 +317,6 @@ def check_safety(program: Program, rule: Rule) -> None:
     unbound = used - bound
     if unbound:
         raise AnalysisError(
-            f"unsafe rule for {program.relations[rule.head].display_name}: "
+            f"unsafe rule for {program.relations[rule.head].label or 'a subquery'}: "
             f"{', '.join(sorted(unbound))} not bound by any table in FROM"
         )

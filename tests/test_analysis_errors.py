@@ -38,12 +38,12 @@ def test_analysis_raises_its_own_errors(sql, kind):
 
 
 @pytest.mark.parametrize("sql, kind, message", [
-    (NEGATION, ProgrammingError, "negation through recursion: r depends on NOT exists_sub within the recursive "
-     "cycle (r, exists_sub); negation (NOT EXISTS, NOT IN, EXCEPT) may only read relations computed before the "
+    (NEGATION, ProgrammingError, "negation through recursion: r depends on NOT a subquery reading r within the "
+     "recursive cycle (r); negation (NOT EXISTS, NOT IN, EXCEPT) may only read relations computed before the "
      "recursion"),
-    (INEQUALITY, NotSupportedError, "r reads exists_sub within the recursive cycle (r, exists_sub) through an "
-     "EXISTS or IN subquery that reads columns of a LEFT JOIN or is correlated by a condition other than "
-     "equalities; correlate it with equalities of inner-joined columns only, or join the recursive CTE instead"),
+    (INEQUALITY, NotSupportedError, "r reads r within the recursive cycle (r) through an EXISTS or IN subquery "
+     "that reads columns of a LEFT JOIN or is correlated by a condition other than equalities; correlate it with "
+     "equalities of inner-joined columns only, or join the recursive CTE instead"),
 ])
 def test_the_session_boundary_makes_them_pep249_errors(sql, kind, message):
     with pytest.raises(kind) as error, translation_errors():

@@ -151,7 +151,8 @@ def test_joins_in_recursion_match_duckdb(case, jn_tables, cur, duck, strategy):
 def test_anti_join_of_the_recursive_relation_in_its_recursion_is_not_stratified(jn_tables, cur):
     sql = ("WITH RECURSIVE reach(k) AS (SELECT 1 UNION SELECT e.nxt FROM jn_edge e LEFT ANTI JOIN reach "
            "ON reach.k = e.k) SELECT k FROM reach")
-    with pytest.raises(recsql.ProgrammingError, match="negation through recursion: reach depends on NOT anti_join"):
+    with pytest.raises(recsql.ProgrammingError, match=r"negation through recursion: reach depends on NOT a "
+                                                      r"subquery reading reach within the recursive cycle \(reach\);"):
         cur.execute(sql)
 
 

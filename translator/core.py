@@ -8,6 +8,7 @@ mixins over this core, combined into `Translator` in translator/translate.py.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, Protocol
 
 from sqlglot import exp
@@ -55,6 +56,7 @@ class TranslatorCore:
         self.view_queries: dict[str, exp.Expression | None] = {}
         # recursive CTEs whose UNION or UNION ALL chose how their recursion iterates (see iterate_as_recursion)
         self.set_iterations: set[str] = set()
+        self.recursing: set[str] = set()  # the recursive CTEs whose branches are being translated
 
     def reserve_names(self, query: exp.Expression) -> None:
         """Note every name a table reference of the query makes, through the views it reads, and the
@@ -87,6 +89,13 @@ class TranslatorCore:
             name = f"{base}_{n}"
         self.program.relations[name] = Relation(name, columns, **properties)
         return name
+
+    def label(self, relation: str, name: str) -> None:
+        """Give `relation` the name the user wrote for it (a CTE's, a derived table's, a view's), which
+        messages use; the relations made for other parts of a query (a subquery, a side of an EXCEPT) have none."""
+        info = self.program.relations[relation]
+        if not info.label:
+            self.program.relations[relation] = replace(info, label=name)
 
     def _is_stored(self, name: str) -> bool:
         """Whether a name is taken by a table the program may read. A CTE's name may also be a stored

@@ -27,9 +27,9 @@ from sqlglot import exp
 from translator.core import TranslatorCore, table_name
 from translator.errors import TranslationError, UnsupportedError
 from translator.from_clause import TABLE_FUNCTIONS, function_name
-from translator.ir import Atom, Rule, var
+from translator.ir import Atom, Rule, reachable, var
 from translator.scope import Scope
-from translator.sql_helpers import HOLDER, flatten_union, outermost_aggregates, select_from_holder
+from translator.sql_helpers import HOLDER, flatten_union, outermost_aggregates, select_from_holder, split_conjuncts
 
 DOMAIN = "__outer_values"  # the outer values, as the CTEs read them
 
@@ -51,11 +51,26 @@ class CorrelatedWithMixin(TranslatorCore):
         keys = list(dict.fromkeys(key for _, key in references))
         columns = {id(column): key for column, key in references}
         carrying = carrying_ctes(with_, set(columns))
+        labelled = self.reads_recursion({alias for alias, _ in keys}, outer)
+        domain_read = False
         for cte in with_.expressions:
             if cte.alias_or_name.lower() in carrying:
-                carry_values(cte, keys, carrying, columns)
+                domain_read |= carry_values(cte, keys, carrying, columns, labelled)
         correlate(select, keys, carrying)
+        if not domain_read:
+            return select, env
         return select, {**env, DOMAIN: self.outer_domain(keys, outer, references[0][0])}
+
+    def reads_recursion(self, aliases: set[str], outer: Scope) -> bool:
+        """Whether an outer FROM item of `aliases` reads a recursive CTE whose branches are being
+        translated: a domain of its values would be computed inside that recursion, which could then not
+        negate or aggregate the CTEs reading it (NOT EXISTS, a scalar count(*))."""
+        reads: dict[str, set[str]] = {}
+        for rule in self.program.rules:
+            reads.setdefault(rule.head, set()).update(atom.relation for atom in rule.atoms)
+        relations = {outer.source(alias).relation for alias in aliases}
+        return any(relation in self.recursing or reachable(relation, reads) & self.recursing
+                   for relation in relations)
 
     def correlated_set_operation(self, query: exp.SetOperation, outer: Scope, env: dict[str, str]
                                  ) -> exp.Select | None:
@@ -135,7 +150,8 @@ class CorrelatedWithMixin(TranslatorCore):
             names = [self.fresh_variable(column) for column in source.columns]
             body.append(Atom(source.relation, tuple(names), call_args=source.call_args))
             variables |= {(alias, column.lower()): name for column, name in zip(source.columns, names)}
-        relation = self.new_relation("outer_values", tuple(parameter(i) for i in range(len(keys))), distinct=True)
+        relation = self.new_relation("outer_values", tuple(parameter(i) for i in range(len(keys))), distinct=True,
+                                     outer_columns=", ".join(f"{alias}.{column}" for alias, column in keys))
         self.add_rule(Rule(relation, tuple(var(variables[key]) for key in keys), tuple(body)), node)
         return relation
 
@@ -243,8 +259,12 @@ def restrict(select: exp.Select, item: exp.Table, join: exp.Join | None, equalit
         join.set("on", exp.and_(join.args.get("on"), *equalities) if join.args.get("on") else exp.and_(*equalities))
 
 
-def carry_values(cte: exp.CTE, keys: list[OuterColumn], carrying: set[str], outer: dict[int, OuterColumn]) -> None:
-    """The outer values as the leading columns of each branch of `cte`, the outer columns read by them."""
+def carry_values(cte: exp.CTE, keys: list[OuterColumn], carrying: set[str], outer: dict[int, OuterColumn],
+                 labelled: bool) -> bool:
+    """The outer values as the leading columns of each branch of `cte`, the outer columns read by them;
+    `labelled`: a branch whose conjuncts equate each outer value with an expression of its own takes the
+    values from those expressions rather than from the domain. Whether a branch reads the domain."""
+    domain_read = False
     for branch in flatten_union(cte.this):
         if not isinstance(branch, exp.Select):
             raise UnsupportedError.at_node("a CTE reading columns of the outer query must be made of SELECTs", branch)
@@ -253,10 +273,12 @@ def carry_values(cte: exp.CTE, keys: list[OuterColumn], carrying: set[str], oute
         refuse_unrestricted_rows(branch, references)
         reads = carrying_reads(branch, carrying)
         first = reads[0] if reads and reads[0][1] is None else None
-        source = first[0].alias_or_name if first else DOMAIN
-        if first is None:
+        labels = equated_values(branch, keys, outer, references) if labelled and first is None else None
+        if first is None and labels is None:
             read_domain(branch)
-        values = [exp.column(parameter(i), table=source) for i in range(len(keys))]
+            domain_read = True
+        source = first[0].alias_or_name if first else DOMAIN
+        values = labels or [exp.column(parameter(i), table=source) for i in range(len(keys))]
         for column in references:  # a select item keeps its name
             value = values[keys.index(outer[id(column)])].copy()
             column.replace(exp.alias_(value, column.name) if column.parent is branch else value)
@@ -272,6 +294,42 @@ def carry_values(cte: exp.CTE, keys: list[OuterColumn], carrying: set[str], oute
     alias = cte.args.get("alias")
     if alias is not None and alias.columns:
         alias.set("columns", [exp.to_identifier(parameter(i)) for i in range(len(keys))] + alias.columns)
+    return domain_read
+
+
+def equated_values(branch: exp.Select, keys: list[OuterColumn], outer: dict[int, OuterColumn],
+                   references: list[exp.Column]) -> list[exp.Expression] | None:
+    """Per outer value, an expression over the branch's own columns that a conjunct of its WHERE (or of an
+    inner join's ON) equates the value with, when every value has one and the branch reads them at its
+    own level only: each row of the branch belongs to the outer value it equals, so the branch holds the
+    rows of every outer row without reading a domain of them (a NULL finds no outer row, as it finds no
+    row for a NULL outer value). None otherwise."""
+    if any(column.find_ancestor(exp.Select) is not branch for column in references):
+        return None  # an expression of the branch would not mean the same inside a nested query
+    found: dict[OuterColumn, exp.Expression] = {}
+    for conjunct in inner_conjuncts(branch):
+        if not isinstance(conjunct, exp.EQ):
+            continue
+        for side, other in ((conjunct.this, conjunct.expression), (conjunct.expression, conjunct.this)):
+            if isinstance(side, exp.Column) and id(side) in outer and own_expression(other, outer):
+                found.setdefault(outer[id(side)], other)
+    if len(found) < len(keys):
+        return None
+    return [found[key].copy() for key in keys]
+
+
+def inner_conjuncts(select: exp.Select) -> list[exp.Expression]:
+    """The conjuncts every row of `select` satisfies: its WHERE's and its inner joins' ON conditions'."""
+    conditions = [select.args["where"].this] if select.args.get("where") else []
+    conditions += [join.args["on"] for join in select.args.get("joins") or ()
+                   if join.args.get("on") is not None and not filtering_join(join)]
+    return [conjunct for condition in conditions for conjunct in split_conjuncts(condition)]
+
+
+def own_expression(expression: exp.Expression, outer: dict[int, OuterColumn]) -> bool:
+    """An expression of a branch's own columns, one value per row: no outer column, subquery or aggregate."""
+    return not any(isinstance(node, (exp.Query, exp.AggFunc)) or (isinstance(node, exp.Column) and id(node) in outer)
+                   for node in expression.walk())
 
 
 def read_domain(branch: exp.Select) -> None:

@@ -118,6 +118,8 @@ class FromMixin(TranslatorCore):
         elif isinstance(node, (exp.Subquery, exp.Values)):
             inner = node.this if isinstance(node, exp.Subquery) else node
             relation = self.translate_query(inner, env, None, name_hint=alias or "derived")
+            if alias:
+                self.label(relation, alias)
             columns = self.program.relations[relation].columns
             alias = alias or relation
         else:
@@ -170,6 +172,7 @@ class FromMixin(TranslatorCore):
             raise type(error).at_node(f"in view '{name}': {error.message}", node) from None
         finally:
             self.views_in_progress.pop()
+        self.label(relation, name)
         self.views[name] = relation
         return relation
 

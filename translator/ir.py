@@ -209,8 +209,11 @@ class Relation:
     aggregate: HeaderAggregate | None = None
     iteration: Iteration = Iteration.FIXPOINT
     max_level: int | None = None
-    label: str = ""  # the name the user wrote (a CTE's name), for messages
+    label: str = ""  # the name the user wrote (a CTE's, a derived table's, a view's), for messages; "": recsql's
     window: Window | None = None  # a subquery's ORDER BY ... LIMIT / OFFSET: which of its rows it keeps
+    # the values of outer columns that a subquery's WITH reads (translator/correlated_with.py): those columns as
+    # written (`r.n`), for messages
+    outer_columns: str = ""
 
     @property
     def display_name(self) -> str:

@@ -221,6 +221,7 @@ class QueriesMixin(CorrelatedWithMixin):
             env[name] = relation
             declared.append((cte, relation, flatten_union(cte.this)))
         pending = {relation: branches for _, relation, branches in declared}
+        self.recursing |= set(pending)
         undeclared = [(cte, relation) for cte, relation, _ in declared if self.cte_column_list(cte) is None]
         while undeclared:
             unknown = {entry.alias_or_name.lower() for entry, _ in undeclared}
@@ -230,6 +231,7 @@ class QueriesMixin(CorrelatedWithMixin):
         for relation, branches in pending.items():
             for branch in branches:
                 self.translate_branch(branch, relation, env)
+        self.recursing -= set(pending)
         for cte, relation, _ in declared:
             if self.program.relations[relation].iteration is Iteration.BAG:
                 self.iterate_as_recursion(relation, cte)
@@ -264,10 +266,12 @@ class QueriesMixin(CorrelatedWithMixin):
         for member in sorted(self.program.recursion_of(relation) - self.set_iterations):
             info = self.program.relations[member]
             if info.distinct:
+                what = f"'{info.label}' removes duplicates (DISTINCT, GROUP BY or UNION)" if info.label else (
+                    "a subquery removes duplicates (DISTINCT, GROUP BY or UNION, or the matches of EXISTS / IN, "
+                    "kept once)")
                 raise UnsupportedError.at_node(
-                    f"'{info.display_name}' removes duplicates (DISTINCT, GROUP BY or UNION) inside the UNION ALL "
-                    f"recursion of '{cte.alias_or_name}'; use UNION for the recursion, or keep duplicates inside it",
-                    cte,
+                    f"{what} inside the UNION ALL recursion of '{cte.alias_or_name}'; use UNION for the recursion, "
+                    "or keep duplicates inside it", cte
                 )
             self.program.relations[member] = replace(info, iteration=Iteration.BAG)
 
@@ -281,7 +285,8 @@ class QueriesMixin(CorrelatedWithMixin):
                 raise TranslationError.at_node(
                     f"CTE '{name}' names {len(columns)} columns but its query has {len(info.columns)}", cte
                 )
-            self.program.relations[relation] = replace(info, columns=columns, label=name)
+            self.program.relations[relation] = replace(info, columns=columns)
+        self.label(relation, name)
         return relation
 
     @staticmethod

@@ -77,7 +77,7 @@ def outermost_aggregates(expression: exp.Expression) -> list[exp.AggFunc]:
     found = []
 
     def visit(node: exp.Expression) -> None:
-        if isinstance(node, exp.Subquery):
+        if isinstance(node, (exp.Subquery, exp.Query)):  # EXISTS holds its query bare
             return
         if isinstance(node, exp.AggFunc):
             found.append(node)

@@ -268,11 +268,14 @@ def magic_rewrite(program: Program, estimator: Estimator) -> Program:
 
 def magic_atom(rule: Rule, adornment: str, magic: str, fresh: list[str]) -> tuple[Atom, Rule]:
     """The magic atom restricting an adorned rule: the head terms at bound positions. A bound head term
-    that is not a plain variable gets a fresh variable and an equality condition."""
+    that is not a variable the rule's inner joins bind gets a fresh variable and an equality condition:
+    the magic atom, joined first, must not bind a LEFT JOIN's variable, whose unmatched rows would keep
+    the magic value where the rule gives NULL."""
     args, conditions = [], []
+    inner = bound_by(rule.body)
     bound_terms = [term for term, mark in zip(rule.terms, adornment) if mark == BOUND]
     for term, name in zip(bound_terms, fresh):
-        if isinstance(term, exp.Column) and term.name not in args:
+        if isinstance(term, exp.Column) and term.name in inner and term.name not in args:
             args.append(term.name)
         else:
             args.append(name)
