@@ -20,14 +20,14 @@ from translator.block import Block, Correlation
 from translator.core import TranslatorCore
 from translator.errors import TranslationError, UnsupportedError
 from translator.ir import WILDCARD, Assignment, Atom, Condition, renamed, var, variables_of
-from translator.sql_helpers import column_depth, in_subquery, select_from_holder
+from translator.sql_helpers import column_depth, in_subquery, outermost_aggregates, select_from_holder
 
 
 class ConditionsMixin(TranslatorCore):
     """Conditions and expressions of a block, subqueries among them."""
 
     def translate_conjuncts(self, conjuncts: list[exp.Expression], block: Block, env: dict[str, str]) -> None:
-        for conjunct in conjuncts:
+        for conjunct in map(predicate_over_one_row, conjuncts):
             if self.try_unify(conjunct, block) or self.try_subquery_predicate(conjunct, block, env):
                 continue
             if block.scope.parent is not None and self.try_correlation(conjunct, block, env):
@@ -197,6 +197,38 @@ class ConditionsMixin(TranslatorCore):
             return var(value)
         return exp.Case(ifs=[exp.If(this=exp.Is(this=var(keys[0]), expression=exp.Null()), true=empty)],
                         default=var(value))
+
+
+def predicate_over_one_row(conjunct: exp.Expression) -> exp.Expression:
+    """[NOT] EXISTS and [NOT] IN over a subquery that gives one row whatever its input (see `one_row`) as what
+    they are over that row: EXISTS true, IN an equality with the subquery as a scalar. As a semi-join, the
+    subquery's relation would hold no row for outer values no input row matches, where SQL's holds one (a
+    count of 0): `x IN (SELECT count(*) FROM t WHERE t.k = o.k)` is true for x = 0 when no row of t matches."""
+    negated = isinstance(conjunct, exp.Not)
+    node = conjunct.this if negated else conjunct
+    node = node.this if isinstance(node, exp.Paren) else node
+    if isinstance(node, exp.Exists):
+        query = node.this
+    elif isinstance(node, exp.In) and node.args.get("query") is not None:
+        query = node.args["query"]
+    else:
+        return conjunct
+    while isinstance(query, exp.Subquery) and not query.args.get("alias"):
+        query = query.this
+    if not one_row(query):
+        return conjunct
+    if isinstance(node, exp.Exists):
+        return exp.false() if negated else exp.true()
+    equality = exp.EQ(this=node.this.copy(), expression=exp.Subquery(this=query.copy()))
+    return exp.Not(this=exp.Paren(this=equality)) if negated else equality
+
+
+def one_row(query: exp.Expression) -> bool:
+    """Whether `query` gives exactly one row whatever its input: a SELECT aggregating without GROUP BY, HAVING,
+    LIMIT or OFFSET."""
+    if not isinstance(query, exp.Select) or any(query.args.get(key) for key in ("group", "having", "limit", "offset")):
+        return False
+    return any(outermost_aggregates(item) for item in query.expressions)
 
 
 def value_over_no_rows(query: exp.Expression) -> exp.Expression | None:
