@@ -125,6 +125,10 @@ class RecSQL(Spark):
             tokens.TokenType.PLACEHOLDER: lambda self: self._positioned_placeholder(),
         }
 
+        def _warn_unsupported(self) -> None:
+            """sqlglot logs (to stderr) a statement it parses as an opaque command: recsql refuses those by
+            their keyword instead (statements/dispatch.py)."""
+
         def _positioned_placeholder(self) -> exp.Placeholder:
             placeholder = self.expression(exp.Placeholder())
             placeholder.meta.update(start=self._prev.start, line=self._prev.line, col=self._prev.col)
