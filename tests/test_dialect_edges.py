@@ -92,3 +92,48 @@ def test_unsupported_statement_is_refused_by_its_keyword_without_a_warning(cur, 
     error = refused(cur, "CALL some_procedure(1)")
     assert error.message == "CALL statements are not supported"
     assert not sqlglot_warnings(caplog)
+
+
+def test_using_key_is_refused_naming_it(cur):
+    error = refused(cur, "WITH RECURSIVE t(a, b)\n  USING KEY (a) AS (SELECT 1, 2 UNION SELECT a + 1, b FROM t "
+                         "WHERE a < 3) SELECT * FROM t")
+    assert "USING KEY" in error.message and "min() AS b" in error.message
+    assert (error.line, error.column) == (2, 3)
+
+
+def test_recurring_reference_is_refused_naming_it(cur):
+    sql = "WITH RECURSIVE t(a) AS (SELECT 1 UNION SELECT r.a + 1 FROM recurring.t r WHERE r.a < 3) SELECT * FROM t"
+    error = refused(cur, sql)
+    assert "'recurring.t'" in error.message and "USING KEY" in error.message
+    assert (error.line, error.column) == (1, sql.index("recurring") + 1)
+
+
+@pytest.mark.parametrize("sql", [
+    "CREATE RECURSIVE VIEW de_v(n) AS SELECT min(x) FROM de_t UNION ALL SELECT n + 1 FROM de_v WHERE n < 4",
+    "CREATE OR REPLACE RECURSIVE VIEW de_v (n, total) AS\n"
+    "  SELECT x, x FROM de_t WHERE x = 1 UNION SELECT n + 1, total + n + 1 FROM de_v JOIN de_t ON x = n + 1",
+])
+def test_recursive_view_is_a_view_of_its_recursive_query(cur, duck, sql):
+    cur.execute(sql)
+    duck.execute(sql)
+    try:
+        check(cur, duck, "SELECT * FROM de_v")
+        check(cur, duck, "SELECT count(*) FROM de_v JOIN de_t ON n = x")
+    finally:
+        cur.execute("DROP VIEW de_v")
+        duck.execute("DROP VIEW de_v")
+
+
+def test_recursive_view_needs_its_column_list(cur):
+    with pytest.raises(recsql.ProgrammingError, match="column list after the name of a RECURSIVE VIEW"):
+        cur.execute("CREATE RECURSIVE VIEW de_w AS SELECT 1")
+
+
+@pytest.mark.parametrize("sql, kind", [
+    ("SELECT x FROM de_t FOR UPDATE", "UPDATE"),
+    ("SELECT * FROM (SELECT x FROM de_t FOR SHARE) s", "SHARE"),
+])
+def test_locking_reads_are_refused(cur, caplog, sql, kind):
+    error = refused(cur, sql)
+    assert error.message.startswith(f"SELECT ... FOR {kind} is not supported"), error.message
+    assert not sqlglot_warnings(caplog)
