@@ -14,6 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
+from sqlglot import exp
+
 from recsql.analysis import Component
 from recsql.optimizer import Optimized
 from recsql.optimizer.cardinality import atom_estimate
@@ -22,6 +24,8 @@ from recsql.optimizer.explain import explain_passes
 from recsql.optimizer.join_order import order_body
 from recsql.optimizer.ownership import owner_column
 from recsql.settings import Settings, Strategy
+from recsql.spark_valued import spark_valued
+from translator.errors import UnsupportedError
 from translator.ir import Atom, Iteration, Program, Rule
 
 
@@ -143,14 +147,17 @@ def plan(optimized: Optimized, components: list[Component], settings: Settings) 
     for component in components:
         rules = [rule for rule in program.rules if rule.head in component]
         iteration = program.relations[component.relations[0]].iteration
+        spark_only = spark_computed(program, component, rules, strategy)
         if not component.recursive:
             inputs = external_rows(optimized, rules, local)
-            local_enough = strategy == Strategy.LOCAL or (strategy == Strategy.AUTO and inputs <= local_rows)
+            local_enough = not spark_only and (
+                strategy == Strategy.LOCAL or (strategy == Strategy.AUTO and inputs <= local_rows))
             chosen = Strategy.LOCAL if local_enough else Strategy.DISTRIBUTED
             if chosen == Strategy.LOCAL:
                 local.update(component.relations)
-            reason = (f"inputs ~{inputs:,.0f} rows {'within' if local_enough else 'past'} recsql.local_rows"
-                      if strategy == Strategy.AUTO else f"recsql.strategy = {strategy}")
+            reason = spark_only or (
+                f"inputs ~{inputs:,.0f} rows {'within' if local_enough else 'past'} recsql.local_rows"
+                if strategy == Strategy.AUTO else f"recsql.strategy = {strategy}")
             strata.append(Stratum(component, tuple(rules), (), iteration, chosen, reason=reason))
             continue
         exit_rules = tuple(rule for rule in rules if not reads_component(rule, component))
@@ -158,7 +165,10 @@ def plan(optimized: Optimized, components: list[Component], settings: Settings) 
         decomposition = decompose(program, component, recursive_rules)
         estimate = optimized.estimator.relation(component.relations[0])
         owner = owner_column(program, component, recursive_rules, estimate.distinct)
-        choice = choose(optimized, component, rules, decomposition, settings, local, owner)
+        if spark_only:  # a Spark job per iteration: Spark SQL evaluates every rule, no task the local evaluator
+            choice, owner = Choice(Strategy.DISTRIBUTED, spark_only), None
+        else:
+            choice = choose(optimized, component, rules, decomposition, settings, local, owner)
         if choice.strategy == Strategy.LOCAL:
             local.update(component.relations)
         seeds = {name: optimized.estimator.seed(name).rows for name in component.relations}
@@ -225,6 +235,20 @@ def choose(
         return Choice(Strategy.DISTRIBUTED,
                       f"the relations each part reads hold ~{sent:,.0f} rows, past recsql.broadcast_rows")
     return Choice(Strategy.DECOMPOSED, f"inputs ~{inputs:,.0f} rows; each part reads ~{sent:,.0f}", decomposition=pivoted)
+
+
+def spark_computed(program: Program, component: Component, rules: list[Rule], strategy: str) -> str:
+    """Why the component runs on Spark whatever its size: a call whose values only Spark gives
+    (spark_valued.py); "" when it has none. Refused where recsql.strategy = local."""
+    call = spark_valued(rules)
+    if call is None:
+        return ""
+    name = f"{call.name if isinstance(call, exp.Anonymous) else call.sql_name()}()".lower()
+    if strategy == Strategy.LOCAL:
+        raise UnsupportedError.at_node(
+            f"{name} takes its values from Spark, which the local strategy cannot compute: "
+            "SET recsql.strategy = auto (or distributed) runs the query on Spark", call)
+    return f"{name} takes its values from Spark"
 
 
 def narrow_pivot(optimized: Optimized, component: Component, decomposition: Decomposition | None,

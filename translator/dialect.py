@@ -11,6 +11,8 @@ Additions over sqlglot's Spark dialect:
 * `EXPLAIN [ANALYZE] statement` parses into an `Explain` node instead of an opaque command.
 * `SHOW TABLES [IN database]` parses into `exp.Show` instead of an opaque command.
 * `SET key = a, b, c` gives the setting the list of names "a,b,c" (recsql.disable_passes).
+* PostgreSQL's `CREATE [OR REPLACE] RECURSIVE VIEW v(columns) AS query` parses into the CREATE VIEW PostgreSQL
+  defines it as (`_parse_recursive_view`); DuckDB's `USING KEY` after a CTE's name is refused by name.
 
 Its generator writes a RaSQL CTE back in this syntax, so that a statement holding one prints as text
 (`statement.sql(dialect=RecSQL)`) that parses to the same statement.
@@ -26,7 +28,7 @@ from sqlglot.errors import ParseError, TokenError
 from sqlglot.generators.spark import SparkGenerator
 from sqlglot.parsers.spark import SparkParser
 
-from translator.errors import TranslationError
+from translator.errors import TranslationError, UnsupportedError
 
 HEADER_AGGREGATES = ("min", "max", "sum", "count")
 # the tokens a parenthesized query may start with (a CTE's body, told apart from its column list)
@@ -125,6 +127,10 @@ class RecSQL(Spark):
             tokens.TokenType.PLACEHOLDER: lambda self: self._positioned_placeholder(),
         }
 
+        def _warn_unsupported(self) -> None:
+            """sqlglot logs (to stderr) a statement it parses as an opaque command: recsql refuses those by
+            their keyword instead (statements/dispatch.py)."""
+
         def _positioned_placeholder(self) -> exp.Placeholder:
             placeholder = self.expression(exp.Placeholder())
             placeholder.meta.update(start=self._prev.start, line=self._prev.line, col=self._prev.col)
@@ -144,6 +150,10 @@ class RecSQL(Spark):
                     if len(words) == 3 and words[1].upper() in ("IN", "FROM"):
                         self._advance(2)
                         return self.expression(exp.Show(this="TABLES", db=exp.to_identifier(words[2])))
+            if self._curr and self._curr.token_type == tokens.TokenType.CREATE:
+                view = self._parse_recursive_view()
+                if view is not None:
+                    return view
             if self._curr and self._curr.text.upper() == "VACUUM":
                 self._advance()
                 table = self._parse_table_parts()
@@ -154,6 +164,29 @@ class RecSQL(Spark):
                         self.raise_error("VACUUM ... RETAIN takes a number of HOURS")
                 return self.expression(Vacuum(this=table, hours=hours))
             return super()._parse_statement()
+
+        def _parse_recursive_view(self) -> exp.Create | None:
+            """PostgreSQL's `CREATE [OR REPLACE] RECURSIVE VIEW v(columns) AS query`, as PostgreSQL defines it:
+            `CREATE VIEW v AS WITH RECURSIVE v(columns) AS (query) SELECT * FROM v`. None (nothing read) for
+            any other CREATE."""
+            start = self._index
+            self._advance()
+            replace = self._match_text_seq("OR", "REPLACE")
+            if not self._match_text_seq("RECURSIVE", "VIEW"):
+                self._retreat(start)
+                return None
+            view = self._parse_table_parts(schema=True)
+            if not self._match(tokens.TokenType.L_PAREN):
+                self.raise_error("Expected a column list after the name of a RECURSIVE VIEW")
+            columns = self._parse_csv(self._parse_id_var)
+            self._match_r_paren()
+            if not self._match(tokens.TokenType.ALIAS):
+                self.raise_error("Expected AS after the column list of a RECURSIVE VIEW")
+            cte = RecursiveCTE(this=self._parse_statement(),
+                               alias=exp.TableAlias(this=view.this.copy(), columns=columns))
+            query = exp.select("*").from_(exp.Table(this=view.this.copy()))
+            query.set("with_", exp.With(expressions=[cte], recursive=True))
+            return self.expression(exp.Create(this=view, kind="VIEW", expression=query, replace=replace))
 
         def _parse_set_item_assignment(self, kind: str | None = None) -> exp.Expression | None:
             item = super()._parse_set_item_assignment(kind)
@@ -192,6 +225,11 @@ class RecSQL(Spark):
                 max_level = self._parse_number()
                 if not isinstance(max_level, exp.Literal):
                     self.raise_error("Expected a number after MAX RECURSION LEVEL")
+            using = self._curr
+            if self._match_text_seq("USING", "KEY"):
+                raise UnsupportedError(
+                    "DuckDB's USING KEY recursive CTEs are not supported; to keep one row per key, declare an "
+                    "aggregate in the column list, as in t(a, min() AS b)", *_token_position(using))
             if not self._match(tokens.TokenType.ALIAS) and not self._body_follows():
                 self.raise_error("Expected AS after the CTE name")
             body = self._parse_wrapped(self._parse_statement)
@@ -300,6 +338,11 @@ def _missing_argument(match: re.Match) -> str:
     if isinstance(node, type) and issubclass(node, exp.Binary):
         return "an operator is missing an operand"
     return f"{match.group(2).upper()} is missing its {match.group(1)}"
+
+
+def _token_position(token: tokens.Token) -> tuple[int, int]:
+    """(line, column) where `token` starts (sqlglot records the column of its last character)."""
+    return token.line, token.col - (token.end - token.start)
 
 
 def _line_column(sql: str, offset: int | None) -> tuple[int | None, int | None]:

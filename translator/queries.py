@@ -337,6 +337,11 @@ class QueriesMixin(CorrelatedWithMixin):
                 raise UnsupportedError.at_node(f"{unsupported.upper()} is not supported", select)
         if any(select.find_all(exp.Window)):
             raise UnsupportedError.at_node("window functions are not supported", select.find(exp.Window))
+        locks = select.args.get("locks")
+        if locks:
+            kind = "UPDATE" if locks[0].args.get("update") else "SHARE"
+            raise UnsupportedError.at_node(f"SELECT ... FOR {kind} is not supported: recsql takes no row locks; "
+                                           "leave the clause out", select)
         if select.args.get("with_") is not None and outer is not None:
             select, env = self.parameterized_with(select, outer, env)
         env = self.translate_with(select.args.get("with_"), env)

@@ -11,12 +11,13 @@ from pyspark.sql.types import DataType
 from recsql.engine.answer import Answer
 from recsql.engine.columns import column_names
 from recsql.engine.fixpoint import CapacityExceeded, Reached
-from recsql.engine.local.database import ArithmeticLimit, LocalLimit
+from recsql.engine.local.database import ArithmeticLimit
 from recsql.engine.local.program import LocalProgram
 from recsql.engine.progress import ProgressListener
 from recsql.engine.scratch import Scratch
 from recsql.engine.spark.runner import SparkRun, TableSource
 from recsql.engine.spark_settings import ANSI, SparkSettings
+from recsql.engine.sql.printing import LocalLimit
 from recsql.engine.trace import Trace
 from recsql.engine.types import exact_meaning
 from recsql.engine.types.plan_types import PlanTyping

@@ -13,8 +13,8 @@ import pyarrow as pa
 from sqlglot import exp
 
 from recsql.cancellation import interruptible
-from recsql.engine.sql.printing import INEXACT
-from recsql.errors import DataError, NotSupportedError, OperationalError
+from recsql.engine.sql.printing import INEXACT, LocalLimit
+from recsql.errors import DataError, OperationalError
 
 
 def quote(name: str) -> str:
@@ -114,12 +114,6 @@ class ArithmeticLimit(DataError):
     raises its own error. A DataError wherever Spark cannot take over."""
 
 
-class LocalLimit(NotSupportedError):
-    """SQL the local evaluator cannot run (DuckDB does not know it, or binds it otherwise than Spark would,
-    such as a comparison of a string with a number): a limit of the local strategy, not of the query.
-    Under recsql.strategy = auto, Spark evaluates the query instead (and gives Spark's answer or error)."""
-
-
 OUT_OF_RANGE = ("out of range", "could not cast value")  # a number a cast cannot hold (not a bad string)
 # DuckDB's words around a message: the kind of error ("Conversion Error: "), the condition a message of
 # recsql's own names as Spark does ("[DIVIDE_BY_ZERO] "), its names of integer types
@@ -144,10 +138,7 @@ def duckdb_errors() -> Iterator[None]:
         raise DataError(duckdb_message(error)) from None
     except (duckdb.CatalogException, duckdb.BinderException, duckdb.ParserException,
             duckdb.NotImplementedException) as error:
-        raise LocalLimit(
-            f"the local strategy cannot evaluate this query ({duckdb_message(error)}); "
-            "SET recsql.strategy = distributed runs it on Spark"
-        ) from None
+        raise LocalLimit.because(duckdb_message(error)) from None
     except duckdb.Error as error:
         raise OperationalError(f"local evaluation failed: {duckdb_message(error)}") from None
 

@@ -11,8 +11,10 @@ from enum import Enum
 from typing import Mapping, Sequence
 
 from sqlglot import exp
+from sqlglot.errors import ErrorLevel, UnsupportedError
 
 from recsql.engine.sql.arrays import spark_array
+from recsql.errors import NotSupportedError
 
 DIVIDE_BY_ZERO = "[DIVIDE_BY_ZERO] Division by zero"
 REMAINDER_BY_ZERO = "[REMAINDER_BY_ZERO] Remainder by zero"  # Spark's for %
@@ -23,6 +25,17 @@ AVERAGE = "spark_average"  # (p, s) of the operand and of the average: decimals
 DATE_ARITHMETIC = "spark_date"  # a date plus or minus an interval: a date
 MAX_DIGITS = 38
 INEXACT = "recsql: a decimal division past the digits the local evaluator rounds exactly"
+
+
+class LocalLimit(NotSupportedError):
+    """SQL the local evaluator cannot run (DuckDB does not know it, or binds it otherwise than Spark would,
+    such as a comparison of a string with a number): a limit of the local strategy, not of the query.
+    Under recsql.strategy = auto, Spark evaluates the query instead (and gives Spark's answer or error)."""
+
+    @classmethod
+    def because(cls, detail: str) -> "LocalLimit":
+        return cls(f"the local strategy cannot evaluate this query ({detail}); "
+                   "SET recsql.strategy = distributed runs it on Spark")
 
 
 class Dialect(str, Enum):
@@ -39,9 +52,16 @@ class Printer:
         self.ansi = ansi
 
     def sql(self, tree: exp.Expression) -> str:
+        """The tree's SQL; an error where sqlglot writes it for this engine only by losing part of its meaning
+        (RANDOM with seed in DuckDB): for DuckDB a LocalLimit (Spark runs it instead)."""
         if self.dialect is Dialect.DUCKDB:
             tree = self.spark_semantics(without_hints(tree))
-        return tree.sql(dialect=self.dialect.value, identify=True)
+        try:
+            return tree.sql(dialect=self.dialect.value, identify=True, unsupported_level=ErrorLevel.RAISE)
+        except UnsupportedError as error:
+            if self.dialect is Dialect.DUCKDB:
+                raise LocalLimit.because(str(error)) from None
+            raise NotSupportedError(f"Spark SQL cannot express this query: {error}") from None
 
     def quote(self, name: str) -> str:
         """`name` as a quoted identifier of this dialect."""

@@ -8,10 +8,10 @@ from __future__ import annotations
 from pyspark.sql import DataFrame
 
 from recsql.engine.fixpoint import CapacityExceeded
-from recsql.engine.local.database import LocalLimit
 from recsql.engine.local.engine import LocalFixpoint
 from recsql.engine.spark.types import stratum_types
 from recsql.engine.spark.context import StratumRun
+from recsql.engine.sql.printing import LocalLimit
 from recsql.engine.types.result_types import struct
 from recsql.planner import Stratum
 from recsql.settings import Strategy
