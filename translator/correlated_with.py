@@ -29,7 +29,7 @@ from translator.errors import TranslationError, UnsupportedError
 from translator.from_clause import TABLE_FUNCTIONS, function_name
 from translator.ir import Atom, Rule, var
 from translator.scope import Scope
-from translator.sql_helpers import HOLDER, flatten_union, outermost_aggregates, select_from_holder
+from translator.sql_helpers import HOLDER, union_branches, outermost_aggregates, select_from_holder
 
 DOMAIN = "__outer_values"  # the outer values, as the CTEs read them
 
@@ -245,7 +245,7 @@ def restrict(select: exp.Select, item: exp.Table, join: exp.Join | None, equalit
 
 def carry_values(cte: exp.CTE, keys: list[OuterColumn], carrying: set[str], outer: dict[int, OuterColumn]) -> None:
     """The outer values as the leading columns of each branch of `cte`, the outer columns read by them."""
-    for branch in flatten_union(cte.this):
+    for branch in union_branches(cte.this):
         if not isinstance(branch, exp.Select):
             raise UnsupportedError.at_node("a CTE reading columns of the outer query must be made of SELECTs", branch)
         refuse_other_reads(branch, carrying, star=True)
