@@ -99,8 +99,9 @@ def check_component(program: Program, component: Component) -> None:
     for name in component.relations:
         if program.relations[name].window is not None:
             raise UnsupportedProgram(
-                f"LIMIT / OFFSET through recursion: a subquery with LIMIT or OFFSET is inside {cycle}; it may only "
-                "read relations computed before the recursion")
+                f"LIMIT / OFFSET through recursion: a query with LIMIT, FETCH FIRST or OFFSET (a subquery, or a "
+                f"branch or the body of a recursive CTE) is inside {cycle}; it may only read relations computed "
+                "before the recursion")
     for rule in program.rules:
         if rule.head not in component:
             continue

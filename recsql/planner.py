@@ -17,6 +17,7 @@ from enum import Enum
 from sqlglot import exp
 
 from recsql.analysis import Component
+from recsql.first_rows import Stop, first_rows_stop
 from recsql.optimizer import Optimized
 from recsql.optimizer.cardinality import atom_estimate
 from recsql.optimizer.decomposition import Decomposition, NotDecomposable, decompose
@@ -72,6 +73,7 @@ class Stratum:
     decomposition: Decomposition | None = None  # its pivots, when DECOMPOSED or when LOCAL may move there
     owner: int | None = None  # DISTRIBUTED as one job: the column that says which task owns a fact
     reason: str = ""  # why the strategy, for EXPLAIN
+    stop: Stop | None = None  # the rows after which a LIMIT over the stratum has what it needs (first_rows.py)
 
     @property
     def relations(self) -> tuple[str, ...]:
@@ -111,6 +113,8 @@ class Plan:
             lines.append(f"{number}. {names}  (recursive: {how}, {self.where(stratum)})")
             if stratum.reason:
                 lines.append(f"     strategy: {stratum.reason}")
+            if stratum.stop is not None:
+                lines.append(f"     stops early, as LIMIT needs: {stratum.stop}")
             lines.extend(f"     {variant}" for variant in stratum.variants)
         return "\n".join(lines)
 
@@ -144,6 +148,7 @@ def plan(optimized: Optimized, components: list[Component], settings: Settings) 
     strategy, local_rows = settings.strategy, settings.local_rows
     strata: list[Stratum] = []
     local: set[str] = set()  # relations of the strata planned LOCAL so far
+    recursive = {name for component in components if component.recursive for name in component.relations}
     for component in components:
         rules = [rule for rule in program.rules if rule.head in component]
         iteration = program.relations[component.relations[0]].iteration
@@ -162,7 +167,11 @@ def plan(optimized: Optimized, components: list[Component], settings: Settings) 
             continue
         exit_rules = tuple(rule for rule in rules if not reads_component(rule, component))
         recursive_rules = [rule for rule in rules if reads_component(rule, component)]
+        stop = first_rows_stop(program, component.relations, recursive)
         decomposition = decompose(program, component, recursive_rules)
+        if stop is not None and stop.filtered:
+            decomposition = NotDecomposable("a LIMIT stopping it counts filtered rows, which a part may never "
+                                            "have alone")
         estimate = optimized.estimator.relation(component.relations[0])
         owner = owner_column(program, component, recursive_rules, estimate.distinct)
         if spark_only:  # a Spark job per iteration: Spark SQL evaluates every rule, no task the local evaluator
@@ -177,7 +186,7 @@ def plan(optimized: Optimized, components: list[Component], settings: Settings) 
             for rule in recursive_rules
             for variant in delta_variants(rule, component, iteration)
         )
-        strata.append(Stratum(component, exit_rules, variants, iteration, owner=owner, **vars(choice)))
+        strata.append(Stratum(component, exit_rules, variants, iteration, owner=owner, stop=stop, **vars(choice)))
     return Plan(optimized, tuple(strata))
 
 

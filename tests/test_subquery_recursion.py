@@ -134,7 +134,8 @@ REFUSED = [
                  id="left_join_of_a_derived_table_over_the_recursion"),
     pytest.param("WITH RECURSIVE r(n) AS (SELECT 1 UNION SELECT n + 1 FROM (SELECT n FROM r ORDER BY n DESC LIMIT 1) "
                  "WHERE n < 3) SELECT * FROM r", recsql.NotSupportedError,
-                 "LIMIT / OFFSET through recursion: a subquery with LIMIT or OFFSET is inside the recursive cycle (r);",
+                 "LIMIT / OFFSET through recursion: a query with LIMIT, FETCH FIRST or OFFSET (a subquery, or a branch "
+                 "or the body of a recursive CTE) is inside the recursive cycle (r);",
                  id="limit_over_the_recursion"),
 ]
 

@@ -29,7 +29,7 @@ from translator.errors import TranslationError, UnsupportedError
 from translator.from_clause import TABLE_FUNCTIONS, function_name
 from translator.ir import Atom, Rule, reachable, var
 from translator.scope import Scope
-from translator.sql_helpers import HOLDER, flatten_union, outermost_aggregates, select_from_holder, split_conjuncts
+from translator.sql_helpers import HOLDER, outermost_aggregates, select_from_holder, split_conjuncts, union_branches
 
 DOMAIN = "__outer_values"  # the outer values, as the CTEs read them
 
@@ -265,7 +265,7 @@ def carry_values(cte: exp.CTE, keys: list[OuterColumn], carrying: set[str], oute
     `labelled`: a branch whose conjuncts equate each outer value with an expression of its own takes the
     values from those expressions rather than from the domain. Whether a branch reads the domain."""
     domain_read = False
-    for branch in flatten_union(cte.this):
+    for branch in union_branches(cte.this):
         if not isinstance(branch, exp.Select):
             raise UnsupportedError.at_node("a CTE reading columns of the outer query must be made of SELECTs", branch)
         refuse_other_reads(branch, carrying, star=True)

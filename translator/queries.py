@@ -24,7 +24,7 @@ from translator.order_limit import hidden_order_columns, limit_value, offset_val
 from translator.scope import Scope
 from translator.search_cycle import bind_values, expand_search_cycle, resolve_values
 from translator.sql_helpers import (
-    cte_groups, flatten_union, outermost_aggregates, output_name, split_conjuncts, union_nodes,
+    cte_groups, outermost_aggregates, output_name, split_conjuncts, top_union, union_branches, windowed,
 )
 
 
@@ -36,10 +36,10 @@ class QueriesMixin(CorrelatedWithMixin):
         correlations: Correlation | None = None,
     ) -> str:
         """Translate any query node into a relation; returns the relation's name."""
+        if windowed(query):
+            return self.translate_windowed(query, env, outer, name_hint, correlations)
         if isinstance(query, exp.Subquery):
             return self.translate_query(query.this, env, outer, name_hint, correlations)
-        if query.args.get("limit") or query.args.get("offset"):
-            return self.translate_windowed(query, env, outer, name_hint, correlations)
         if query.args.get("order"):
             query = query.copy()
             query.set("order", None)  # ordering alone has no effect on a subquery's rows
@@ -91,8 +91,8 @@ class QueriesMixin(CorrelatedWithMixin):
         if union.args.get("with_"):
             union = union.copy()
             union.set("with_", None)
-        branches = flatten_union(union)
-        distinct = any(node.args.get("distinct") for node in union_nodes(union))
+        branches = union_branches(union)
+        distinct = bool(union.args.get("distinct"))
         columns, first = self.leading_columns(branches[0], env, f"{name_hint}_branch", required=False)
         relation = self.new_relation(name_hint, columns, distinct=distinct)
         if first is not None:
@@ -124,7 +124,8 @@ class QueriesMixin(CorrelatedWithMixin):
         """Add the rules of one UNION branch to `relation`."""
         target = self.program.relations[relation]
         branch = bind_values(branch, target.columns)
-        if isinstance(branch, exp.Select) and not (branch.args.get("distinct") and not target.distinct):
+        whole = isinstance(branch, exp.Select) and not windowed(branch)  # all its rows, one rule
+        if whole and (target.distinct or not branch.args.get("distinct")):
             self.translate_select(branch, env, None, relation)
             return
         source = self.translate_query(branch, env, None, name_hint=f"{target.display_name}_branch")
@@ -216,10 +217,10 @@ class QueriesMixin(CorrelatedWithMixin):
             name = cte.alias_or_name.lower()
             columns = self.cte_column_list(cte)
             relation = self.new_relation(name, columns or (), **self.cte_properties(cte, columns or ()), label=name)
-            if union_nodes(cte.this):
+            if top_union(cte.this) is not None:
                 self.set_iterations.add(relation)
             env[name] = relation
-            declared.append((cte, relation, flatten_union(cte.this)))
+            declared.append((cte, relation, union_branches(cte.this)))
         pending = {relation: branches for _, relation, branches in declared}
         self.recursing |= set(pending)
         undeclared = [(cte, relation) for cte, relation, _ in declared if self.cte_column_list(cte) is None]
@@ -301,8 +302,7 @@ class QueriesMixin(CorrelatedWithMixin):
         return None
 
     def cte_properties(self, cte: exp.CTE, columns: tuple[str, ...]) -> dict:
-        body = cte.this
-        union_distinct = [node.args.get("distinct") for node in union_nodes(body)]
+        union = top_union(cte.this)
         aggregates = cte.args.get("aggregates") or {}
         if len(aggregates) > 1:
             raise UnsupportedError.at_node(
@@ -312,9 +312,9 @@ class QueriesMixin(CorrelatedWithMixin):
         for column, function in aggregates.items():
             header = HeaderAggregate(function, [c.lower() for c in columns].index(column.lower()))
         max_level = cte.args.get("max_level")
-        bag = bool(union_distinct) and not any(union_distinct)
+        bag = union is not None and not union.args.get("distinct")
         return {
-            "distinct": bool(union_distinct) and not bag,
+            "distinct": union is not None and not bag,
             "aggregate": header,
             "iteration": Iteration.BAG if bag else Iteration.FIXPOINT,
             "max_level": int(max_level.this) if max_level is not None else None,

@@ -16,7 +16,7 @@ from sqlglot import exp
 
 from translator.dialect import CteValue, Cycle, Search
 from translator.errors import TranslationError, UnsupportedError
-from translator.sql_helpers import flatten_union, output_name
+from translator.sql_helpers import union_branches, output_name
 
 DEPTH = "depth"  # the level field of a breadth-first sequence
 
@@ -28,7 +28,7 @@ def expand_search_cycle(cte: exp.CTE) -> exp.CTE:
         return cte
     cte = cte.copy()
     name = cte.alias_or_name.lower()
-    branches = flatten_union(cte.this)
+    branches = union_branches(cte.this)
     if len(branches) < 2 or not all(isinstance(branch, exp.Select) for branch in branches):
         raise UnsupportedError.at_node(f"SEARCH / CYCLE on '{name}' need a UNION of SELECTs", search or cycle)
     columns = cte_columns(cte, branches[0])

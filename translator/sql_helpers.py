@@ -14,22 +14,43 @@ from translator.ir import reachable
 from translator.scope import Scope
 
 
-def flatten_union(node: exp.Expression) -> list[exp.Expression]:
-    """The branches of a tree of UNIONs (parentheses around branches dropped)."""
-    if isinstance(node, exp.Subquery) and not node.args.get("alias"):
-        return flatten_union(node.this)
-    if isinstance(node, exp.Union) and not node.args.get("order") and not node.args.get("limit") \
-            and not node.args.get("with_"):
-        return flatten_union(node.this) + flatten_union(node.expression)
-    return [node]
+def windowed(query: exp.Expression) -> bool:
+    """Whether a query keeps only some of its rows (LIMIT, FETCH FIRST, OFFSET); an ORDER BY alone keeps them all."""
+    return bool(query.args.get("limit") or query.args.get("offset"))
 
 
-def union_nodes(node: exp.Expression) -> list[exp.Union]:
-    if isinstance(node, exp.Subquery):
-        return union_nodes(node.this)
-    if isinstance(node, exp.Union):
-        return [node] + union_nodes(node.this) + union_nodes(node.expression)
-    return []
+def unparenthesized(query: exp.Expression) -> exp.Expression:
+    """A query without the parentheses around it that change nothing (no alias, no window of their own)."""
+    while isinstance(query, exp.Subquery) and not query.args.get("alias") and not windowed(query):
+        query = query.this
+    return query
+
+
+def top_union(query: exp.Expression) -> exp.Union | None:
+    """The UNION [ALL] a query is, under its parentheses; None when it is another kind of query."""
+    query = unparenthesized(query)
+    return query if isinstance(query, exp.Union) else None
+
+
+def union_branches(query: exp.Expression) -> list[exp.Expression]:
+    """The branches of the UNION [ALL] a query is: the UNIONs below it that mean what their branches joined
+    to it would (one of its kind, or any under a UNION that removes duplicates) split into their branches.
+    A query that is no such UNION, or that has a window or a WITH of its own, is its one branch
+    (`A UNION B UNION ALL C` has two: `A UNION B` and `C`)."""
+    top = top_union(query)
+    return _branches(query, top is not None and bool(top.args.get("distinct")))
+
+
+def joinable(union: exp.Union) -> bool:
+    """Whether a UNION's branches are rows of the query around it: no window, no WITH of its own."""
+    return not windowed(union) and not union.args.get("with_")
+
+
+def _branches(query: exp.Expression, distinct: bool) -> list[exp.Expression]:
+    union = top_union(query)
+    if union is None or not joinable(union) or (union.args.get("distinct") and not distinct):
+        return [query]
+    return _branches(union.this, distinct) + _branches(union.expression, distinct)
 
 
 HOLDER = "__subquery"  # the CTE holding a subquery's query that is not a SELECT

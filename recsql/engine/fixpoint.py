@@ -17,6 +17,7 @@ from recsql.engine.sql import queries as q
 from recsql.engine.sql.queries import Query
 from recsql.engine.states import Engine, Facts, State, SumState, state_for
 from recsql.errors import OperationalError
+from recsql.first_rows import Path
 from recsql.planner import Stratum, Variant, Version
 from recsql.settings import Settings
 from translator.contributions import contributor
@@ -48,6 +49,9 @@ class RuleEngine(Engine[Facts], Protocol):
 
     def seeded(self, facts: Facts) -> object:
         """Facts computed elsewhere, as candidates."""
+
+    def count(self, derived: object) -> int:
+        """How many candidates a rule derived (`derive`'s result)."""
 
 
 @dataclass(frozen=True)
@@ -85,14 +89,14 @@ class Limits:
     `capacity`: derived rows past which the evaluation stops with CapacityExceeded (a local evaluation
     planned from estimates), as soon as its growth says the next iteration would pass them: the
     iterations before are cheap, the one that passes them the costliest, and its work would be thrown
-    away or moved. `enough`: the facts after which the evaluation may stop, the answer being the
-    first rows of the stratum's relation (see `rows_enough`)."""
+    away or moved. `stop`: the rows after which the evaluation may end, a LIMIT over the stratum having
+    what it needs (first_rows.py)."""
 
     def __init__(self, program: Program, stratum: Stratum, settings: Settings, capacity: int | None = None):
         self.program = program
         self.stratum = stratum
         self.capacity = capacity
-        self.enough = rows_enough(program, stratum)
+        self.stop = stratum.stop
         self.max_rows = settings.max_rows
         self.max_iterations = settings.max_iterations
         self.limited_by: Relation | None = None
@@ -100,6 +104,10 @@ class Limits:
             relation = program.relations[name]
             if relation.max_level is not None and relation.max_level < self.max_iterations:
                 self.max_iterations, self.limited_by = relation.max_level, relation
+
+    def enough(self, counted: Sequence[int]) -> bool:
+        """Whether the rows counted for each watch of the stop (Fixpoint.watched, summed) are all there."""
+        return self.stop is not None and all(rows >= watch.rows for rows, watch in zip(counted, self.stop.watches))
 
     def check_iteration(self, iteration: int) -> None:
         if iteration > self.max_iterations:
@@ -141,40 +149,6 @@ class Limits:
         return ", ".join(f"'{self.program.relations[n].display_name}'" for n in self.stratum.relations)
 
 
-def rows_enough(program: Program, stratum: Stratum) -> int | None:
-    """A LIMIT n (OFFSET m) with no ORDER BY over the recursive relation of this stratum, whose answer is
-    that relation's facts one answer row each (a copy of it, or a projection keeping duplicates): any
-    n + m of its facts make a right answer, and without aggregates in the stratum every fact derived is
-    one of the fixpoint's. The evaluation may then stop once it has that many, as Spark and PostgreSQL
-    stop a LIMITed recursion: a UNION ALL recursion that never ends alone gives its first rows. One
-    relation in the stratum: its new facts are the iteration's (which an exchanging evaluation's tasks
-    count together, so that they all stop in the same iteration)."""
-    if program.limit is None or program.order_by or len(stratum.relations) != 1:
-        return None
-    (name,) = stratum.relations
-    relation = program.relations[name]
-    if relation.aggregate is not None:
-        return None
-    if program.output != name and not answers_one_row_per_fact(program, relation):
-        return None
-    return program.limit + program.offset
-
-
-def answers_one_row_per_fact(program: Program, relation: Relation) -> bool:
-    """Whether the answer's one rule reads `relation` alone and makes a row of each of its facts: no
-    filter, no computed column, and no DISTINCT merging facts into one row."""
-    rules = program.rules_for(program.output)
-    if len(rules) != 1 or len(rules[0].body) != 1 or not isinstance(rules[0].body[0], Atom):
-        return False
-    (rule,), atom = rules, rules[0].body[0]
-    if atom.relation != relation.name or atom.filters or atom.optional or atom.call_args:
-        return False
-    if not all(isinstance(term, exp.Column) and term.name in atom.args for term in rule.terms):
-        return False
-    copies = [term.name for term in rule.terms] == list(atom.args)
-    return not program.relations[program.output].distinct or (copies and relation.distinct)
-
-
 def next_rows(new_rows: int, previous_rows: int) -> int:
     """The new facts the next iteration is expected to derive: this iteration's, grown (or shrunk) as
     much as they did from the previous one."""
@@ -182,11 +156,12 @@ def next_rows(new_rows: int, previous_rows: int) -> int:
 
 
 def iterate(evaluation: Fixpoint, limits: Limits, progress: ProgressListener | None, after: int = 0) -> int:
-    """Run `evaluation` until an iteration derives nothing new, or the facts a LIMITed answer needs are
-    there (Limits.enough); returns the number of iterations.
+    """Run `evaluation` until an iteration derives nothing new, or the rows a LIMIT over the stratum needs
+    are there (Limits.enough); returns the number of iterations.
     `after`: the iterations an evaluation handed over to this one had made (its start is the next one)."""
     started = time.monotonic()
     new_rows = derived = evaluation.start()
+    counted = evaluation.watched()
     iteration = after
 
     def report() -> None:
@@ -195,11 +170,12 @@ def iterate(evaluation: Fixpoint, limits: Limits, progress: ProgressListener | N
             progress(Progress(limits.stratum.relations, iteration, new_rows, derived, elapsed, evaluation.facts()))
 
     report()
-    while new_rows and not (limits.enough is not None and derived >= limits.enough):
+    while new_rows and not limits.enough(counted):
         iteration += 1
         limits.check_iteration(iteration)
         previous_rows, new_rows = new_rows, evaluation.step()
         derived += new_rows
+        counted = tuple(before + now for before, now in zip(counted, evaluation.watched()))
         limits.check_rows(derived, iteration, new_rows, previous_rows)
         report()
     return iteration
@@ -282,6 +258,20 @@ class Fixpoint(Generic[Facts]):
     def facts(self) -> dict[str, int]:
         """The new facts of each relation in the last start or step."""
         return {name: state.new_facts for name, state in self.states.items()}
+
+    def watched(self) -> tuple[int, ...]:
+        """Per watch of the stratum's stop, the rows its paths give from the facts new in the last start or
+        step (none without a stop)."""
+        stop = self.stratum.stop
+        return tuple(sum(self.path_rows(path) for path in watch.paths) for watch in stop.watches) if stop else ()
+
+    def path_rows(self, path: Path) -> int:
+        state = self.states[path.relation]
+        if path.rule is None:
+            return state.new_facts
+        self.engine.publish(path.relation, Version.DELTA, state.delta)
+        versions = tuple(Version.DELTA if isinstance(literal, Atom) else None for literal in path.rule.body)
+        return self.engine.count(self.engine.derive(path.rule, versions, ()))
 
     def derive(self, rules: Iterable[tuple[Rule, Versions]]) -> dict[str, object]:
         """The candidates of each relation from the given rules."""

@@ -129,6 +129,9 @@ class DuckDBEngine:
         self.db.register(name, facts)
         return f"SELECT * FROM {self.printer.quote(name)}"
 
+    def count(self, derived: object) -> int:
+        return self.db.query(f"SELECT count(*) FROM ({derived})").column(0)[0].as_py()
+
 
 class LocalFixpoint:
     """One recursive component evaluated to its fixpoint (or its UNION ALL iteration to exhaustion) in this

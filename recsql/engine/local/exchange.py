@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import shutil
 import time
+from typing import Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -78,9 +79,15 @@ class DirectoryExchange:
 
     def total(self, count: int) -> int:
         """The sum of every task's `count`."""
+        return self.totals((count,))[0]
+
+    def totals(self, counts: Sequence[int]) -> tuple[int, ...]:
+        """The sums of every task's `counts`, position by position, in one round (a round of totals, whose
+        first is what TotalsReader reads)."""
         folder = self.next_round()
-        self.mark(folder, str(count))
-        return sum(int(text) for text in self.wait(folder))
+        self.mark(folder, " ".join(str(count) for count in counts))
+        answers = [[int(count) for count in text.split()] for text in self.wait(folder)]
+        return tuple(sum(column) for column in zip(*answers))
 
     def stop(self) -> None:
         """Tell the other tasks that this one failed and will not answer."""
@@ -163,5 +170,5 @@ class TotalsReader:
                     return totals  # the round is not complete yet
             self.round += 1
             if all(texts):  # a round of `route` leaves empty markers
-                totals.append((self.totals, sum(int(text) for text in texts)))
+                totals.append((self.totals, sum(int(text.split()[0]) for text in texts)))
                 self.totals += 1

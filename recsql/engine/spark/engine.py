@@ -236,6 +236,9 @@ class SparkEngine:
     def seeded(self, facts: SparkFacts) -> str:
         raise NotImplementedError("the Spark engine derives its exit rules' facts itself")
 
+    def count(self, derived: object) -> int:
+        return self.views.sql(derived).count()
+
 
 def view_name(name: str) -> str:
     """`name` as one part of a view's name: a relation of Spark's catalog or a path table (`db.t`,

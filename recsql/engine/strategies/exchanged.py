@@ -221,17 +221,27 @@ class IterationWatcher:
 
 class Lockstep:
     """A task's fixpoint advancing with the others': each start and step counts the new facts of all
-    tasks, so every task sees the same numbers and stops (or fails a limit) in the same iteration."""
+    tasks, and the rows watched for a LIMIT (Fixpoint.watched), so every task sees the same numbers and
+    stops (or fails a limit) in the same iteration."""
 
     def __init__(self, fixpoint: Fixpoint, exchange: DirectoryExchange):
         self.fixpoint = fixpoint
         self.exchange = exchange
+        self.counted: list[int] = []
 
     def start(self) -> int:
-        return self.exchange.total(self.fixpoint.start())
+        return self.summed(self.fixpoint.start())
 
     def step(self) -> int:
-        return self.exchange.total(self.fixpoint.step())
+        return self.summed(self.fixpoint.step())
+
+    def summed(self, new_facts: int) -> int:
+        """All tasks' new facts; all tasks' watched rows kept for `watched`."""
+        new_facts, *self.counted = self.exchange.totals((new_facts, *self.fixpoint.watched()))
+        return new_facts
+
+    def watched(self) -> tuple[int, ...]:
+        return tuple(self.counted)
 
     def facts(self) -> dict[str, int]:
         return self.fixpoint.facts()
