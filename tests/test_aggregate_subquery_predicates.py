@@ -1,7 +1,9 @@
 """[NOT] EXISTS and [NOT] IN over a subquery that aggregates without GROUP BY: SQL gives it one row for every
 outer row, a count of 0 or a NULL where no input row matches the correlation, so `x IN (SELECT count(*) ...)`
-holds for x = 0 there, `x NOT IN (...)` is unknown for a NULL x, and EXISTS always holds. Answers are compared
-with DuckDB (tests/duckdb_reference.py). Tables carry an `ap_` prefix.
+holds for x = 0 there, `x NOT IN (...)` is unknown for a NULL x, and EXISTS always holds. An aggregate whose
+group key a condition binds to a literal (`WHERE o.src = 0` beside the correlation) groups by that constant, one
+group where there are rows and none over no row. Answers are compared with DuckDB (tests/duckdb_reference.py).
+Tables carry an `ap_` prefix.
 """
 
 from __future__ import annotations
@@ -53,3 +55,20 @@ def test_predicates_over_one_aggregate_row_match_duckdb(cur, duck, case):
 def test_in_count_inside_a_recursive_branch_matches_duckdb(cur, duck, strategy):
     check(cur, duck, "WITH RECURSIVE r(n) AS (SELECT 0 UNION SELECT e.dst FROM r JOIN ap_e e ON e.src = r.n "
                      "WHERE e.dst NOT IN (SELECT count(*) FROM ap_t t WHERE t.b = e.dst)) SELECT n FROM r")
+
+
+CONSTANT_KEYS = [
+    q("SELECT e.src, (SELECT count(*) FROM ap_t t WHERE t.b = e.src AND e.src = 2) AS k FROM ap_e e",
+      id="correlation_bound_to_a_literal"),
+    q("SELECT e.src, (WITH w(c) AS (SELECT t.a FROM ap_t t WHERE t.b = e.src) SELECT count(*) FROM w "
+      "WHERE e.src = 0) AS k FROM ap_e e", id="correlated_with_bound_to_a_literal"),
+    q("SELECT 0 AS k, -1 AS j, count(*) FROM ap_t GROUP BY 1, 2", id="grouped_by_literals"),
+    q("SELECT 0 AS k, count(*) FROM ap_t WHERE ap_t.a > 5 GROUP BY 1", allow_empty=True,
+      id="grouped_by_a_literal_over_no_row"),
+]
+
+
+@under("local", "distributed")
+@pytest.mark.parametrize("case", CONSTANT_KEYS)
+def test_aggregates_grouped_by_constants_match_duckdb(cur, duck, case):
+    check(cur, duck, **case)

@@ -110,10 +110,23 @@ def project(rule: Rule, frame: Frame, extra_terms: tuple[exp.Expression, ...]) -
     items = [aliased(term.copy(), name) for term, name in zip(terms, column_names(len(terms)))]
     query = frame.select(items)
     if rule.is_aggregate:
-        keys = [term.copy() for term in terms if not term.find(exp.AggFunc)]
-        if keys:
-            query.set("group", exp.Group(expressions=keys))
+        keys = [term for term in terms if not term.find(exp.AggFunc)]
+        grouping = [term.copy() for term in keys if not constant(term)]
+        if grouping:
+            query.set("group", exp.Group(expressions=grouping))
+        elif keys:  # grouped by constants alone: one group where there are rows, none over no row
+            rows = exp.GT(this=exp.Count(this=exp.Star()), expression=exp.Literal.number(0))
+            query.set("having", exp.Having(this=rows))
     return query
+
+
+CONSTANT = (exp.Literal, exp.Null, exp.Boolean, exp.Cast, exp.Neg, exp.Paren, exp.DataType, exp.DataTypeParam)
+
+
+def constant(term: exp.Expression) -> bool:
+    """A key made of literals: it groups nothing, and both engines read an integer literal in GROUP BY as the
+    position of a select item (GROUP BY 0 an error), so it is left out of GROUP BY."""
+    return all(isinstance(node, CONSTANT) for node in term.walk())
 
 
 def join_body(rule: Rule, source: AtomSources, methods: tuple[str, ...] = ()) -> Frame:
