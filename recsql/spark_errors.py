@@ -21,7 +21,8 @@ _SQL_ERRORS = ("AnalysisException", "ParseException", "IllegalArgumentException"
 # Spark's words for data of a local checkpoint that went with the executor holding it
 _LOST_CHECKPOINT = re.compile(r"Checkpoint block \S+ not found|executor that originally checkpointed")
 _DATA_ERRORS = ("NumberFormatException", "ArithmeticException", "DateTimeException", "CAST_INVALID_INPUT",
-                "DIVIDE_BY_ZERO", "ARITHMETIC_OVERFLOW", "INVALID_ARRAY_INDEX", "INVALID_INDEX_OF_ZERO")
+                "DIVIDE_BY_ZERO", "ARITHMETIC_OVERFLOW", "INVALID_ARRAY_INDEX", "INVALID_INDEX_OF_ZERO",
+                "USER_RAISED_EXCEPTION")  # raise_error: a check of the rows, such as a scalar subquery's one row
 
 
 @contextlib.contextmanager

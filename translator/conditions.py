@@ -19,7 +19,8 @@ from sqlglot import exp
 from translator.block import Block, Correlation
 from translator.core import TranslatorCore
 from translator.errors import TranslationError, UnsupportedError
-from translator.ir import WILDCARD, Assignment, Atom, Condition, renamed, var, variables_of
+from translator.ir import WILDCARD, Assignment, Atom, Condition, Rule, renamed, var, variables_of
+from translator.scalar_rows import at_most_one_row, one_row_value
 from translator.sql_helpers import column_depth, in_subquery, outermost_aggregates, select_from_holder
 
 
@@ -191,12 +192,29 @@ class ConditionsMixin(TranslatorCore):
         outer = [self.bind_expression(c, block, env) for c in correlations.outer]
         on = exp.and_(*[exp.EQ(this=var(k), expression=var(o)) for k, o in zip(keys, outer)]) if keys else exp.true()
         block.optional |= {value, *keys}
-        block.body.append(Atom(relation, (value, *keys), optional=True, on=on))
+        result: exp.Expression = var(value)
+        if at_most_one_row(self.program, relation, frozenset(range(1, 1 + len(keys)))):
+            block.body.append(Atom(relation, (value, *keys), optional=True, on=on))
+        else:
+            rows = self.fresh_variable("rows")
+            block.optional.add(rows)
+            block.body.append(Atom(self.counted_rows(relation), (value, *keys, rows), optional=True, on=on))
+            result = one_row_value(value, rows, subquery)
         empty = value_over_no_rows(subquery.this) if keys else None
         if empty is None:
-            return var(value)
+            return result
         return exp.Case(ifs=[exp.If(this=exp.Is(this=var(keys[0]), expression=exp.Null()), true=empty)],
-                        default=var(value))
+                        default=result)
+
+    def counted_rows(self, relation: str) -> str:
+        """A relation of a scalar subquery's value and correlation keys with its number of rows per key
+        (its value any of theirs: it is read only where there is one)."""
+        columns = self.program.relations[relation].columns
+        counted = self.new_relation(f"{relation}_rows", (*columns, "rows"))
+        names = [self.fresh_variable(column) for column in columns]
+        terms = (exp.AnyValue(this=var(names[0])), *map(var, names[1:]), exp.Count(this=exp.Star()))
+        self.add_rule(Rule(counted, terms, (Atom(relation, tuple(names)),)))
+        return counted
 
 
 def predicate_over_one_row(conjunct: exp.Expression) -> exp.Expression:

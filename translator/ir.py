@@ -23,6 +23,9 @@ from typing import Iterable, Iterator
 from sqlglot import exp
 
 WILDCARD = "_"
+# Spark's function that fails the query with its message (DuckDB's `error`): the checks a query's rows
+# must pass, such as a scalar subquery's single row (translator/scalar_rows.py)
+RAISE_ERROR = "raise_error"
 
 
 def var(name: str) -> exp.Column:

@@ -15,6 +15,7 @@ from sqlglot.errors import ErrorLevel, UnsupportedError
 
 from recsql.engine.sql.arrays import spark_array
 from recsql.errors import NotSupportedError
+from translator.ir import RAISE_ERROR
 
 DIVIDE_BY_ZERO = "[DIVIDE_BY_ZERO] Division by zero"
 REMAINDER_BY_ZERO = "[REMAINDER_BY_ZERO] Remainder by zero"  # Spark's for %
@@ -84,8 +85,8 @@ class Printer:
         (read as TRY_CAST) fails on a bad value under ANSI; a zero divisor of `/`, `div` or `%` is an error
         under ANSI and gives NULL without it (DuckDB's own behaviour varies by version); and what the
         nodes' meta says of their Spark types (a decimal result rounded to its type, a decimal division
-        or average rounded half up at the quotient's scale, a date plus an interval a date); and Spark's
-        array functions (arrays.py)."""
+        or average rounded half up at the quotient's scale, a date plus an interval a date); Spark's
+        array functions (arrays.py); and Spark's raise_error, DuckDB's error."""
         def rewrite(node: exp.Expression) -> exp.Expression:
             # a replaced node's children are not visited by transform: rewrite them here
             typed = self.typed(node)
@@ -94,6 +95,8 @@ class Printer:
             array = spark_array(node, self.spark_semantics, self.ansi)
             if array is not None:
                 return array
+            if isinstance(node, exp.Anonymous) and node.name.lower() == RAISE_ERROR:
+                return exp.Anonymous(this="error", expressions=[self.spark_semantics(e) for e in node.expressions])
             if self.ansi and isinstance(node, exp.TryCast) and not node.args.get("safe"):
                 return exp.Cast(**{**node.args, "this": self.spark_semantics(node.this)})
             if isinstance(node, (exp.Div, exp.IntDiv, exp.Mod)):

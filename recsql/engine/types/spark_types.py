@@ -23,7 +23,7 @@ from sqlglot import exp
 
 from recsql.engine.types.array_types import ARRAY_FUNCTIONS, array_function_type
 from recsql.engine.types.errors import NotInferred
-from translator.ir import WILDCARD, Assignment, Atom, Condition, Rule
+from translator.ir import RAISE_ERROR, WILDCARD, Assignment, Atom, Condition, Rule
 
 Row = tuple[T.DataType, ...]  # the types of a relation's columns
 AtomTypes = Callable[[int, Atom], Row]  # the column types a body atom (by body position) reads
@@ -132,6 +132,8 @@ def expression_type(expression: exp.Expression, variables: Mapping[str, T.DataTy
         return T.NullType()
     if isinstance(node, exp.Boolean):
         return T.BooleanType()
+    if raises_error(node):
+        return T.NullType()
     if isinstance(node, exp.Neg):
         return numeric(expression_type(node.this, variables))
     if isinstance(node, (exp.And, exp.Or, exp.Not)):
@@ -186,6 +188,12 @@ def expression_type(expression: exp.Expression, variables: Mapping[str, T.DataTy
     if isinstance(node, ARRAY_FUNCTIONS):
         return array_function_type(node, lambda operand: expression_type(operand, variables), wider)
     raise NotInferred(f"expression {node.sql(dialect='spark')}")
+
+
+def raises_error(node: exp.Expression) -> bool:
+    """`raise_error('message')`: fails the query where it is evaluated (DuckDB's `error`), of no value."""
+    return isinstance(node, exp.Anonymous) and node.name.lower() == RAISE_ERROR and len(node.expressions) == 1 \
+        and isinstance(node.expressions[0], exp.Literal) and node.expressions[0].is_string
 
 
 def literal_type(literal: exp.Literal) -> T.DataType:
@@ -371,10 +379,10 @@ def aggregate_type(node: exp.AggFunc, variables: Mapping[str, T.DataType]) -> T.
             for operand in operands:
                 expression_type(operand, variables)
         return T.LongType()
-    if not isinstance(node, (exp.Sum, exp.Min, exp.Max, exp.Avg)) or isinstance(node.this, exp.Distinct):
+    if not isinstance(node, (exp.Sum, exp.Min, exp.Max, exp.Avg, exp.AnyValue)) or isinstance(node.this, exp.Distinct):
         raise NotInferred(f"aggregate {node.sql(dialect='spark')}")
     operand = expression_type(node.this, variables)
-    if isinstance(node, (exp.Min, exp.Max)):
+    if isinstance(node, (exp.Min, exp.Max, exp.AnyValue)):
         return operand
     if isinstance(node, exp.Sum):
         return sum_type(operand)
