@@ -55,7 +55,8 @@ INFERRED = [
     "m / m", "m / i", "w / n", "m / 7.0", "m + 1", "1 - m", "100.00 * m", "-1 * m", "m * 3000000000", "avg(m)",
     "avg(w)", "0.2 * avg(m)", "sum(m) / sum(n)", "day + interval '3' month", "day - interval '90' day",
     "day + interval '1' year", "extract(year FROM day)", "month(day)", "day(day)", "substring(str, 1, 2)",
-    "substr(str, 3)", "str LIKE 'a%'", "str NOT LIKE '%b_'",
+    "substr(str, 3)", "str LIKE 'a%'", "str NOT LIKE '%b_'", "NULL / m", "m / NULL", "NULL / i", "i / NULL",
+    "NULL * m", "NULL + m", "m - NULL", "NULL + i", "NULL / w", "i + (NULL / m)", "-((i + (NULL / m)))",
 ]
 
 DECLINED = [

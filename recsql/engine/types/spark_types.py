@@ -160,8 +160,8 @@ def expression_type(expression: exp.Expression, variables: Mapping[str, T.DataTy
         return arithmetic(node, variables)
     if isinstance(node, exp.Div) and not isinstance(node, exp.IntDiv):
         operands = decimal_operands(node, variables)
-        if operands is None:
-            return T.DoubleType()
+        if operands is None or isinstance(expression_type(node.this, variables), T.NullType):
+            return T.DoubleType()  # an untyped NULL dividend is a double to Spark, whatever the divisor
         return division_type(*operands)
     if isinstance(node, (exp.IntDiv, exp.Mod)):
         operands = operand_types(node, variables)
