@@ -80,16 +80,10 @@ class ConditionsMixin(TranslatorCore):
     ) -> bool:
         """[NOT] EXISTS (subquery) and x [NOT] IN (subquery) as semi- and anti-joins (`name_hint`: what the
         subquery's relation is named after, by default the predicate)."""
-        negated = isinstance(conjunct, exp.Not)
-        node = conjunct.this if negated else conjunct
-        if isinstance(node, exp.Paren):
-            node = node.this
-        if isinstance(node, exp.Exists):
-            query, probe = node.this, None
-        elif isinstance(node, exp.In) and node.args.get("query") is not None:
-            query, probe = node.args["query"], node.this
-        else:
+        predicate = subquery_predicate(conjunct)
+        if predicate is None:
             return False
+        negated, query, probe = predicate
         query = query.this if isinstance(query, exp.Subquery) else query
         correlations = Correlation()
         if probe is None:  # one row per match of a correlation, whatever the columns
@@ -217,27 +211,35 @@ class ConditionsMixin(TranslatorCore):
         return counted
 
 
+def subquery_predicate(conjunct: exp.Expression) -> tuple[bool, exp.Expression, exp.Expression | None] | None:
+    """A conjunct `[NOT] EXISTS (query)` or `probe [NOT] IN (query)` as (negated, query, probe: None for EXISTS);
+    None for any other conjunct."""
+    negated = isinstance(conjunct, exp.Not)
+    node = conjunct.this if negated else conjunct
+    node = node.this if isinstance(node, exp.Paren) else node
+    if isinstance(node, exp.Exists):
+        return negated, node.this, None
+    if isinstance(node, exp.In) and node.args.get("query") is not None:
+        return negated, node.args["query"], node.this
+    return None
+
+
 def predicate_over_one_row(conjunct: exp.Expression) -> exp.Expression:
     """[NOT] EXISTS and [NOT] IN over a subquery that gives one row whatever its input (see `one_row`) as what
     they are over that row: EXISTS true, IN an equality with the subquery as a scalar. As a semi-join, the
     subquery's relation would hold no row for outer values no input row matches, where SQL's holds one (a
     count of 0): `x IN (SELECT count(*) FROM t WHERE t.k = o.k)` is true for x = 0 when no row of t matches."""
-    negated = isinstance(conjunct, exp.Not)
-    node = conjunct.this if negated else conjunct
-    node = node.this if isinstance(node, exp.Paren) else node
-    if isinstance(node, exp.Exists):
-        query = node.this
-    elif isinstance(node, exp.In) and node.args.get("query") is not None:
-        query = node.args["query"]
-    else:
+    predicate = subquery_predicate(conjunct)
+    if predicate is None:
         return conjunct
+    negated, query, probe = predicate
     while isinstance(query, exp.Subquery) and not query.args.get("alias"):
         query = query.this
     if not one_row(query):
         return conjunct
-    if isinstance(node, exp.Exists):
+    if probe is None:
         return exp.false() if negated else exp.true()
-    equality = exp.EQ(this=node.this.copy(), expression=exp.Subquery(this=query.copy()))
+    equality = exp.EQ(this=probe.copy(), expression=exp.Subquery(this=query.copy()))
     return exp.Not(this=exp.Paren(this=equality)) if negated else equality
 
 
