@@ -38,7 +38,7 @@ import recsql
 from benchmarks.memory import peak_growth
 from benchmarks.timing import compare_medians, save_medians
 from benchmarks.workloads import Workload, scale_workloads, workloads
-from recsql.spark_facts import is_connect
+from recsql.spark.session_kinds import is_connect
 
 SYSTEMS = ("recsql", "spark native", "pyspark loop", "duckdb")
 ALTERNATIVES = SYSTEMS[1:]

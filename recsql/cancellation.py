@@ -17,7 +17,7 @@ from contextvars import ContextVar
 from typing import TYPE_CHECKING, Callable, Iterator
 
 from recsql.errors import QueryCancelled
-from recsql.spark_facts import is_connect
+from recsql.spark.session_kinds import is_connect
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -11,15 +11,16 @@ import pyarrow as pa
 from pyspark import SparkContext
 from pyspark.sql import DataFrame, SparkSession
 
-from recsql import spark_logs, spark_start
-from recsql.catalog import Catalog
+from recsql.spark import logs as spark_logs
+from recsql.spark import start as spark_start
+from recsql.catalog.catalog import Catalog
 from recsql.cursor import Cursor
 from recsql.engine.progress import ProgressListener
 from recsql.errors import InterfaceError, NotSupportedError, internal_errors
-from recsql.lazy_spark import LazySpark
+from recsql.spark.lazy import LazySpark
 from recsql.session import Session
 from recsql.settings import PREFIX, Settings
-from recsql.spark_errors import spark_errors
+from recsql.spark.errors import spark_errors
 
 
 def connect(master: str | None = None, conf: dict[str, Any] | None = None, warehouse: str | None = None,
@@ -27,7 +28,7 @@ def connect(master: str | None = None, conf: dict[str, Any] | None = None, wareh
     """Open a connection on an embedded local Spark (`local[*]`), on `master`, or on the Spark Connect
     server `remote` (`sc://host:port`).
 
-    Returns at once: Spark starts on a background thread (`recsql.spark_start = background`, the
+    Returns at once: Spark starts on a background thread (`recsql.spark.start = background`, the
     default) or when a statement first needs it (`on_demand`), and a statement that runs in this
     process never waits for it. A Spark that cannot start (no Java, an unreachable master) is an
     OperationalError of the first statement that needs it; a Spark Connect server that cannot be reached

@@ -12,20 +12,21 @@ from typing import Any, Iterator, Sequence
 from pyspark.sql import SparkSession
 from sqlglot import exp
 
-from recsql import analysis, planner
+from recsql import analysis
+from recsql.planner import plan as planner
 from recsql.cancellation import Cancellation
-from recsql.catalog import Catalog
+from recsql.catalog.catalog import Catalog
 from recsql.engine.executor import Executor
 from recsql.engine.progress import Progress, ProgressListener
 from recsql.engine.scratch import Scratch
 from recsql.engine.trace import Trace
 from recsql.errors import NotSupportedError, ProgrammingError, internal_errors
-from recsql.lazy_spark import LazySpark
+from recsql.spark.lazy import LazySpark
 from recsql.optimizer import optimize
 from recsql.optimizer.join_search import CostModel
 from recsql.parameters import bind
 from recsql.settings import Settings
-from recsql.spark_errors import spark_errors
+from recsql.spark.errors import spark_errors
 from recsql.statements.dispatch import handler_for
 from recsql.statements.handler import Result
 from recsql.statements.writes import insert_rows, one_row_of_parameters

@@ -75,7 +75,7 @@ def _run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 def _connect(args: argparse.Namespace, interactive: bool) -> Connection:
     import recsql
 
-    conf = {"recsql.spark_start": "background" if interactive else "on_demand", **dict(args.conf)}
+    conf = {"recsql.spark.start": "background" if interactive else "on_demand", **dict(args.conf)}
     return recsql.connect(master=args.master, conf=conf, warehouse=args.warehouse, log_level=args.log_level,
                           remote=args.remote)
 

@@ -81,3 +81,47 @@ def test_the_local_evaluator_does_not_import_spark():
         "; import sys; print(sorted(m for m in sys.modules if m.split('.')[0] in ('pyspark', 'py4j')))")
     loaded = subprocess.run([sys.executable, "-c", check], cwd=ROOT, capture_output=True, text=True, check=True)
     assert loaded.stdout.strip() == "[]", loaded.stdout
+
+
+# The layers, lowest first: a module may import modules of its own layer and of the layers below it, never of
+# a layer above. A module belongs to the layer of the longest prefix listed.
+LAYERS: list[tuple[str, ...]] = [
+    ("translator",),
+    ("recsql.errors", "recsql.statistics", "recsql.analysis"),
+    ("recsql.optimizer",),
+    ("recsql.settings", "recsql.parameters"),
+    ("recsql.planner",),
+    ("recsql.cancellation", "recsql.spark"),
+    ("recsql.engine",),
+    ("recsql.storage",),
+    ("recsql.catalog",),
+    ("recsql.services",),
+    ("recsql.views",),
+    ("recsql.statements",),
+    ("recsql.session",),
+    ("recsql.cursor", "recsql.connection", "recsql"),
+    ("shell",),
+]
+
+
+def layer_of(name: str) -> int:
+    """The index in LAYERS of the longest listed prefix of `name`."""
+    best = (-1, -1)
+    for index, prefixes in enumerate(LAYERS):
+        for prefix in prefixes:
+            if (name == prefix or name.startswith(prefix + ".")) and len(prefix) > best[0]:
+                best = (len(prefix), index)
+    assert best[1] >= 0, f"module {name} is in no layer of LAYERS"
+    return best[1]
+
+
+def test_imports_follow_the_layers():
+    found = modules()
+    against = []
+    for name, path in found.items():
+        for target in imports(name, path, set(found)):
+            if layer_of(target) > layer_of(name):
+                against.append(f"{name} -> {target}")
+    assert not against, "imports against the layering (lower layer importing a higher one): " + "; ".join(
+        sorted(against)
+    )

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pyspark.sql import types as T
 
-from recsql.spark_facts import arrow_frame
+from recsql.spark.session_kinds import arrow_frame
 
 
 def concatenated(sizes: list[int]) -> pa.Table:

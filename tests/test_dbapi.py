@@ -14,7 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import recsql
-from recsql import preflight
+from recsql.spark import preflight
 
 
 def test_module_globals():

@@ -20,7 +20,7 @@ import pytest
 from hypothesis import HealthCheck, currently_in_test_context, event, given, settings, strategies as st
 from pyspark.sql import types as T
 
-from recsql.readers import Refused, load
+from recsql.catalog.readers import Refused, load
 
 ZONES = ("UTC", "America/New_York", "Asia/Kolkata")
 PROPERTY = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,

@@ -2,7 +2,7 @@
 
 import pyarrow as pa
 
-from recsql.kept_rows import KeptRows
+from recsql.storage.kept_rows import KeptRows
 
 
 def rows(n: int) -> pa.Table:

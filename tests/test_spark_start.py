@@ -1,8 +1,8 @@
 """What an embedded Spark starts with, and Spark's failures as messages a user can read."""
 
-from recsql import spark_defaults
-from recsql.spark_errors import first_line
-from recsql.spark_start import embedded_settings
+from recsql.spark import defaults as spark_defaults
+from recsql.spark.errors import first_line
+from recsql.spark.start import embedded_settings
 
 CALL_FAILED = """An error occurred while calling o83.getResult.
 : org.apache.spark.SparkException: Exception thrown in awaitResult:

@@ -6,7 +6,8 @@ import textwrap
 
 import pytest
 
-from recsql import analysis, planner
+from recsql import analysis
+from recsql.planner import plan as planner
 from recsql.optimizer import optimize
 from recsql.optimizer.join_search import CostModel
 from recsql.optimizer.outer_joins import simplify_program

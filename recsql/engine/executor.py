@@ -23,11 +23,11 @@ from recsql.engine.types import exact_meaning
 from recsql.engine.types.plan_types import PlanTyping
 from recsql.engine.types.result_types import row_of
 from recsql.engine.types.spark_types import NotInferred, Row
-from recsql.planner import Plan
-from recsql.lazy_spark import LazySpark
+from recsql.planner.plan import Plan
+from recsql.spark.lazy import LazySpark
 from recsql.settings import Settings, Strategy
-from recsql.spark_defaults import TIME_ZONE
-from recsql.spark_errors import lost_checkpoint
+from recsql.spark.defaults import TIME_ZONE
+from recsql.spark.errors import lost_checkpoint
 
 RESTARTS = 2  # evaluations started again after losing local checkpoints
 

@@ -17,8 +17,8 @@ from recsql.engine.sql import queries as q
 from recsql.engine.sql.queries import Query
 from recsql.engine.states import Engine, Facts, State, SumState, state_for
 from recsql.errors import OperationalError
-from recsql.first_rows import Path
-from recsql.planner import Stratum, Variant, Version
+from recsql.planner.first_rows import Path
+from recsql.planner.plan import Stratum, Variant, Version
 from recsql.settings import Settings
 from translator.contributions import contributor
 from translator.ir import Atom, Program, Relation, Rule, var

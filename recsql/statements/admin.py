@@ -8,10 +8,11 @@ from typing import Sequence
 import pyarrow as pa
 from sqlglot import exp
 
-from recsql.catalog_entries import Kind
+from recsql.storage.entries import Kind
 from recsql.errors import NotSupportedError, ProgrammingError
 from recsql.settings import PREFIX
-from recsql.statements.handler import Result, Services
+from recsql.services import Services
+from recsql.statements.handler import Result
 from recsql.statements.queries import relation_columns
 from recsql.views import upkeep
 from recsql.views.stored import Reflected

@@ -7,14 +7,15 @@ from pathlib import Path
 from pyspark.sql.types import DataType, StructField, StructType
 from sqlglot import exp
 
-from recsql.catalog_entries import Kind, view_query_of
+from recsql.storage.entries import Kind, view_query_of
 from recsql.engine.types.type_syntax import UnknownTypeName, spark_type
 from recsql.errors import NotSupportedError, ProgrammingError
-from recsql.spark_errors import first_line
+from recsql.spark.errors import first_line
 from recsql.statements import materialized
-from recsql.statements.handler import Result, Services
+from recsql.services import Services
+from recsql.statements.handler import Result
 from recsql.statements.queries import QUERY_TYPES, rows_of
-from recsql.table_writes import Rows
+from recsql.storage.writes import Rows
 from translator.core import table_name
 
 EXTERNAL_FORMATS = ("csv", "parquet", "json", "orc")

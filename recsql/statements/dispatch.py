@@ -9,7 +9,8 @@ from sqlglot import exp
 
 from recsql.errors import NotSupportedError
 from recsql.statements import admin, ddl, materialized, queries, writes
-from recsql.statements.handler import Handler, Result, Services
+from recsql.services import Services
+from recsql.statements.handler import Handler, Result
 from translator.dialect import Explain, RecSQL, Vacuum
 
 WRITES = (exp.Insert, exp.Delete, exp.Update, exp.Merge)

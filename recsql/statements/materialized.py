@@ -5,7 +5,8 @@ from __future__ import annotations
 from sqlglot import exp
 
 from recsql.errors import ProgrammingError
-from recsql.statements.handler import Result, Services
+from recsql.services import Services
+from recsql.statements.handler import Result
 from recsql.views import upkeep
 from translator.core import table_name
 

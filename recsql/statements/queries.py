@@ -9,12 +9,13 @@ import pyarrow as pa
 from pyspark.sql.types import StructField, StructType
 from sqlglot import exp
 
-from recsql.catalog import Catalog
+from recsql.catalog.catalog import Catalog
 from recsql.engine.answer import Answer
 from recsql.engine.trace import Trace
 from recsql.errors import NotSupportedError, ProgrammingError
-from recsql.statements.handler import Result, Services
-from recsql.table_writes import Rows
+from recsql.services import Services
+from recsql.statements.handler import Result
+from recsql.storage.writes import Rows
 from translator.dialect import Explain
 from translator.errors import TranslationError
 from translator.translate import translate

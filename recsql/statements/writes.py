@@ -1,5 +1,5 @@
 """INSERT, DELETE, UPDATE and MERGE: each statement's rows are computed first, then committed to the
-table at once (`recsql.dml` says how a change becomes queries)."""
+table at once (`recsql.statements.dml` says how a change becomes queries)."""
 
 from __future__ import annotations
 
@@ -9,12 +9,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from sqlglot import exp
 
-from recsql import dml
+from recsql.statements import dml
 from recsql.errors import DataError, Error, MaintenanceDeferred, NotSupportedError
-from recsql.statements.handler import Result, Services
+from recsql.services import Services
+from recsql.statements.handler import Result
 from recsql.statements.queries import answer_of, count_of, rows_of
 from recsql.statements.values import arrow_columns, literal_row
-from recsql.table_writes import row_count
+from recsql.storage.writes import row_count
 from recsql.views import upkeep
 from translator.core import table_name
 from translator.translate import translate

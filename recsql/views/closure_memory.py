@@ -9,7 +9,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 
 import pyarrow as pa
 
-from recsql.catalog import Catalog
+from recsql.catalog.catalog import Catalog
 from recsql.views import closure_arrays
 from recsql.views.closure_arrays import Index, Pairs
 from recsql.views.delta_rules import Inputs

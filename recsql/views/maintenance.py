@@ -20,15 +20,15 @@ import pyarrow.compute as pc
 from pyspark.sql.types import StructField, StructType
 
 from recsql import analysis, statistics
-from recsql.catalog import Catalog
-from recsql.delta_tables import ManagedTable, Snapshot
+from recsql.catalog.catalog import Catalog
+from recsql.storage.delta import ManagedTable, Snapshot
 from recsql.engine.answer import Answer
 from recsql.engine.local.database import Database
-from recsql.relation_names import state_name, version_name
+from recsql.storage.names import state_name, version_name
 from recsql.settings import Settings
 from recsql.statistics import TableStatistics
-from recsql.statements.handler import Services
-from recsql.table_writes import write_rows
+from recsql.services import Services
+from recsql.storage.writes import write_rows
 from recsql.views.closure_memory import IN_MEMORY, ClosuresInMemory
 from recsql.views.delta_rules import (EXTREMES, Inputs, StratumRules, aggregated_by, changes, closure_of,
                                       why_recomputed)

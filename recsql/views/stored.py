@@ -11,8 +11,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Iterator
 
-from recsql.catalog_entries import Entry
-from recsql.relation_names import state_name, version_name
+from recsql.storage.entries import Entry
+from recsql.storage.names import state_name, version_name
 
 
 @dataclass

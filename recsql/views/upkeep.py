@@ -13,10 +13,10 @@ from typing import Iterator
 from sqlglot import exp
 
 from recsql import analysis
-from recsql.catalog_entries import Entry, Kind, view_query_of
+from recsql.storage.entries import Entry, Kind, view_query_of
 from recsql.errors import NotSupportedError, ProgrammingError
-from recsql.relation_names import split_version, state_name
-from recsql.statements.handler import Services
+from recsql.storage.names import split_version, state_name
+from recsql.services import Services
 from recsql.views.maintenance import Maintenance, MaintenanceTrace, alias_source
 from recsql.views.stored import Reflected, maintaining
 from translator import dialect

@@ -26,7 +26,7 @@ from recsql.engine.sql.printing import Dialect, Printer
 from recsql.engine.sql.queries import DERIVED, Query
 from recsql.engine.sql.rules import rule_query, versioned_sources
 from recsql.engine.states import Result
-from recsql.planner import Stratum, Variant, Version
+from recsql.planner.plan import Stratum, Variant, Version
 from recsql.settings import Settings
 from translator.ir import Program, Rule
 

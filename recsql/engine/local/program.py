@@ -24,7 +24,7 @@ from recsql.engine.sql.queries import answer_query, relation_query, shapes_answe
 from recsql.engine.sql.rules import range_call, rule_query, table
 from recsql.engine.columns import column_names
 from recsql.engine.trace import Step, Trace, listening
-from recsql.planner import Plan, Stratum
+from recsql.planner.plan import Plan, Stratum
 from recsql.settings import Settings
 from translator.ir import Atom
 

@@ -16,7 +16,7 @@ from recsql.engine.progress import Progress
 from recsql.engine.scratch import Scratch
 from recsql.engine.spark.engine import Views
 from recsql.engine.spark_settings import SparkSettings
-from recsql.planner import Plan, Stratum
+from recsql.planner.plan import Plan, Stratum
 from recsql.settings import Settings
 from translator.ir import Atom, Program
 

@@ -30,8 +30,8 @@ from recsql.engine.sql.printing import Dialect, Printer
 from recsql.engine.sql.queries import DERIVED, Query
 from recsql.engine.sql.rules import rule_query, versioned_sources
 from recsql.engine.states import Result
-from recsql.planner import Variant, Version
-from recsql.spark_facts import checkpoint_dir, is_connect
+from recsql.planner.plan import Variant, Version
+from recsql.spark.session_kinds import checkpoint_dir, is_connect
 from translator.ir import Atom, Rule
 
 NOT_A_WORD = re.compile(r"\W")

@@ -20,9 +20,9 @@ from recsql.engine.sql.queries import answer_query, relation_query
 from recsql.engine.sql.rules import range_call, rule_query, table
 from recsql.engine.strategies import run_stratum
 from recsql.engine.trace import Step, Trace, listening
-from recsql.planner import Plan, Stratum
+from recsql.planner.plan import Plan, Stratum
 from recsql.settings import Settings
-from recsql.spark_defaults import TIME_ZONE
+from recsql.spark.defaults import TIME_ZONE
 from translator.ir import Atom, Relation
 
 

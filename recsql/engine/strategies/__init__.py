@@ -11,7 +11,7 @@ from recsql.engine.spark.context import StrategyRun, StratumRun
 from recsql.engine.strategies.decomposed import run_decomposed
 from recsql.engine.strategies.distributed import run_distributed
 from recsql.engine.strategies.in_process import run_in_process
-from recsql.planner import Stratum
+from recsql.planner.plan import Stratum
 from recsql.settings import Strategy
 
 STRATEGIES: dict[Strategy, StrategyRun] = {

@@ -40,9 +40,9 @@ from recsql.engine.sql.printing import inlined
 from recsql.engine.sql.queries import DERIVED, contributions_of, union_all
 from recsql.engine.sql.rules import aliased, column, nested, rule_query, select
 from recsql.engine.types.result_types import SETTLED, StratumTypes, struct
-from recsql.planner import Stratum
+from recsql.planner.plan import Stratum
 from recsql.settings import Settings
-from recsql.spark_facts import default_parallelism, local_slots
+from recsql.spark.session_kinds import default_parallelism, local_slots
 from translator.ir import Program
 
 TASKS_PER_CORE = 1  # each part pays the per-iteration overhead of the local evaluator: one part per core

@@ -11,7 +11,7 @@ from recsql.engine.spark.engine import SparkEngine, without_constraints
 from recsql.engine.spark.context import StratumRun
 from recsql.engine.spark.types import settled_frames
 from recsql.engine.strategies.exchanged import run_exchanged
-from recsql.planner import Stratum
+from recsql.planner.plan import Stratum
 
 
 def run_distributed(run: StratumRun, stratum: Stratum) -> dict[str, DataFrame]:

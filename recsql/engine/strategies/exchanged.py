@@ -37,9 +37,9 @@ from recsql.engine.sql.printing import Dialect, Printer
 from recsql.engine.strategies.decomposed import Decomposed, seed_table
 from recsql.engine.strategies.part_output import PartOutput
 from recsql.engine.types.result_types import SETTLED, StratumTypes
-from recsql.planner import Stratum
+from recsql.planner.plan import Stratum
 from recsql.settings import Settings
-from recsql.spark_facts import local_slots
+from recsql.spark.session_kinds import local_slots
 from translator.ir import Program
 
 ANSWER_SECONDS = 600.0  # how long a task waits for the others in one round before it fails the stage

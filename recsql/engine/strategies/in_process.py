@@ -13,9 +13,9 @@ from recsql.engine.spark.types import stratum_types
 from recsql.engine.spark.context import StratumRun
 from recsql.engine.sql.printing import LocalLimit
 from recsql.engine.types.result_types import struct
-from recsql.planner import Stratum
+from recsql.planner.plan import Stratum
 from recsql.settings import Strategy
-from recsql.spark_facts import arrow_frame
+from recsql.spark.session_kinds import arrow_frame
 
 
 def run_in_process(run: StratumRun, stratum: Stratum) -> dict[str, DataFrame] | None:

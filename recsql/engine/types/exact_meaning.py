@@ -22,7 +22,7 @@ from recsql.engine.sql.printing import AVERAGE, DATE_ARITHMETIC, DECIMAL, DIVISI
 from recsql.engine.types.result_types import outside_types
 from recsql.engine.types.spark_types import (NotInferred, Row, decimal_operands, division_type, expression_type,
                                              rule_expressions)
-from recsql.planner import Plan
+from recsql.planner.plan import Plan
 
 
 def annotate(plan: Plan, types: Mapping[str, Row]) -> None:

@@ -9,7 +9,7 @@ import pyarrow as pa
 
 from recsql.engine.types.result_types import SETTLED, InferredTypes, arrow_schema, relation_types
 from recsql.engine.types.spark_types import Row
-from recsql.planner import Plan, Stratum
+from recsql.planner.plan import Plan, Stratum
 from translator.ir import Program
 
 

@@ -26,7 +26,7 @@ from recsql.engine.local.engine import RelationTypes
 from recsql.engine.sql.queries import CANDIDATES, DERIVED, Query, candidate_columns
 from recsql.engine.states import Result
 from recsql.engine.types.spark_types import SPARK_TYPES, Row, nulls, rule_types, sum_type, wider_row
-from recsql.planner import Stratum, Variant, Version
+from recsql.planner.plan import Stratum, Variant, Version
 from translator.ir import Atom, Program, Relation, Rule
 
 LONG: DataType = LongType()  # the type of range()'s ids

@@ -18,8 +18,8 @@ import pyarrow as pa
 import pyarrow.csv as pv
 from pyspark.sql.types import StringType, StructField, StructType
 
-from recsql.readers.common import Refused, read_bytes, refuse_options
-from recsql.readers.text_values import convert, infer_type
+from recsql.catalog.readers.common import Refused, read_bytes, refuse_options
+from recsql.catalog.readers.text_values import convert, infer_type
 
 OPTIONS = {"header", "sep", "delimiter", "nullvalue", "inferschema", "encoding", "charset"}
 QUOTE, ESCAPE = b'"', b"\\"

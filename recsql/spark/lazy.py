@@ -4,7 +4,7 @@ Starting Spark takes seconds (a JVM with its driver, or a session on a Spark Con
 statements over small data never need it: they run in this process. A `LazySpark` knows how to start
 Spark and the settings it will be given, answers what recsql reads of Spark's settings before Spark runs
 (the session time zone, ANSI mode, shuffle partitions, the master), and starts it when first asked for
-the session, or earlier on a background thread (`recsql.spark_start = background`); only what uses Spark
+the session, or earlier on a background thread (`recsql.spark.start = background`); only what uses Spark
 waits for it. A failed start is kept: every later use raises why.
 """
 
@@ -15,10 +15,10 @@ import threading
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, Callable, Iterator
 
-from recsql import spark_defaults
+from recsql.spark import defaults as spark_defaults
 from recsql.cancellation import interruptible
 from recsql.errors import Error, OperationalError, QueryCancelled
-from recsql.spark_facts import local_cores
+from recsql.spark.session_kinds import local_cores
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

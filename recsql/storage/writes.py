@@ -9,7 +9,7 @@ import pyarrow as pa
 from pyspark.sql import DataFrame
 from pyspark.sql.types import StructType
 
-from recsql.delta_tables import DataFile, ManagedTable, parquet_files
+from recsql.storage.delta import DataFile, ManagedTable, parquet_files
 from recsql.errors import ProgrammingError
 
 Rows = pa.Table | DataFrame  # a statement's rows: Arrow computed in this process, or Spark's

@@ -17,12 +17,12 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
 from recsql import statistics
-from recsql.delta_tables import ManagedTable, Snapshot
+from recsql.storage.delta import ManagedTable, Snapshot
 from recsql.errors import NotSupportedError
-from recsql.file_reads import FileReads
-from recsql.readers import FileTable, Refused
+from recsql.catalog.file_reads import FileReads
+from recsql.catalog.readers import FileTable, Refused
 from recsql.statistics import TableStatistics
-from recsql.table_files import data_version, snapshot_frame
+from recsql.storage.files import data_version, snapshot_frame
 
 DELTA = "delta"
 

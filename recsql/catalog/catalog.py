@@ -35,26 +35,26 @@ from pyspark.sql.types import StructType
 from sqlglot import exp
 
 from recsql import statistics
-from recsql.after_commits import AfterCommits
-from recsql.catalog_entries import Entry, EntryStore, Kind, view_query_of
-from recsql.delta_tables import Commit, DataFile, ManagedTable, Snapshot
+from recsql.storage.commits import AfterCommits
+from recsql.storage.entries import Entry, EntryStore, Kind, view_query_of
+from recsql.storage.delta import Commit, DataFile, ManagedTable, Snapshot
 from recsql.errors import ProgrammingError
-from recsql.file_reads import FileReads
-from recsql.kept_rows import INDEX_BUDGET_BYTES, KeptRows
-from recsql.lazy_spark import LazySpark
-from recsql.path_tables import PathTables
-from recsql.readers import FileTable, Refused
-from recsql.registered import Registered
-from recsql.spark_defaults import TIME_ZONE
-from recsql.spark_facts import arrow_frame
-from recsql.spark_tables import SparkTables
-from recsql.relation_names import FILE_COLUMN, FILES_MARK, split_state, split_version, version_name
+from recsql.catalog.file_reads import FileReads
+from recsql.storage.kept_rows import INDEX_BUDGET_BYTES, KeptRows
+from recsql.spark.lazy import LazySpark
+from recsql.catalog.path_tables import PathTables
+from recsql.catalog.readers import FileTable, Refused
+from recsql.catalog.registered import Registered
+from recsql.spark.defaults import TIME_ZONE
+from recsql.spark.session_kinds import arrow_frame
+from recsql.catalog.spark_tables import SparkTables
+from recsql.storage.names import FILE_COLUMN, FILES_MARK, split_state, split_version, version_name
 from recsql.statistics import ColumnStatistics, TableStatistics
-from recsql.statistics_files import StatisticsFiles
-from recsql.table_files import (data_files, data_version, local_path, read_external, snapshot_frame, spark_options,
+from recsql.storage.statistics_files import StatisticsFiles
+from recsql.storage.files import (data_files, data_version, local_path, read_external, snapshot_frame, spark_options,
                                 with_file_column)
-from recsql.table_writes import Rows, write_rows
-from recsql.warehouse_format import upgrade
+from recsql.storage.writes import Rows, write_rows
+from recsql.storage.format import upgrade
 from translator import dialect
 
 DELTA_KINDS = (Kind.TABLE, Kind.MATERIALIZED)  # names whose rows are Delta tables recsql keeps

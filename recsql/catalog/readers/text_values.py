@@ -16,7 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql import types as T
 
-from recsql.readers.common import Refused
+from recsql.catalog.readers.common import Refused
 
 INTEGER = r"^[+-]?[0-9]+$"
 # a number with a fraction or an exponent (`5.` is not one: Spark takes it for decimal(1,0), or not)

@@ -11,9 +11,11 @@ from pyspark import SparkContext
 from pyspark.sql import SparkSession
 from pyspark.sql.utils import is_remote
 
-from recsql import preflight, shipping, spark_defaults, spark_logs
+from recsql.spark import defaults as spark_defaults
+from recsql.spark import logs as spark_logs
+from recsql.spark import preflight, shipping
 from recsql.errors import OperationalError, ProgrammingError
-from recsql.spark_errors import first_line
+from recsql.spark.errors import first_line
 
 DEFAULT_SPARK_CONF = {
     "spark.ui.showConsoleProgress": "false",

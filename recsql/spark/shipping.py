@@ -17,7 +17,7 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
-from recsql.spark_facts import is_connect, local_cores
+from recsql.spark.session_kinds import is_connect, local_cores
 
 PACKAGES = ("recsql", "translator")  # what the workers import: the engine and the IR it evaluates
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from pyspark.sql.types import StructType
 
-from recsql.readers import columnar, csv, json
-from recsql.readers.common import FileTable, Refused, conform, data_files
+from recsql.catalog.readers import columnar, csv, json
+from recsql.catalog.readers.common import FileTable, Refused, conform, data_files
 
 READERS = {"csv": csv.load, "json": json.load, "parquet": columnar.load_parquet, "orc": columnar.load_orc}
 

@@ -10,11 +10,11 @@ from typing import Callable
 
 import pyarrow as pa
 
-from recsql.delta_tables import DataFile, ManagedTable, Snapshot, stored_rows
-from recsql.kept_rows import KeptRows
+from recsql.storage.delta import DataFile, ManagedTable, Snapshot, stored_rows
+from recsql.storage.kept_rows import KeptRows
 from recsql.statistics import TableStatistics
-from recsql.statistics_files import StatisticsFiles
-from recsql.table_writes import Rows
+from recsql.storage.statistics_files import StatisticsFiles
+from recsql.storage.writes import Rows
 
 CARRIED_SHARE = 0.1  # the largest change, as a share of a table's rows, its statistics are carried over
 

@@ -8,9 +8,9 @@ import json
 from pathlib import Path
 from typing import Callable
 
-from recsql.relation_names import STATE_MARK, VERSION_MARK
+from recsql.storage.names import STATE_MARK, VERSION_MARK
 from recsql.statistics import TableStatistics
-from recsql.warehouse_format import write_atomically
+from recsql.storage.format import write_atomically
 
 
 class StatisticsFiles:

@@ -21,7 +21,7 @@ from pyspark.sql.types import StructType
 from sqlglot import exp
 
 from recsql.errors import ProgrammingError
-from recsql.warehouse_format import write_atomically
+from recsql.storage.format import write_atomically
 
 
 class Kind(StrEnum):

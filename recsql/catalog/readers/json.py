@@ -18,8 +18,8 @@ import pyarrow.compute as pc
 import pyarrow.json as pj
 from pyspark.sql import types as T
 
-from recsql.readers.common import Refused, read_bytes, refuse_options
-from recsql.readers.text_values import every
+from recsql.catalog.readers.common import Refused, read_bytes, refuse_options
+from recsql.catalog.readers.text_values import every
 
 OPTIONS = {"encoding", "charset"}
 SPARK_TYPES = {pa.bool_(): T.BooleanType(), pa.int64(): T.LongType(), pa.float64(): T.DoubleType(),
@@ -84,7 +84,7 @@ def spark_type(column: pa.ChunkedArray, name: str) -> T.DataType:
 
 def declared_columns(table: pa.Table, declared: T.StructType) -> pa.Table:
     """The declared columns (absent ones null), each read only from values of its own kind."""
-    from recsql.readers.text_values import arrow_type
+    from recsql.catalog.readers.text_values import arrow_type
 
     by_name = {name.lower(): name for name in table.column_names}  # Spark matches names ignoring case
     columns = []

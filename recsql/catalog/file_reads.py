@@ -1,4 +1,4 @@
-"""Files read in this process (recsql.readers), kept per version of the files so that a table read by one
+"""Files read in this process (recsql.catalog.readers), kept per version of the files so that a table read by one
 statement is not read again by the next while its files stay the same; a refusal is kept too, for
 Spark to read those files without asking the readers again. The rows kept are bounded in bytes: the
 least recently read go first."""
@@ -10,8 +10,8 @@ from collections import OrderedDict
 
 from pyspark.sql.types import StructType
 
-from recsql.readers import FileTable, Refused, load
-from recsql.table_files import data_version
+from recsql.catalog.readers import FileTable, Refused, load
+from recsql.storage.files import data_version
 
 BUDGET_BYTES = 2 << 30
 

@@ -17,7 +17,7 @@ import pyarrow.orc as orc
 import pyarrow.parquet as pq
 from pyspark.sql import types as T
 
-from recsql.readers.common import Refused, refuse_options
+from recsql.catalog.readers.common import Refused, refuse_options
 
 SIMPLE = {
     pa.bool_(): T.BooleanType(), pa.int8(): T.ByteType(), pa.int16(): T.ShortType(), pa.int32(): T.IntegerType(),

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from pyspark.sql.types import StructType
 
-from recsql.delta_tables import ManagedTable, parquet_files
+from recsql.storage.delta import ManagedTable, parquet_files
 from recsql.errors import OperationalError, WarehouseUpgraded
 
 FORMAT = 2

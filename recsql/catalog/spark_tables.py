@@ -19,10 +19,10 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
 from recsql import statistics
-from recsql.lazy_spark import LazySpark
-from recsql.spark_facts import arrow_frame
+from recsql.spark.lazy import LazySpark
+from recsql.spark.session_kinds import arrow_frame
 from recsql.statistics import ColumnStatistics, TableStatistics
-from recsql.table_writes import Rows, row_count
+from recsql.storage.writes import Rows, row_count
 
 SIZE = re.compile(r"(?:(\d+) bytes)?(?:, )?(?:(\d+) rows)?")
 

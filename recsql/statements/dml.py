@@ -11,7 +11,7 @@ from dataclasses import dataclass, fields, replace
 from sqlglot import exp
 
 from recsql.errors import NotSupportedError, ProgrammingError
-from recsql.relation_names import FILE_COLUMN, FILES_MARK
+from recsql.storage.names import FILE_COLUMN, FILES_MARK
 from translator.errors import position_of
 
 MATCHED = "__recsql_matched"  # a source column that is TRUE on every source row: NULL after a LEFT JOIN

@@ -17,7 +17,7 @@ from enum import Enum
 from sqlglot import exp
 
 from recsql.analysis import Component
-from recsql.first_rows import Stop, first_rows_stop
+from recsql.planner.first_rows import Stop, first_rows_stop
 from recsql.optimizer import Optimized
 from recsql.optimizer.cardinality import atom_estimate
 from recsql.optimizer.decomposition import Decomposition, NotDecomposable, decompose
@@ -25,7 +25,7 @@ from recsql.optimizer.explain import explain_passes
 from recsql.optimizer.join_order import order_body
 from recsql.optimizer.ownership import owner_column
 from recsql.settings import Settings, Strategy
-from recsql.spark_valued import spark_valued
+from recsql.planner.spark_valued import spark_valued
 from translator.errors import UnsupportedError
 from translator.ir import Atom, Iteration, Program, Rule
 
