@@ -97,12 +97,16 @@ def main() -> None:
     dred_seconds, dred = median_time(lambda: deletion(index, pairs_of(lost), remaining), args.repeat)
     counting_seconds, gone = median_time(lambda: counting_deletion(counted, pairs_of(lost)), args.repeat)
     assert np.array_equal(np.sort(dred.over_deleted.take(~dred.again).keys()), gone), "the methods differ"
-    print(f"closure of a random DAG ({args.nodes:,} nodes, {args.edges:,} steps): {counted[0].size:,} paths, "
-          f"largest count {int(counted[1].max()):,}; deleting {args.deletes} steps removes {gone.size:,} paths")
+    print(
+        f"closure of a random DAG ({args.nodes:,} nodes, {args.edges:,} steps): {counted[0].size:,} paths, "
+        f"largest count {int(counted[1].max()):,}; deleting {args.deletes} steps removes {gone.size:,} paths"
+    )
     print(f"  {'method':<10} {'made at REFRESH':>16} {'DELETE':>10}  kept beside each path")
     print(f"  {'DRed':<10} {index_made * 1000:13.1f} ms {dred_seconds * 1000:7.1f} ms  nothing (index: 12 bytes)")
-    print(f"  {'counting':<10} {(counted_made + index_made) * 1000:13.1f} ms {counting_seconds * 1000:7.1f} ms  "
-          "its count (8 bytes more)")
+    print(
+        f"  {'counting':<10} {(counted_made + index_made) * 1000:13.1f} ms {counting_seconds * 1000:7.1f} ms  "
+        "its count (8 bytes more)"
+    )
 
 
 if __name__ == "__main__":

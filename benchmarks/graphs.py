@@ -8,12 +8,12 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-
 WEIGHTS = (0, 100)
 
 
-def edge_table(pairs: np.ndarray, generator: np.random.Generator, weighted: bool,
-               weights: tuple[int, int] = WEIGHTS) -> pa.Table:
+def edge_table(
+    pairs: np.ndarray, generator: np.random.Generator, weighted: bool, weights: tuple[int, int] = WEIGHTS
+) -> pa.Table:
     columns = {"src": pa.array(pairs[:, 0], pa.int32()), "dst": pa.array(pairs[:, 1], pa.int32())}
     if weighted:
         columns["w"] = pa.array(generator.integers(*weights, size=len(pairs)), pa.int32())
@@ -26,8 +26,9 @@ def distinct_pairs(pairs: np.ndarray, edges: int, generator: np.random.Generator
     return pairs[generator.permutation(len(pairs))[:edges]]
 
 
-def erdos_renyi(nodes: int, edges: int, seed: int = 1, weighted: bool = False,
-                weights: tuple[int, int] = WEIGHTS) -> pa.Table:
+def erdos_renyi(
+    nodes: int, edges: int, seed: int = 1, weighted: bool = False, weights: tuple[int, int] = WEIGHTS
+) -> pa.Table:
     """G(n, m): `edges` distinct directed edges drawn uniformly among `nodes` nodes (self-loops allowed)."""
     generator = np.random.default_rng(seed)
     pairs = distinct_pairs(generator.integers(0, nodes, size=(edges * 2, 2)), edges, generator)
@@ -82,8 +83,13 @@ def grid(side: int, seed: int = 1, weighted: bool = False) -> pa.Table:
     return edge_table(np.concatenate([right, down]), generator, weighted)
 
 
-def rmat(scale: int, edges: int, seed: int = 1, weighted: bool = False,
-         probabilities: tuple[float, float, float] = (0.45, 0.25, 0.15)) -> pa.Table:
+def rmat(
+    scale: int,
+    edges: int,
+    seed: int = 1,
+    weighted: bool = False,
+    probabilities: tuple[float, float, float] = (0.45, 0.25, 0.15),
+) -> pa.Table:
     """R-MAT: 2**scale nodes; each edge picks a quadrant of the adjacency matrix `scale` times with
     probabilities (a, b, c, 1 - a - b - c). Duplicate edges and self-loops are dropped, so slightly fewer
     than `edges` remain."""

@@ -28,8 +28,18 @@ def tables(rows: int, keys: int, seed: int = 1) -> dict[str, pa.Table]:
     generator = np.random.default_rng(seed)
     groups = 1000
     return {
-        "a": pa.table({"k": generator.integers(0, keys, rows, dtype=np.int32), "x": generator.integers(0, 100, rows, dtype=np.int32)}),
-        "b": pa.table({"k": generator.integers(0, keys, rows, dtype=np.int32), "j": generator.integers(0, groups, rows, dtype=np.int32)}),
+        "a": pa.table(
+            {
+                "k": generator.integers(0, keys, rows, dtype=np.int32),
+                "x": generator.integers(0, 100, rows, dtype=np.int32),
+            }
+        ),
+        "b": pa.table(
+            {
+                "k": generator.integers(0, keys, rows, dtype=np.int32),
+                "j": generator.integers(0, groups, rows, dtype=np.int32),
+            }
+        ),
         "c": pa.table({"j": np.arange(groups, dtype=np.int32), "name": [f"n{i}" for i in range(groups)]}),
     }
 
@@ -55,17 +65,19 @@ def main() -> None:
         recsql_time, recsql_rows = median_time(lambda: (cursor.execute(QUERY), cursor.fetchall())[1], args.repeat)
         spark_time, spark_rows = median_time(lambda: [tuple(r) for r in spark.sql(QUERY).collect()], args.repeat)
     assert recsql_rows == spark_rows, f"answers differ: {recsql_rows} vs {spark_rows}"
-    print(report(
-        f"three-way join, written order a ⋈ b ⋈ σ(c): {args.rows:,} rows in a and b, {args.keys:,} keys "
-        f"(medians of {args.repeat})",
-        [
-            ("recsql join order", order.strip().removeprefix("-- ")),
-            ("recsql", f"{recsql_time:.3f} s"),
-            ("spark.sql, same text", f"{spark_time:.3f} s"),
-            ("time: spark.sql / recsql", f"{spark_time / recsql_time:.1f}x"),
-            ("answer", str(recsql_rows)),
-        ],
-    ))
+    print(
+        report(
+            f"three-way join, written order a ⋈ b ⋈ σ(c): {args.rows:,} rows in a and b, {args.keys:,} keys "
+            f"(medians of {args.repeat})",
+            [
+                ("recsql join order", order.strip().removeprefix("-- ")),
+                ("recsql", f"{recsql_time:.3f} s"),
+                ("spark.sql, same text", f"{spark_time:.3f} s"),
+                ("time: spark.sql / recsql", f"{spark_time / recsql_time:.1f}x"),
+                ("answer", str(recsql_rows)),
+            ],
+        )
+    )
 
 
 if __name__ == "__main__":

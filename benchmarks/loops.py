@@ -8,7 +8,7 @@ jobs. Each returns the same one-row answer as its workload's SQL.
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -52,10 +52,19 @@ def same_generation(spark: SparkSession) -> tuple:
     """sg(x, y): siblings, then children of same-generation pairs."""
     edges = edges_of(spark)
     a, b = edges.alias("a"), edges.alias("b")
-    start = (a.join(b, F.col("a.src") == F.col("b.src")).where(F.col("a.dst") != F.col("b.dst"))
-             .select(F.col("a.dst").alias("x"), F.col("b.dst").alias("y")))
-    total = set_fixpoint(start, lambda d: d.join(a, d.x == F.col("a.src")).join(b, d.y == F.col("b.src"))
-                         .select(F.col("a.dst").alias("x"), F.col("b.dst").alias("y")))
+    start = (
+        a.join(b, F.col("a.src") == F.col("b.src"))
+        .where(F.col("a.dst") != F.col("b.dst"))
+        .select(F.col("a.dst").alias("x"), F.col("b.dst").alias("y"))
+    )
+    total = set_fixpoint(
+        start,
+        lambda d: (
+            d.join(a, d.x == F.col("a.src"))
+            .join(b, d.y == F.col("b.src"))
+            .select(F.col("a.dst").alias("x"), F.col("b.dst").alias("y"))
+        ),
+    )
     return (total.count(),)
 
 
@@ -77,9 +86,12 @@ def propagate_minimum(spark: SparkSession, start: DataFrame, weighted: bool) -> 
         offered = delta.join(edges, delta.node == edges.src)
         value = F.col("value") + F.col("w") if weighted else F.col("value")
         offers = offered.groupBy(F.col("dst").alias("node")).agg(F.min(value).alias("offer"))
-        improved = (offers.join(best, "node", "left")
-                    .where(F.col("value").isNull() | (F.col("offer") < F.col("value")))
-                    .select("node", F.col("offer").alias("value")).localCheckpoint())
+        improved = (
+            offers.join(best, "node", "left")
+            .where(F.col("value").isNull() | (F.col("offer") < F.col("value")))
+            .select("node", F.col("offer").alias("value"))
+            .localCheckpoint()
+        )
         if improved.count() == 0:
             return best
         best = best.join(improved.select("node"), "node", "left_anti").union(improved).localCheckpoint()
@@ -104,14 +116,20 @@ def shortest_paths(spark: SparkSession, source: int = 0) -> tuple:
 def all_pairs_shortest_paths(spark: SparkSession) -> tuple:
     """Shortest distance for every connected pair: count of pairs and the sum of distances."""
     edges = edges_of(spark, weighted=True)
-    best = (edges.groupBy(F.col("src").alias("x"), F.col("dst").alias("y")).agg(F.min("w").alias("d"))
-            .localCheckpoint())
+    best = edges.groupBy(F.col("src").alias("x"), F.col("dst").alias("y")).agg(F.min("w").alias("d")).localCheckpoint()
     delta = best
     while True:
-        offers = (delta.join(edges, delta.y == edges.src)
-                  .groupBy("x", F.col("dst").alias("y")).agg(F.min(F.col("d") + F.col("w")).alias("offer")))
-        improved = (offers.join(best, ["x", "y"], "left").where(F.col("d").isNull() | (F.col("offer") < F.col("d")))
-                    .select("x", "y", F.col("offer").alias("d")).localCheckpoint())
+        offers = (
+            delta.join(edges, delta.y == edges.src)
+            .groupBy("x", F.col("dst").alias("y"))
+            .agg(F.min(F.col("d") + F.col("w")).alias("offer"))
+        )
+        improved = (
+            offers.join(best, ["x", "y"], "left")
+            .where(F.col("d").isNull() | (F.col("offer") < F.col("d")))
+            .select("x", "y", F.col("offer").alias("d"))
+            .localCheckpoint()
+        )
         if improved.count() == 0:
             row = best.agg(F.count("*"), F.sum("d")).first()
             return (row[0], row[1])
@@ -124,8 +142,10 @@ def path_counts(spark: SparkSession) -> tuple:
     paths of length k found in round k, summed per pair)."""
     edges = edges_of(spark)
     start = edges.select(F.col("src").alias("x"), F.col("dst").alias("y"), F.lit(1).cast("long").alias("n"))
-    total = all_rounds(start, lambda d: d.join(edges, d.y == edges.src)
-                       .groupBy("x", F.col("dst").alias("y")).agg(F.sum("n").alias("n")))
+    total = all_rounds(
+        start,
+        lambda d: d.join(edges, d.y == edges.src).groupBy("x", F.col("dst").alias("y")).agg(F.sum("n").alias("n")),
+    )
     row = total.groupBy("x", "y").agg(F.sum("n").alias("n")).agg(F.count("*"), F.sum("n")).first()
     return (row[0], row[1])
 

@@ -63,18 +63,20 @@ def main() -> None:
             results[magic] = (seconds, facts, sorted(rows))
     on, off = results["on"], results["off"]
     assert on[2] == off[2] == sorted(duck_rows), "answers differ"
-    print(report(
-        f"single-source reachability: {args.nodes} nodes, {edges.num_rows} edges, closure {closure:,} rows, "
-        f"answer {len(on[2]):,} rows (medians of {args.repeat})",
-        [
-            ("recsql, magic on", f"{on[0]:.3f} s, {on[1]:,} facts derived"),
-            ("recsql, magic off", f"{off[0]:.3f} s, {off[1]:,} facts derived"),
-            ("DuckDB recursive CTE, filter outside", f"{duck_time:.3f} s"),
-            ("facts: off / on", f"{off[1] / on[1]:.0f}x"),
-            ("time: off / on", f"{off[0] / on[0]:.1f}x"),
-            ("time: DuckDB / recsql magic on", f"{duck_time / on[0]:.2f}x"),
-        ],
-    ))
+    print(
+        report(
+            f"single-source reachability: {args.nodes} nodes, {edges.num_rows} edges, closure {closure:,} rows, "
+            f"answer {len(on[2]):,} rows (medians of {args.repeat})",
+            [
+                ("recsql, magic on", f"{on[0]:.3f} s, {on[1]:,} facts derived"),
+                ("recsql, magic off", f"{off[0]:.3f} s, {off[1]:,} facts derived"),
+                ("DuckDB recursive CTE, filter outside", f"{duck_time:.3f} s"),
+                ("facts: off / on", f"{off[1] / on[1]:.0f}x"),
+                ("time: off / on", f"{off[0] / on[0]:.1f}x"),
+                ("time: DuckDB / recsql magic on", f"{duck_time / on[0]:.2f}x"),
+            ],
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -23,8 +23,8 @@ import random
 import statistics
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import recsql
 
@@ -45,7 +45,8 @@ class View:
     def delete(self, rows: list[Row]) -> str:
         names = [column.split()[0] for column in self.columns.split(",")]
         return f"DELETE FROM {self.table} WHERE " + " OR ".join(
-            "(" + " AND ".join(f"{name} = {value}" for name, value in zip(names, row)) + ")" for row in rows)
+            "(" + " AND ".join(f"{name} = {value}" for name, value in zip(names, row)) + ")" for row in rows
+        )
 
 
 def random_dag(nodes: int, edges: int, rng: random.Random) -> set[Row]:
@@ -79,21 +80,34 @@ def views(nodes: int, edges: int) -> dict[str, View]:
         return rng.sample(sorted(row for row in held if row[1] not in managers), 10)
 
     return {
-        "closure": View("edge", "src INT, dst INT",
-                        "WITH RECURSIVE tc(src, dst) AS (SELECT src, dst FROM edge UNION SELECT tc.src, edge.dst "
-                        "FROM tc JOIN edge ON tc.dst = edge.src) SELECT src, dst FROM tc",
-                        lambda rng: random_dag(nodes, edges, rng), new_edges,
-                        lambda rng, held: rng.sample(sorted(held), 10)),
-        "shortest": View("road", "src INT, dst INT, w INT",
-                         "WITH RECURSIVE sp(node, min() AS d) AS (SELECT 0, 0) UNION (SELECT road.dst, sp.d + road.w "
-                         "FROM sp, road WHERE sp.node = road.src) SELECT node, d FROM sp",
-                         weighted, lambda rng, held: [row + (rng.randrange(1, 100),) for row in new_edges(rng, held)],
-                         lambda rng, held: rng.sample(sorted(held), 10)),
-        "headcount": View("report", "mgr INT, emp INT",
-                          "WITH RECURSIVE dept(mgr, count() AS n) AS (SELECT emp, 1 FROM report) UNION "
-                          "(SELECT report.mgr, dept.n FROM dept, report WHERE dept.mgr = report.emp) "
-                          "SELECT mgr, n FROM dept",
-                          lambda rng: {(rng.randrange(i // 2, i), i) for i in range(1, nodes)}, hires, leaves),
+        "closure": View(
+            "edge",
+            "src INT, dst INT",
+            "WITH RECURSIVE tc(src, dst) AS (SELECT src, dst FROM edge UNION SELECT tc.src, edge.dst "
+            "FROM tc JOIN edge ON tc.dst = edge.src) SELECT src, dst FROM tc",
+            lambda rng: random_dag(nodes, edges, rng),
+            new_edges,
+            lambda rng, held: rng.sample(sorted(held), 10),
+        ),
+        "shortest": View(
+            "road",
+            "src INT, dst INT, w INT",
+            "WITH RECURSIVE sp(node, min() AS d) AS (SELECT 0, 0) UNION (SELECT road.dst, sp.d + road.w "
+            "FROM sp, road WHERE sp.node = road.src) SELECT node, d FROM sp",
+            weighted,
+            lambda rng, held: [row + (rng.randrange(1, 100),) for row in new_edges(rng, held)],
+            lambda rng, held: rng.sample(sorted(held), 10),
+        ),
+        "headcount": View(
+            "report",
+            "mgr INT, emp INT",
+            "WITH RECURSIVE dept(mgr, count() AS n) AS (SELECT emp, 1 FROM report) UNION "
+            "(SELECT report.mgr, dept.n FROM dept, report WHERE dept.mgr = report.emp) "
+            "SELECT mgr, n FROM dept",
+            lambda rng: {(rng.randrange(i // 2, i), i) for i in range(1, nodes)},
+            hires,
+            leaves,
+        ),
     }
 
 
@@ -103,8 +117,9 @@ def timed(cursor, sql: str) -> float:
     return time.perf_counter() - started
 
 
-def measure(cursor, name: str, view: View, strategy: str, held: set[Row], repeat: int,
-            rng: random.Random) -> dict[str, float]:
+def measure(
+    cursor, name: str, view: View, strategy: str, held: set[Row], repeat: int, rng: random.Random
+) -> dict[str, float]:
     cursor.execute(f"SET recsql.strategy = {strategy}")
     cursor.execute(f"CREATE OR REPLACE MATERIALIZED VIEW {name} AS {view.query}")
     times: dict[str, list[float]] = {"REFRESH": [], "INSERT 10": [], "DELETE 10": []}
@@ -136,17 +151,18 @@ def main() -> None:
     parser.add_argument("--strategies", default="auto,decomposed,distributed")
     args = parser.parse_args()
     rng = random.Random(7)
-    conn = recsql.connect(warehouse=tempfile.mkdtemp(prefix="recsql-materialized-"),
-                          conf={"spark.sql.shuffle.partitions": "4", "spark.ui.enabled": "false"})
+    conn = recsql.connect(
+        warehouse=tempfile.mkdtemp(prefix="recsql-materialized-"),
+        conf={"spark.sql.shuffle.partitions": "4", "spark.ui.enabled": "false"},
+    )
     cursor = conn.cursor()
-    conn.spark_session  # Spark started (and its start's work done) before anything is timed
+    _ = conn.spark_session  # Spark started (and its start's work done) before anything is timed
     for name, view in views(args.nodes, args.edges).items():
         if name not in args.views.split(","):
             continue
         held = view.initial(rng)
         cursor.execute(f"CREATE TABLE {view.table} ({view.columns})")
-        cursor.executemany(f"INSERT INTO {view.table} VALUES ({', '.join('?' * len(next(iter(held))))})",
-                           sorted(held))
+        cursor.executemany(f"INSERT INTO {view.table} VALUES ({', '.join('?' * len(next(iter(held))))})", sorted(held))
         cursor.execute(f"SELECT count(*) FROM ({view.query})")
         print(f"{name}: {view.table} {len(held):,} rows; the view {cursor.fetchall()[0][0]:,} rows")
         for strategy in args.strategies.split(","):
@@ -154,8 +170,10 @@ def main() -> None:
             medians = measure(cursor, name, view, strategy, held, args.repeat, rng)
             for step, seconds in medians.items():
                 print(f"    {step:<10} {seconds:8.3f} s")
-            print(f"    REFRESH / INSERT 10 = {medians['REFRESH'] / medians['INSERT 10']:.1f}x, "
-                  f"REFRESH / DELETE 10 = {medians['REFRESH'] / medians['DELETE 10']:.1f}x")
+            print(
+                f"    REFRESH / INSERT 10 = {medians['REFRESH'] / medians['INSERT 10']:.1f}x, "
+                f"REFRESH / DELETE 10 = {medians['REFRESH'] / medians['DELETE 10']:.1f}x"
+            )
     conn.close()
 
 

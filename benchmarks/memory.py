@@ -3,8 +3,10 @@ sampled in a background thread."""
 
 from __future__ import annotations
 
+import contextlib
 import threading
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import psutil
 
@@ -13,10 +15,8 @@ def tree_rss() -> int:
     process = psutil.Process()
     total = process.memory_info().rss
     for child in process.children(recursive=True):
-        try:
+        with contextlib.suppress(psutil.NoSuchProcess):
             total += child.memory_info().rss
-        except psutil.NoSuchProcess:
-            pass
     return total
 
 

@@ -29,8 +29,9 @@ import gc
 import statistics
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import duckdb
 
@@ -91,8 +92,9 @@ def where_recsql_runs(cursor, sql: str) -> str:
     return "distributed"
 
 
-def run_workload(workload: Workload, conn, duck, repeat: int, systems: tuple[str, ...],
-                 recsql_runs: dict[str, str]) -> Outcome:
+def run_workload(
+    workload: Workload, conn, duck, repeat: int, systems: tuple[str, ...], recsql_runs: dict[str, str]
+) -> Outcome:
     """Each system's measurement; `recsql_runs` names recsql's runs and the strategy each forces."""
     spark = conn.spark_session
     edges = workload.edges()
@@ -153,9 +155,11 @@ def table(outcomes: list[Outcome], repeat: int, columns: list[str]) -> str:
     for outcome in outcomes:
         results = outcome.results
 
-        def ratios(names: list[str], over: str) -> str:
-            return " / ".join(f"{results[n].seconds / results[over].seconds:.2f}"
-                              if n in results and over in results else "-" for n in names)
+        def ratios(names: list[str], over: str, results: dict = results) -> str:
+            return " / ".join(
+                f"{results[n].seconds / results[over].seconds:.2f}" if n in results and over in results else "-"
+                for n in names
+            )
 
         cells = []
         for column in columns:
@@ -175,9 +179,13 @@ def table(outcomes: list[Outcome], repeat: int, columns: list[str]) -> str:
     notes = [
         f"medians of {repeat} runs (one run where the first took over {ONCE_PAST_SECONDS:.0f} s); (x) after a "
         "recsql time: where it ran the recursion, when not what the column says; ratios above 1: recsql is faster",
-        f"peak MB, growth of this process and Spark's JVM ({' / '.join(columns)}): " + "; ".join(
-            o.workload.name + " " + " / ".join(f"{o.results[c].memory / 2**20:.0f}" if c in o.results else "-"
-                                               for c in columns) for o in outcomes),
+        f"peak MB, growth of this process and Spark's JVM ({' / '.join(columns)}): "
+        + "; ".join(
+            o.workload.name
+            + " "
+            + " / ".join(f"{o.results[c].memory / 2**20:.0f}" if c in o.results else "-" for c in columns)
+            for o in outcomes
+        ),
     ]
     return "\n".join(lines + [""] + notes)
 
@@ -211,8 +219,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sizes = parser.add_mutually_exclusive_group()
     sizes.add_argument("--quick", action="store_true", help="small graphs: a smoke run of a minute or two")
-    sizes.add_argument("--scale", action="store_true",
-                       help="sizes past the local bound, recsql under every strategy (forced): an hour or more")
+    sizes.add_argument(
+        "--scale",
+        action="store_true",
+        help="sizes past the local bound, recsql under every strategy (forced): an hour or more",
+    )
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--only", nargs="*", help="workload names to run (default: all)")
     parser.add_argument("--chart", help="write a PNG chart of the times to this path")
@@ -221,8 +232,12 @@ def main() -> None:
     parser.add_argument("--strategy", choices=STRATEGIES, default="auto", help="SET recsql.strategy (default auto)")
     parser.add_argument("--systems", nargs="+", choices=SYSTEMS, default=list(SYSTEMS), help="the systems to run")
     parser.add_argument("--json", help="write recsql's medians (seconds) and the run conditions to this file")
-    parser.add_argument("--compare", nargs=2, metavar=("OLD.json", "NEW.json"),
-                        help="print a markdown table of two --json outputs instead of running")
+    parser.add_argument(
+        "--compare",
+        nargs=2,
+        metavar=("OLD.json", "NEW.json"),
+        help="print a markdown table of two --json outputs instead of running",
+    )
     args = parser.parse_args()
     if args.compare:
         print(compare_medians(*args.compare, COMPARED))
@@ -237,8 +252,10 @@ def main() -> None:
     columns = [*(recsql_runs if "recsql" in args.systems else ()), *(s for s in ALTERNATIVES if s in args.systems)]
     outcomes = []
     conf = {} if args.remote else {"spark.driver.memory": args.driver_memory}  # a server's memory is its own
-    with (tempfile.TemporaryDirectory() as warehouse,
-          recsql.connect(warehouse=warehouse, conf=conf, remote=args.remote) as conn):
+    with (
+        tempfile.TemporaryDirectory() as warehouse,
+        recsql.connect(warehouse=warehouse, conf=conf, remote=args.remote) as conn,
+    ):
         duck = duckdb.connect()
         for workload in chosen:
             print(f"running {workload.name} ({workload.graph}) ...", flush=True)
@@ -247,10 +264,20 @@ def main() -> None:
             print(f"  {seconds}", flush=True)
     print(table(outcomes, args.repeat, columns))
     if args.json:
-        medians = {f"{o.workload.name} {name}".removesuffix(" recsql"): o.results[name].seconds
-                   for o in outcomes for name in recsql_runs if name in o.results}
-        conditions = {"quick": args.quick, "repeat": args.repeat, "strategy": args.strategy,
-                      "driver memory": args.driver_memory, "remote": args.remote, "scale": args.scale}
+        medians = {
+            f"{o.workload.name} {name}".removesuffix(" recsql"): o.results[name].seconds
+            for o in outcomes
+            for name in recsql_runs
+            if name in o.results
+        }
+        conditions = {
+            "quick": args.quick,
+            "repeat": args.repeat,
+            "strategy": args.strategy,
+            "driver memory": args.driver_memory,
+            "remote": args.remote,
+            "scale": args.scale,
+        }
         save_medians(args.json, medians, conditions)
     if args.chart:
         chart(outcomes, args.chart, columns)

@@ -46,8 +46,12 @@ def run_once(command: list[str]) -> tuple[float, str, bool]:
     """Wall time, standard output, and whether a JVM was started (a Java wrapper records each start)."""
     with tempfile.TemporaryDirectory() as home:
         java_home = java_recorder(Path(home))
-        environment = {**os.environ, "HOME": home, "RECSQL_WAREHOUSE": str(Path(home) / "warehouse"),
-                       "JAVA_HOME": str(java_home)}
+        environment = {
+            **os.environ,
+            "HOME": home,
+            "RECSQL_WAREHOUSE": str(Path(home) / "warehouse"),
+            "JAVA_HOME": str(java_home),
+        }
         started = time.perf_counter()
         finished = subprocess.run(command, env=environment, capture_output=True, text=True, cwd=home)
         seconds = time.perf_counter() - started
@@ -58,8 +62,11 @@ def run_once(command: list[str]) -> tuple[float, str, bool]:
 
 def java_recorder(home: Path) -> Path:
     """A JAVA_HOME whose java notes that it ran, then runs the real one."""
-    real = Path(os.environ["JAVA_HOME"]) / "bin" / "java" if os.environ.get("JAVA_HOME") else Path(
-        subprocess.run(["which", "java"], capture_output=True, text=True, check=True).stdout.strip())
+    real = (
+        Path(os.environ["JAVA_HOME"]) / "bin" / "java"
+        if os.environ.get("JAVA_HOME")
+        else Path(subprocess.run(["which", "java"], capture_output=True, text=True, check=True).stdout.strip())
+    )
     script = home / "java" / "bin" / "java"
     script.parent.mkdir(parents=True)
     script.write_text(f'#!/bin/sh\ntouch "{home / "java" / "started"}"\nexec "{real}" "$@"\n')

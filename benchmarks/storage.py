@@ -246,8 +246,12 @@ def main() -> int:
     parser.add_argument("--scan-rows", type=int, default=10_000_000, help="rows of the scanned table")
     parser.add_argument("--json", help="write the medians (seconds) and the run conditions to this file")
     parser.add_argument("--warehouse-root", help="where the temporary warehouse is made (default: the system's)")
-    parser.add_argument("--compare", nargs=2, metavar=("OLD.json", "NEW.json"),
-                        help="print a markdown table of two --json outputs instead of running")
+    parser.add_argument(
+        "--compare",
+        nargs=2,
+        metavar=("OLD.json", "NEW.json"),
+        help="print a markdown table of two --json outputs instead of running",
+    )
     args = parser.parse_args()
     if args.compare:
         print(compare_medians(*args.compare, COMPARED))

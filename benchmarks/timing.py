@@ -8,8 +8,9 @@ import json
 import statistics
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import recsql
 
@@ -33,8 +34,12 @@ def report(title: str, rows: list[tuple[str, str]]) -> str:
 
 def save_medians(path: str, medians: dict[str, float], conditions: dict[str, Any]) -> None:
     """Write the medians (seconds) and the run conditions, with the commit and the date, to `path`."""
-    conditions = {**conditions, "recsql": recsql.__file__, "commit": recsql_commit(),
-                  "date": datetime.datetime.now().astimezone().isoformat(timespec="seconds")}
+    conditions = {
+        **conditions,
+        "recsql": recsql.__file__,
+        "commit": recsql_commit(),
+        "date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
+    }
     Path(path).write_text(json.dumps({**medians, "conditions": conditions}, indent=2) + "\n")
     print(f"medians written to {path}")
 

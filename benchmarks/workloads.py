@@ -7,8 +7,8 @@ answers are compared exactly and no engine pays for returning millions of rows.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import pyarrow as pa
 
@@ -64,8 +64,8 @@ SELECT count(*), sum(d) FROM sp"""
 
 APSP = """WITH RECURSIVE ap(x, y, min() AS d) AS (SELECT src, dst, w FROM edge UNION
 SELECT ap.x, e.dst, ap.d + e.w FROM ap JOIN edge e ON ap.y = e.src) SELECT count(*), sum(d) FROM ap"""
-APSP_DUCKDB = """WITH RECURSIVE ap(x, y, d) USING KEY (x, y) AS (SELECT src, dst, min(w) FROM edge GROUP BY src, dst UNION
-SELECT ap.x, e.dst, min(ap.d + e.w) FROM ap JOIN edge e ON ap.y = e.src GROUP BY ap.x, e.dst
+APSP_DUCKDB = """WITH RECURSIVE ap(x, y, d) USING KEY (x, y) AS (SELECT src, dst, min(w) FROM edge GROUP BY src, dst
+UNION SELECT ap.x, e.dst, min(ap.d + e.w) FROM ap JOIN edge e ON ap.y = e.src GROUP BY ap.x, e.dst
 HAVING min(ap.d + e.w) < coalesce((SELECT r.d FROM recurring.ap r WHERE r.x = ap.x AND r.y = e.dst), 2147483647))
 SELECT count(*), sum(d) FROM ap"""
 
@@ -87,6 +87,7 @@ SPARK_LEVEL = "MAX RECURSION LEVEL 100000"
 
 def workloads(quick: bool) -> list[Workload]:
     """The workloads at full size (the sizes the project's speed targets name), or small for a smoke run."""
+
     def size(full, small):
         return small if quick else full
 
@@ -97,46 +98,123 @@ def workloads(quick: bool) -> list[Workload]:
     apsp_nodes, apsp_p = size((150, 0.02), (40, 0.06))
     height = size(8, 5)
     return [
-        Workload("tc-dag", f"random DAG, {dag_nodes:,} nodes, {dag_edges:,} edges",
-                 lambda: graphs.random_dag(dag_nodes, dag_edges), TC, TC, loops.closure_pairs, TC_SPARK),
-        Workload("tc-cyclic", f"G(n, m), {cyclic_nodes:,} nodes, {cyclic_edges:,} edges",
-                 lambda: graphs.erdos_renyi(cyclic_nodes, cyclic_edges), TC, TC, loops.closure_pairs),
+        Workload(
+            "tc-dag",
+            f"random DAG, {dag_nodes:,} nodes, {dag_edges:,} edges",
+            lambda: graphs.random_dag(dag_nodes, dag_edges),
+            TC,
+            TC,
+            loops.closure_pairs,
+            TC_SPARK,
+        ),
+        Workload(
+            "tc-cyclic",
+            f"G(n, m), {cyclic_nodes:,} nodes, {cyclic_edges:,} edges",
+            lambda: graphs.erdos_renyi(cyclic_nodes, cyclic_edges),
+            TC,
+            TC,
+            loops.closure_pairs,
+        ),
         Workload("same-generation", f"{side}x{side} grid", lambda: graphs.grid(side), SG, SG, loops.same_generation),
-        Workload("reachability", f"RMAT-{scale}, {rmat_edges:,} edges", lambda: graphs.rmat(scale, rmat_edges),
-                 REACH, REACH, loops.reachable),
-        Workload("connected-components", f"RMAT-{scale}, {rmat_edges:,} edges, undirected",
-                 lambda: symmetric(graphs.rmat(scale, rmat_edges)), CC, CC_DUCKDB, loops.connected_components),
-        Workload("sssp", f"RMAT-{scale}, {rmat_edges:,} edges, weights in [0, 100)",
-                 lambda: graphs.rmat(scale, rmat_edges, weighted=True), SSSP, SSSP_DUCKDB, loops.shortest_paths),
-        Workload("apsp", f"G(n, p), {apsp_nodes} nodes, p = {apsp_p}, weights in [0, 100)",
-                 lambda: graphs.gnp(apsp_nodes, apsp_p, weighted=True), APSP, APSP_DUCKDB,
-                 loops.all_pairs_shortest_paths),
-        Workload("path-counting", f"random DAG, {dag_nodes:,} nodes, {dag_edges:,} edges",
-                 lambda: graphs.random_dag(dag_nodes, dag_edges), PATHS, PATHS_UNION_ALL.format(level=""),
-                 loops.path_counts, PATHS_UNION_ALL.format(level=SPARK_LEVEL)),
-        Workload("org-chart", f"tree of height {height}, fan-out 2-6",
-                 lambda: graphs.tree(height), REPORTS, REPORTS, loops.reports_per_manager,
-                 REPORTS_UNION_ALL.format(level=SPARK_LEVEL)),
+        Workload(
+            "reachability",
+            f"RMAT-{scale}, {rmat_edges:,} edges",
+            lambda: graphs.rmat(scale, rmat_edges),
+            REACH,
+            REACH,
+            loops.reachable,
+        ),
+        Workload(
+            "connected-components",
+            f"RMAT-{scale}, {rmat_edges:,} edges, undirected",
+            lambda: symmetric(graphs.rmat(scale, rmat_edges)),
+            CC,
+            CC_DUCKDB,
+            loops.connected_components,
+        ),
+        Workload(
+            "sssp",
+            f"RMAT-{scale}, {rmat_edges:,} edges, weights in [0, 100)",
+            lambda: graphs.rmat(scale, rmat_edges, weighted=True),
+            SSSP,
+            SSSP_DUCKDB,
+            loops.shortest_paths,
+        ),
+        Workload(
+            "apsp",
+            f"G(n, p), {apsp_nodes} nodes, p = {apsp_p}, weights in [0, 100)",
+            lambda: graphs.gnp(apsp_nodes, apsp_p, weighted=True),
+            APSP,
+            APSP_DUCKDB,
+            loops.all_pairs_shortest_paths,
+        ),
+        Workload(
+            "path-counting",
+            f"random DAG, {dag_nodes:,} nodes, {dag_edges:,} edges",
+            lambda: graphs.random_dag(dag_nodes, dag_edges),
+            PATHS,
+            PATHS_UNION_ALL.format(level=""),
+            loops.path_counts,
+            PATHS_UNION_ALL.format(level=SPARK_LEVEL),
+        ),
+        Workload(
+            "org-chart",
+            f"tree of height {height}, fan-out 2-6",
+            lambda: graphs.tree(height),
+            REPORTS,
+            REPORTS,
+            loops.reports_per_manager,
+            REPORTS_UNION_ALL.format(level=SPARK_LEVEL),
+        ),
     ]
-
 
 
 def scale_workloads() -> list[Workload]:
     """The sizes where Spark is the point: results past recsql.local_rows, graphs of hundreds of thousands
     of nodes, a recursion of hundreds of iterations (`python -m benchmarks.run --scale`)."""
     return [
-        Workload("tc-cyclic-22m", "G(n, m), 5,000 nodes, 15,000 edges (seed 7)",
-                 lambda: graphs.erdos_renyi(5_000, 15_000, seed=7), TC, TC, loops.closure_pairs),
-        Workload("tc-dag", "random DAG, 10,000 nodes, 30,000 edges",
-                 lambda: graphs.random_dag(10_000, 30_000), TC, TC, loops.closure_pairs, TC_SPARK),
-        Workload("connected-components", "G(n, m), 200,000 nodes, 400,000 edges, undirected",
-                 lambda: symmetric(graphs.erdos_renyi(200_000, 400_000)), CC, CC_DUCKDB, loops.connected_components),
-        Workload("sssp-50k", "G(n, m), 50,000 nodes, 200,000 edges, weights in [1, 100]",
-                 lambda: graphs.erdos_renyi(50_000, 200_000, weighted=True, weights=(1, 101)), SSSP, SSSP_DUCKDB,
-                 loops.shortest_paths),
-        Workload("sssp-200k", "G(n, m), 200,000 nodes, 800,000 edges, weights in [1, 100]",
-                 lambda: graphs.erdos_renyi(200_000, 800_000, weighted=True, weights=(1, 101)), SSSP, SSSP_DUCKDB,
-                 loops.shortest_paths),
-        Workload("chain-300", "a path of 300 edges", lambda: graphs.chain(300), REACH, REACH, loops.reachable,
-                 REACH_SPARK),
+        Workload(
+            "tc-cyclic-22m",
+            "G(n, m), 5,000 nodes, 15,000 edges (seed 7)",
+            lambda: graphs.erdos_renyi(5_000, 15_000, seed=7),
+            TC,
+            TC,
+            loops.closure_pairs,
+        ),
+        Workload(
+            "tc-dag",
+            "random DAG, 10,000 nodes, 30,000 edges",
+            lambda: graphs.random_dag(10_000, 30_000),
+            TC,
+            TC,
+            loops.closure_pairs,
+            TC_SPARK,
+        ),
+        Workload(
+            "connected-components",
+            "G(n, m), 200,000 nodes, 400,000 edges, undirected",
+            lambda: symmetric(graphs.erdos_renyi(200_000, 400_000)),
+            CC,
+            CC_DUCKDB,
+            loops.connected_components,
+        ),
+        Workload(
+            "sssp-50k",
+            "G(n, m), 50,000 nodes, 200,000 edges, weights in [1, 100]",
+            lambda: graphs.erdos_renyi(50_000, 200_000, weighted=True, weights=(1, 101)),
+            SSSP,
+            SSSP_DUCKDB,
+            loops.shortest_paths,
+        ),
+        Workload(
+            "sssp-200k",
+            "G(n, m), 200,000 nodes, 800,000 edges, weights in [1, 100]",
+            lambda: graphs.erdos_renyi(200_000, 800_000, weighted=True, weights=(1, 101)),
+            SSSP,
+            SSSP_DUCKDB,
+            loops.shortest_paths,
+        ),
+        Workload(
+            "chain-300", "a path of 300 edges", lambda: graphs.chain(300), REACH, REACH, loops.reachable, REACH_SPARK
+        ),
     ]

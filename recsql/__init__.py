@@ -13,11 +13,11 @@ from recsql.errors import (
     IntegrityError,
     InterfaceError,
     InternalError,
+    MaintenanceDeferred,
     NotSupportedError,
     OperationalError,
     ProgrammingError,
     QueryCancelled,
-    MaintenanceDeferred,
     WarehouseUpgraded,
     Warning,
 )
@@ -27,9 +27,26 @@ threadsafety = 1
 paramstyle = "qmark"
 
 __all__ = [
-    "connect", "Connection", "Cursor", "Progress", "Error", "Warning", "InterfaceError", "DatabaseError",
-    "DataError", "OperationalError", "IntegrityError", "InternalError", "ProgrammingError", "NotSupportedError",
-    "QueryCancelled", "WarehouseUpgraded", "MaintenanceDeferred", "apilevel", "threadsafety", "paramstyle",
+    "Connection",
+    "Cursor",
+    "DataError",
+    "DatabaseError",
+    "Error",
+    "IntegrityError",
+    "InterfaceError",
+    "InternalError",
+    "MaintenanceDeferred",
+    "NotSupportedError",
+    "OperationalError",
+    "ProgrammingError",
+    "Progress",
+    "QueryCancelled",
+    "WarehouseUpgraded",
+    "Warning",
+    "apilevel",
+    "connect",
+    "paramstyle",
+    "threadsafety",
 ]
 
 LAZY = {"connect": "recsql.connection", "Connection": "recsql.connection", "Cursor": "recsql.cursor"}

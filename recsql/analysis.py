@@ -8,8 +8,8 @@ the user into ProgrammingError or NotSupportedError, as it does the translator's
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable
 
 from sqlglot import exp
 
@@ -24,6 +24,7 @@ class AnalysisError(Exception):
 
 class UnsupportedProgram(AnalysisError):
     """A meaningful program that recsql does not evaluate."""
+
 
 DIRECTION = {"min": DECREASING, "max": INCREASING, "sum": INCREASING, "count": INCREASING}
 
@@ -93,15 +94,17 @@ def strongly_connected_components(program: Program) -> list[Component]:
 def check_component(program: Program, component: Component) -> None:
     if not component.recursive:
         return
-    names = ", ".join(named(program, component.relations)
-                      or [program.relations[name].display_name for name in component.relations])
+    names = ", ".join(
+        named(program, component.relations) or [program.relations[name].display_name for name in component.relations]
+    )
     cycle = f"the recursive cycle ({names}){outer_values_note(program, component)}"
     for name in component.relations:
         if program.relations[name].window is not None:
             raise UnsupportedProgram(
                 f"LIMIT / OFFSET through recursion: a query with LIMIT, FETCH FIRST or OFFSET (a subquery, or a "
                 f"branch or the body of a recursive CTE) is inside {cycle}; it may only read relations computed "
-                "before the recursion")
+                "before the recursion"
+            )
     for rule in program.rules:
         if rule.head not in component:
             continue
@@ -150,14 +153,17 @@ def named(program: Program, names: Iterable[str]) -> list[str]:
 def outer_values_note(program: Program, component: Component) -> str:
     """Why a recursive cycle goes through a subquery's WITH that reads only tables: it reads columns of the
     recursion that no equality with its own columns gives, so its CTEs are computed for the recursion's rows."""
-    columns = [program.relations[name].outer_columns for name in component.relations
-               if program.relations[name].outer_columns]
+    columns = [
+        program.relations[name].outer_columns for name in component.relations if program.relations[name].outer_columns
+    ]
     if not columns:
         return ""
     first = columns[0].split(", ")[0]
-    return (f" (a WITH inside a subquery reads {', '.join(columns)} of the recursion other than through an equality "
-            f"with a column of its own tables, as in WHERE x.c = {first}, so its CTEs are computed from the "
-            "recursion's rows)")
+    return (
+        f" (a WITH inside a subquery reads {', '.join(columns)} of the recursion other than through an equality "
+        f"with a column of its own tables, as in WHERE x.c = {first}, so its CTEs are computed from the "
+        "recursion's rows)"
+    )
 
 
 def owner(program: Program, component: Component, name: str) -> str:
@@ -196,8 +202,10 @@ def nearest_named(program: Program, component: Component, name: str, edges: dict
         found = named(program, layer)
         if found:
             return ", ".join(found)
-        layer = sorted({n for node in layer for n in edges.get(node, ()) if n in component and n not in seen},
-                       key=component.relations.index)
+        layer = sorted(
+            {n for node in layer for n in edges.get(node, ()) if n in component and n not in seen},
+            key=component.relations.index,
+        )
         seen.update(layer)
     return name
 
@@ -263,7 +271,9 @@ def check_condition(condition: exp.Expression, directions: dict[str, str], where
     keeps = {DECREASING: (exp.LT, exp.LTE), INCREASING: (exp.GT, exp.GTE)}
     flipped = {DECREASING: (exp.GT, exp.GTE), INCREASING: (exp.LT, exp.LTE)}
     for node in condition.walk():
-        if not isinstance(node, exp.Binary) or not isinstance(node, (exp.LT, exp.LTE, exp.GT, exp.GTE, exp.EQ, exp.NEQ)):
+        if not isinstance(node, exp.Binary) or not isinstance(
+            node, (exp.LT, exp.LTE, exp.GT, exp.GTE, exp.EQ, exp.NEQ)
+        ):
             continue
         left, right = variables_of(node.this) & directions.keys(), variables_of(node.expression) & directions.keys()
         if not left and not right:

@@ -13,8 +13,9 @@ import contextlib
 import functools
 import threading
 import uuid
+from collections.abc import Callable, Iterator
 from contextvars import ContextVar
-from typing import TYPE_CHECKING, Callable, Iterator
+from typing import TYPE_CHECKING
 
 from recsql.errors import QueryCancelled
 from recsql.spark.session_kinds import is_connect
@@ -74,6 +75,7 @@ class Cancellation:
             def untag() -> None:
                 context.removeJobTag(tag)
                 context.setLocalProperty(INTERRUPT_ON_CANCEL, interrupting)  # type: ignore[arg-type]
+
         with self.lock:
             self.spark, self.untag = spark, untag
 

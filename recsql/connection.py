@@ -11,20 +11,25 @@ import pyarrow as pa
 from pyspark import SparkContext
 from pyspark.sql import DataFrame, SparkSession
 
-from recsql.spark import logs as spark_logs
-from recsql.spark import start as spark_start
 from recsql.catalog.catalog import Catalog
 from recsql.cursor import Cursor
 from recsql.engine.progress import ProgressListener
 from recsql.errors import InterfaceError, NotSupportedError, internal_errors
-from recsql.spark.lazy import LazySpark
 from recsql.session import Session
 from recsql.settings import PREFIX, Settings
+from recsql.spark import logs as spark_logs
+from recsql.spark import start as spark_start
 from recsql.spark.errors import spark_errors
+from recsql.spark.lazy import LazySpark
 
 
-def connect(master: str | None = None, conf: dict[str, Any] | None = None, warehouse: str | None = None,
-            log_level: str | None = None, remote: str | None = None) -> "Connection":
+def connect(
+    master: str | None = None,
+    conf: dict[str, Any] | None = None,
+    warehouse: str | None = None,
+    log_level: str | None = None,
+    remote: str | None = None,
+) -> Connection:
     """Open a connection on an embedded local Spark (`local[*]`), on `master`, or on the Spark Connect
     server `remote` (`sc://host:port`).
 
@@ -41,8 +46,9 @@ def connect(master: str | None = None, conf: dict[str, Any] | None = None, wareh
     if master and remote:
         raise InterfaceError(f"connect() takes a master or a Spark Connect server, not both ({master}, {remote})")
     conf = {str(k): str(v) for k, v in (conf or {}).items()}
-    directory = warehouse_path(warehouse or conf.pop(PREFIX + "warehouse", None) or os.environ.get("RECSQL_WAREHOUSE")
-                               or "~/.recsql")
+    directory = warehouse_path(
+        warehouse or conf.pop(PREFIX + "warehouse", None) or os.environ.get("RECSQL_WAREHOUSE") or "~/.recsql"
+    )
     level = spark_logs.checked_level(log_level or conf.pop(PREFIX + "log_level", None))
     settings = Settings()
     spark_conf = {}
@@ -56,8 +62,11 @@ def connect(master: str | None = None, conf: dict[str, Any] | None = None, wareh
         spark = LazySpark(lambda chosen: spark_start.remote(remote, chosen, level), spark_conf, remote=remote)
     else:
         master = master or "local[*]"
-        spark = LazySpark(lambda chosen: spark_start.embedded(master, chosen, level),
-                          spark_start.embedded_settings(spark_conf), master=master)
+        spark = LazySpark(
+            lambda chosen: spark_start.embedded(master, chosen, level),
+            spark_start.embedded_settings(spark_conf),
+            master=master,
+        )
     if SparkContext._active_spark_context is not None and not remote:
         spark.session()  # this process runs Spark already: the connection shares it (as its names)
     elif settings.spark_start == "background":
@@ -74,8 +83,10 @@ def warehouse_path(location: str) -> Path:
         return Path(location)
     if parts.scheme == "file" and parts.netloc in ("", "localhost"):
         return Path(unquote(parts.path))
-    raise NotSupportedError(f"the warehouse {location} is not on this machine's file system: give a path or a "
-                            "file: URI (a shared file system mounted at the same path on every host)")
+    raise NotSupportedError(
+        f"the warehouse {location} is not on this machine's file system: give a path or a "
+        "file: URI (a shared file system mounted at the same path on every host)"
+    )
 
 
 def as_arrow(data: Any) -> pa.Table:
@@ -158,7 +169,7 @@ class Connection:
 
     def commit(self) -> None:
         """Every statement is committed when it runs."""
-        self.session
+        _ = self.session  # a closed connection raises
 
     def rollback(self) -> None:
         raise NotSupportedError("transactions are not supported: every statement is committed when it runs")
@@ -167,7 +178,7 @@ class Connection:
         """Closing a connection leaves the Spark session to other connections of the process."""
         self._session = None
 
-    def __enter__(self) -> "Connection":
+    def __enter__(self) -> Connection:
         return self
 
     def __exit__(self, *exc) -> None:

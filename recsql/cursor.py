@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from recsql.errors import InterfaceError, internal_errors
 from recsql.session import Session
@@ -21,11 +22,11 @@ class Cursor:
 
     # -------------------------------------------------------------- execution
 
-    def execute(self, sql: str, parameters: Sequence[Any] | None = None) -> "Cursor":
+    def execute(self, sql: str, parameters: Sequence[Any] | None = None) -> Cursor:
         self._set(self._open().execute(sql, parameters), sql)
         return self
 
-    def executemany(self, sql: str, seq_of_parameters: Sequence[Sequence[Any]]) -> "Cursor":
+    def executemany(self, sql: str, seq_of_parameters: Sequence[Sequence[Any]]) -> Cursor:
         self._set(self._open().execute_many(sql, list(seq_of_parameters)), sql)
         return self
 
@@ -33,7 +34,9 @@ class Cursor:
     def description(self) -> list[tuple] | None:
         if self._result is None or self._result.table is None:
             return None
-        return [(name, kind, None, None, None, None, True) for name, kind in zip(self._result.names, self._result.types)]
+        return [
+            (name, kind, None, None, None, None, True) for name, kind in zip(self._result.names, self._result.types)
+        ]
 
     @property
     def rowcount(self) -> int:

@@ -8,10 +8,10 @@ runner can point at it.
 from __future__ import annotations
 
 import contextlib
-from typing import Iterator
+from collections.abc import Iterator
 
 
-class Warning(Exception):  # noqa: A001 - the name is fixed by PEP 249
+class Warning(Exception):
     """Important warnings (PEP 249)."""
 
 
@@ -92,8 +92,9 @@ def internal_errors(statement: str) -> Iterator[None]:
         yield
     except Error:
         raise
-    except Exception as error:  # noqa: BLE001 - the one place any other exception is turned into an Error
-        internal = InternalError(f"internal error of recsql ({type(error).__name__}: {error}) "
-                                 f"in the statement: {statement}")
+    except Exception as error:
+        internal = InternalError(
+            f"internal error of recsql ({type(error).__name__}: {error}) in the statement: {statement}"
+        )
         internal.statement = statement
         raise internal from error

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import datetime
 import decimal
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from sqlglot import exp
 
@@ -17,7 +18,9 @@ def bind(statement: exp.Expression, params: Sequence[Any] | None) -> exp.Express
     if isinstance(params, (str, bytes)):
         raise InterfaceError("parameters must be a sequence such as a tuple, not a string")
     if len(params) != len(placeholders):
-        raise ProgrammingError(f"the statement has {len(placeholders)} parameter markers (?) but {len(params)} values were given")
+        raise ProgrammingError(
+            f"the statement has {len(placeholders)} parameter markers (?) but {len(params)} values were given"
+        )
     if not placeholders:
         return statement
     statement = statement.copy()

@@ -6,14 +6,14 @@ pipeline of a query (translate → analyse → optimize → plan; execute)."""
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any
 
 from pyspark.sql import SparkSession
 from sqlglot import exp
 
 from recsql import analysis
-from recsql.planner import plan as planner
 from recsql.cancellation import Cancellation
 from recsql.catalog.catalog import Catalog
 from recsql.engine.executor import Executor
@@ -21,12 +21,13 @@ from recsql.engine.progress import Progress, ProgressListener
 from recsql.engine.scratch import Scratch
 from recsql.engine.trace import Trace
 from recsql.errors import NotSupportedError, ProgrammingError, internal_errors
-from recsql.spark.lazy import LazySpark
 from recsql.optimizer import optimize
 from recsql.optimizer.join_search import CostModel
 from recsql.parameters import bind
+from recsql.planner import plan as planner
 from recsql.settings import Settings
 from recsql.spark.errors import spark_errors
+from recsql.spark.lazy import LazySpark
 from recsql.statements.dispatch import handler_for
 from recsql.statements.handler import Result
 from recsql.statements.writes import insert_rows, one_row_of_parameters
@@ -59,8 +60,13 @@ class Session:
     def execute(self, sql: str, params: Sequence[Any] | None = None) -> Result:
         with internal_errors(sql):
             statement = bind(parse_single(sql), params)
-            with (self.cancellation.statement(sql), self.catalog.statement(), self.scratch.statement(),
-                  translation_errors(), spark_errors(changed_table(statement), statement)):
+            with (
+                self.cancellation.statement(sql),
+                self.catalog.statement(),
+                self.scratch.statement(),
+                translation_errors(),
+                spark_errors(changed_table(statement), statement),
+            ):
                 if isinstance(statement, READS_VIEWS):
                     upkeep.read_views(self, statement)
                 return handler_for(statement)(self, statement, sql)
@@ -115,8 +121,13 @@ class Session:
 
 
 READS_VIEWS = (exp.Query, exp.Values, exp.Insert, exp.Delete, exp.Update, exp.Merge, dialect.Explain)
-CHANGES = {exp.Insert: "INSERT INTO", exp.Delete: "DELETE FROM", exp.Update: "UPDATE", exp.Merge: "MERGE INTO",
-           exp.Create: "CREATE TABLE"}
+CHANGES = {
+    exp.Insert: "INSERT INTO",
+    exp.Delete: "DELETE FROM",
+    exp.Update: "UPDATE",
+    exp.Merge: "MERGE INTO",
+    exp.Create: "CREATE TABLE",
+}
 
 
 def changed_table(statement: exp.Expression) -> str:

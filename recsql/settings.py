@@ -55,7 +55,7 @@ class Settings:
     spark_start: str = "background"
 
     def set(self, key: str, value: str) -> None:
-        name = key[len(PREFIX):] if key.startswith(PREFIX) else key
+        name = key[len(PREFIX) :] if key.startswith(PREFIX) else key
         known = {f.name: f for f in fields(self)}
         if name not in known:
             raise ProgrammingError(f"unknown setting '{key}'; known: {', '.join(PREFIX + k for k in known)}")

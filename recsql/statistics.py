@@ -37,7 +37,7 @@ class TableStatistics:
         return {"rows": self.rows, "version": self.version, "columns": [asdict(c) for c in self.columns]}
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> "TableStatistics":
+    def from_json(cls, data: dict[str, Any]) -> TableStatistics:
         return cls(data["rows"], tuple(ColumnStatistics(**c) for c in data["columns"]), data.get("version", ""))
 
 
@@ -78,21 +78,29 @@ def approximate(table: pa.Table, version: str = "") -> TableStatistics:
     """Statistics of a large Arrow table in one DuckDB query (HyperLogLog distinct counts, as Spark's)."""
     import duckdb
 
-    numeric_columns = [pa.types.is_integer(f.type) or pa.types.is_floating(f.type) or pa.types.is_decimal(f.type)
-                       for f in table.schema]
+    numeric_columns = [
+        pa.types.is_integer(f.type) or pa.types.is_floating(f.type) or pa.types.is_decimal(f.type) for f in table.schema
+    ]
     names = [f"c{i}" for i in range(table.num_columns)]
     aggregates = ["count(*)"]
     for name, is_numeric in zip(names, numeric_columns):
         aggregates += [f"approx_count_distinct({name})", f"count({name})"]
-        aggregates += [f"CAST(min({name}) AS DOUBLE)", f"CAST(max({name}) AS DOUBLE)"] if is_numeric else ["NULL", "NULL"]
+        aggregates += (
+            [f"CAST(min({name}) AS DOUBLE)", f"CAST(max({name}) AS DOUBLE)"] if is_numeric else ["NULL", "NULL"]
+        )
     with duckdb.connect() as connection:
         connection.register("facts", table.rename_columns(names))
         row = connection.execute(f"SELECT {', '.join(aggregates)} FROM facts").fetchone()
     rows, rest = row[0], row[1:]
     columns = tuple(
-        ColumnStatistics(min(rest[4 * i], rest[4 * i + 1]), (rows - rest[4 * i + 1]) / rows if rows else 0.0,
-                         numeric(rest[4 * i + 2]), numeric(rest[4 * i + 3]))
-        for i in range(len(names)))
+        ColumnStatistics(
+            min(rest[4 * i], rest[4 * i + 1]),
+            (rows - rest[4 * i + 1]) / rows if rows else 0.0,
+            numeric(rest[4 * i + 2]),
+            numeric(rest[4 * i + 3]),
+        )
+        for i in range(len(names))
+    )
     return TableStatistics(rows, columns, version)
 
 

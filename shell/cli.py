@@ -14,7 +14,8 @@ import contextlib
 import os
 import sys
 import warnings
-from typing import TYPE_CHECKING, Iterator, Sequence, TextIO
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, TextIO
 
 from shell.render import FORMATS
 from shell.runner import CANCELLED, Options, Runner
@@ -22,7 +23,6 @@ from shell.startup import Startup
 
 if TYPE_CHECKING:
     from recsql import Connection
-
 
 
 def command() -> None:
@@ -45,7 +45,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_intermixed_args(argv)
     _check(parser, args)
     warnings.simplefilter("ignore")  # library warnings (pandas versions, ...) mean nothing to a user
-    with (_native_stderr_silenced() if args.log_level is None else contextlib.nullcontext(sys.stderr)) as err:
+    with _native_stderr_silenced() if args.log_level is None else contextlib.nullcontext(sys.stderr) as err:
         try:
             return _run(args, sys.stdout, err)
         except KeyboardInterrupt:
@@ -76,8 +76,9 @@ def _connect(args: argparse.Namespace, interactive: bool) -> Connection:
     import recsql
 
     conf = {"recsql.spark.start": "background" if interactive else "on_demand", **dict(args.conf)}
-    return recsql.connect(master=args.master, conf=conf, warehouse=args.warehouse, log_level=args.log_level,
-                          remote=args.remote)
+    return recsql.connect(
+        master=args.master, conf=conf, warehouse=args.warehouse, log_level=args.log_level, remote=args.remote
+    )
 
 
 @contextlib.contextmanager
@@ -110,23 +111,45 @@ def _parser() -> argparse.ArgumentParser:
         description="Recursive SQL on Apache Spark. Without a command, opens the interactive shell.",
         epilog="examples:  recsql run examples/reachability.sql   recsql -c 'SELECT 1 + 1' --format csv",
     )
-    parser.add_argument("command", nargs="?", choices=["run"], metavar="run",
-                        help="run the SQL scripts FILE... in order")
+    parser.add_argument(
+        "command", nargs="?", choices=["run"], metavar="run", help="run the SQL scripts FILE... in order"
+    )
     parser.add_argument("files", nargs="*", metavar="FILE", help="SQL script (with `run`)")
     parser.add_argument("-c", dest="sql", metavar="SQL", help="run these ;-separated statements and exit")
     parser.add_argument("--master", help="Spark master URL (default: an embedded local Spark)")
-    parser.add_argument("--remote", metavar="URL",
-                        help="a Spark Connect server to run on (sc://host:port) instead of a Spark in this process")
-    parser.add_argument("--conf", action="append", default=[], type=_setting, metavar="KEY=VALUE",
-                        help="a Spark or recsql setting (repeatable)")
+    parser.add_argument(
+        "--remote",
+        metavar="URL",
+        help="a Spark Connect server to run on (sc://host:port) instead of a Spark in this process",
+    )
+    parser.add_argument(
+        "--conf",
+        action="append",
+        default=[],
+        type=_setting,
+        metavar="KEY=VALUE",
+        help="a Spark or recsql setting (repeatable)",
+    )
     parser.add_argument("--format", choices=FORMATS, default="table", help="output format (default: table)")
     parser.add_argument("--warehouse", metavar="DIR", help="directory of persistent tables (default: ~/.recsql)")
-    parser.add_argument("--verbose", dest="log_level", action="store_const", const="warn",
-                        help="show Spark's warnings and errors on the terminal (default: in a log file)")
-    parser.add_argument("--log-level", dest="log_level", metavar="LEVEL",
-                        help="show Spark's log on the terminal at this level (error, warn, info, debug)")
-    parser.add_argument("--continue-on-error", action="store_true",
-                        help="run the remaining statements after one fails (exit code still non-zero)")
+    parser.add_argument(
+        "--verbose",
+        dest="log_level",
+        action="store_const",
+        const="warn",
+        help="show Spark's warnings and errors on the terminal (default: in a log file)",
+    )
+    parser.add_argument(
+        "--log-level",
+        dest="log_level",
+        metavar="LEVEL",
+        help="show Spark's log on the terminal at this level (error, warn, info, debug)",
+    )
+    parser.add_argument(
+        "--continue-on-error",
+        action="store_true",
+        help="run the remaining statements after one fails (exit code still non-zero)",
+    )
     return parser
 
 

@@ -9,9 +9,10 @@ handlers' imports.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from enum import Enum, auto
-from typing import TYPE_CHECKING, Callable, Iterable, Iterator
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from shell.runner import Runner
@@ -79,4 +80,5 @@ class CommandTable:
     def names(self) -> list[str]:
         """Every name Tab completes: the commands' own names, then their aliases."""
         return [command.name for command in self.commands] + [
-            alias for command in self.commands for alias in command.aliases]
+            alias for command in self.commands for alias in command.aliases
+        ]

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import re
 import shlex
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from rich.table import Table
 from rich.text import Text
@@ -30,8 +30,15 @@ class UsageError(Exception):
     """A meta-command given the wrong arguments."""
 
 
-FILE_FORMATS = {".csv": "csv", ".tsv": "csv", ".parquet": "parquet", ".pq": "parquet", ".json": "json",
-                ".jsonl": "json", ".orc": "orc"}
+FILE_FORMATS = {
+    ".csv": "csv",
+    ".tsv": "csv",
+    ".parquet": "parquet",
+    ".pq": "parquet",
+    ".json": "json",
+    ".jsonl": "json",
+    ".orc": "orc",
+}
 _SETTING = re.compile(r"^[A-Za-z_][\w.]*$")
 ON_OFF = ("on", "off")
 
@@ -65,8 +72,11 @@ def show_help(runner: Runner, args: list[str]) -> None:
     for command in COMMANDS:
         table.add_row(Text(f"{command.name} {command.usage}".rstrip()), Text(command.summary))
     out = console(runner.out)
-    out.print("SQL statements end with ;  (Enter inside a statement starts a new line). "
-              "Tab completes, Ctrl-C cancels a running query, Ctrl-D quits.\n", markup=False)
+    out.print(
+        "SQL statements end with ;  (Enter inside a statement starts a new line). "
+        "Tab completes, Ctrl-C cancels a running query, Ctrl-D quits.\n",
+        markup=False,
+    )
     out.print(table)
 
 
@@ -87,8 +97,10 @@ def load(runner: Runner, args: list[str]) -> None:
         return
     file_format = format_of(path)
     if file_format is None:
-        runner.report(f"\\load: cannot tell the format of {args[1]}: "
-                      f"name it {', '.join(sorted(FILE_FORMATS))} (or a directory of such files)")
+        runner.report(
+            f"\\load: cannot tell the format of {args[1]}: "
+            f"name it {', '.join(sorted(FILE_FORMATS))} (or a directory of such files)"
+        )
         return
     import recsql  # here, not at the top: the prompt must not wait for Spark's Python modules
 
@@ -169,16 +181,31 @@ def format_of(path: Path) -> str | None:
 
 _NAME = Argument("NAME", Kind.TABLE)
 _ON_OFF = Argument.choice(*ON_OFF)
-COMMANDS = CommandTable([
-    MetaCommand("\\help", "this list", show_help, aliases=("\\?", "\\h")),
-    MetaCommand("\\d", "tables and views; with NAME, its columns and their types", describe, (_NAME,), optional=True),
-    MetaCommand("\\load", "a table over a CSV, Parquet, JSON or ORC file or directory", load,
-                (_NAME, Argument("PATH", Kind.PATH))),
-    MetaCommand("\\i", "run the SQL script FILE", include, (Argument("FILE", Kind.PATH),)),
-    MetaCommand("\\explain", "show each query's plan above its result", switch("explain"), (_ON_OFF,), optional=True),
-    MetaCommand("\\timing", "show the time each statement takes", switch("timing"), (_ON_OFF,), optional=True),
-    MetaCommand("\\format", "how results are printed", set_format, (Argument.choice(*FORMATS),), optional=True),
-    MetaCommand("\\set", "change a recsql or Spark setting; without arguments, list them", set_setting,
-                (Argument("KEY", Kind.SETTING), Argument("VALUE", Kind.TEXT)), optional=True),
-    MetaCommand("\\q", "quit (as Ctrl-D does)", quit_shell, aliases=("\\quit",)),
-])
+COMMANDS = CommandTable(
+    [
+        MetaCommand("\\help", "this list", show_help, aliases=("\\?", "\\h")),
+        MetaCommand(
+            "\\d", "tables and views; with NAME, its columns and their types", describe, (_NAME,), optional=True
+        ),
+        MetaCommand(
+            "\\load",
+            "a table over a CSV, Parquet, JSON or ORC file or directory",
+            load,
+            (_NAME, Argument("PATH", Kind.PATH)),
+        ),
+        MetaCommand("\\i", "run the SQL script FILE", include, (Argument("FILE", Kind.PATH),)),
+        MetaCommand(
+            "\\explain", "show each query's plan above its result", switch("explain"), (_ON_OFF,), optional=True
+        ),
+        MetaCommand("\\timing", "show the time each statement takes", switch("timing"), (_ON_OFF,), optional=True),
+        MetaCommand("\\format", "how results are printed", set_format, (Argument.choice(*FORMATS),), optional=True),
+        MetaCommand(
+            "\\set",
+            "change a recsql or Spark setting; without arguments, list them",
+            set_setting,
+            (Argument("KEY", Kind.SETTING), Argument("VALUE", Kind.TEXT)),
+            optional=True,
+        ),
+        MetaCommand("\\q", "quit (as Ctrl-D does)", quit_shell, aliases=("\\quit",)),
+    ]
+)

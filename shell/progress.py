@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import contextlib
 import time
-from typing import TYPE_CHECKING, Callable, Iterator, TextIO
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, TextIO
 
 from rich.console import Console
 from rich.live import Live
@@ -36,8 +37,14 @@ class ProgressLine:
         """Show the line while the block runs."""
         self.started = time.monotonic()
         self.latest = None
-        with Live(self, console=self.console, transient=True, refresh_per_second=8, redirect_stdout=False,
-                  redirect_stderr=False):
+        with Live(
+            self,
+            console=self.console,
+            transient=True,
+            refresh_per_second=8,
+            redirect_stdout=False,
+            redirect_stderr=False,
+        ):
             yield
 
     def __rich__(self) -> Text:
@@ -52,6 +59,10 @@ def describe(event: Progress | None, elapsed: float, spark_starting: bool = Fals
     """`tc · iteration 12 · +1,204 new · 48,113 rows · 3.2 s · Ctrl-C cancels`."""
     parts = ["Starting Spark" if spark_starting else "running"]
     if event is not None:
-        parts = [", ".join(event.relations), f"iteration {event.iteration}", f"+{event.delta_rows:,} new",
-                 f"{event.total_rows:,} rows"]
+        parts = [
+            ", ".join(event.relations),
+            f"iteration {event.iteration}",
+            f"+{event.delta_rows:,} new",
+            f"{event.total_rows:,} rows",
+        ]
     return " · ".join([*parts, f"{elapsed:.1f} s", "Ctrl-C cancels"])

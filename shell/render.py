@@ -7,6 +7,7 @@ per line) are for programs, so they carry nothing but the rows.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import datetime
 import decimal
@@ -14,8 +15,9 @@ import json
 import os
 import shutil
 import subprocess
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence, TextIO
+from typing import Any, TextIO
 
 from rich import box
 from rich.console import Console
@@ -68,8 +70,7 @@ def write_table(result: Result, out: TextIO, timing: bool = True) -> None:
         table.add_column(name, justify="right" if numeric else "left")
     for row in result.rows:
         table.add_row(*(_cell(value) for value in row))
-    summary = Text(count_rows(len(result.rows)) + (f" ({result.seconds:.2f} s)" if timing else "") + "\n",
-                   style="dim")
+    summary = Text(count_rows(len(result.rows)) + (f" ({result.seconds:.2f} s)" if timing else "") + "\n", style="dim")
     target = console(out)
     if out.isatty() and _page(target, table, len(result.rows), summary):
         return
@@ -85,15 +86,14 @@ def _page(target: Console, table: Table, rows: int, summary: Text) -> bool:
     command = os.environ.get("PAGER") or (_DEFAULT_PAGER if shutil.which("less") else None)
     if (width <= target.width and height <= target.height) or not command:
         return False
-    wide = Console(width=max(width, target.width), force_terminal=True, color_system=target.color_system,
-                   highlight=False)
+    wide = Console(
+        width=max(width, target.width), force_terminal=True, color_system=target.color_system, highlight=False
+    )
     with wide.capture() as captured:
         wide.print(table)
         wide.print(summary)
-    try:
+    with contextlib.suppress(KeyboardInterrupt):  # the pager has its own Ctrl-C; the shell goes on
         subprocess.run(command, shell=True, input=captured.get(), text=True, check=False)
-    except KeyboardInterrupt:  # the pager has its own Ctrl-C; the shell goes on
-        pass
     return True
 
 

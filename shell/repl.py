@@ -74,7 +74,7 @@ def _run(runner: Runner, text: str) -> None:
         runner.report("interrupted")
     except Quit:
         raise
-    except Exception as error:  # noqa: BLE001 - a bug must not end the user's session
+    except Exception as error:
         runner.report(f"{type(error).__name__}: {error}")
 
 

@@ -11,16 +11,17 @@ from __future__ import annotations
 
 import contextlib
 import time
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterator, TextIO, TypeVar
+from typing import TYPE_CHECKING, TextIO, TypeVar
 
 from shell.progress import ProgressLine
 from shell.render import Result, console, count_rows, render, write_status
-from shell.statements import Statement, command_tag, script_position, split
 from shell.startup import Startup
+from shell.statements import Statement, command_tag, script_position, split
 
 if TYPE_CHECKING:
     from recsql import Connection, Cursor, Error
@@ -165,8 +166,12 @@ class Runner:
         rows = cursor.fetchall()
         columns = [column[0] for column in cursor.description]
         types = [column[1] for column in cursor.description]
-        render(Result(columns, types, rows, time.perf_counter() - started), self.out, self.options.format,
-               self.options.timing)
+        render(
+            Result(columns, types, rows, time.perf_counter() - started),
+            self.out,
+            self.options.format,
+            self.options.timing,
+        )
 
     def cancellable(self, call: Callable[[], T]) -> T:
         """Run `call` on the worker thread; Ctrl-C cancels the connection's running statement, and the

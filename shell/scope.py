@@ -50,15 +50,41 @@ class Scope:
 
 def _is_name(token: Token) -> bool:
     return token.token_type in (TokenType.VAR, TokenType.IDENTIFIER) or (
-        token.text.isidentifier() and token.token_type not in _CLAUSE_TOKENS)
+        token.text.isidentifier() and token.token_type not in _CLAUSE_TOKENS
+    )
 
 
-_CLAUSE_TOKENS = {TokenType.WHERE, TokenType.ON, TokenType.JOIN, TokenType.GROUP_BY, TokenType.ORDER_BY,
-                  TokenType.LIMIT, TokenType.UNION, TokenType.SELECT, TokenType.FROM, TokenType.USING,
-                  TokenType.LEFT, TokenType.RIGHT, TokenType.INNER, TokenType.FULL, TokenType.CROSS,
-                  TokenType.HAVING, TokenType.EXCEPT, TokenType.INTERSECT, TokenType.WITH, TokenType.SEMI,
-                  TokenType.ANTI, TokenType.OUTER, TokenType.NATURAL, TokenType.ALIAS, TokenType.COMMA,
-                  TokenType.L_PAREN, TokenType.R_PAREN, TokenType.SEMICOLON, TokenType.WINDOW}
+_CLAUSE_TOKENS = {
+    TokenType.WHERE,
+    TokenType.ON,
+    TokenType.JOIN,
+    TokenType.GROUP_BY,
+    TokenType.ORDER_BY,
+    TokenType.LIMIT,
+    TokenType.UNION,
+    TokenType.SELECT,
+    TokenType.FROM,
+    TokenType.USING,
+    TokenType.LEFT,
+    TokenType.RIGHT,
+    TokenType.INNER,
+    TokenType.FULL,
+    TokenType.CROSS,
+    TokenType.HAVING,
+    TokenType.EXCEPT,
+    TokenType.INTERSECT,
+    TokenType.WITH,
+    TokenType.SEMI,
+    TokenType.ANTI,
+    TokenType.OUTER,
+    TokenType.NATURAL,
+    TokenType.ALIAS,
+    TokenType.COMMA,
+    TokenType.L_PAREN,
+    TokenType.R_PAREN,
+    TokenType.SEMICOLON,
+    TokenType.WINDOW,
+}
 
 
 def _ctes(tokens: list[Token]) -> dict[str, tuple[str, ...]]:
@@ -70,11 +96,17 @@ def _ctes(tokens: list[Token]) -> dict[str, tuple[str, ...]]:
         if not _is_name(token):
             continue
         columns, end = _column_list(tokens, index + 1)
-        while end < len(tokens) and tokens[end].token_type != TokenType.ALIAS and tokens[end].text.upper() in (
-                "MAX", "RECURSION", "LEVEL") or (end < len(tokens) and tokens[end].token_type == TokenType.NUMBER):
+        while (
+            end < len(tokens)
+            and tokens[end].token_type != TokenType.ALIAS
+            and tokens[end].text.upper() in ("MAX", "RECURSION", "LEVEL")
+        ) or (end < len(tokens) and tokens[end].token_type == TokenType.NUMBER):
             end += 1
-        if end + 1 < len(tokens) and tokens[end].token_type == TokenType.ALIAS and \
-                tokens[end + 1].token_type == TokenType.L_PAREN:
+        if (
+            end + 1 < len(tokens)
+            and tokens[end].token_type == TokenType.ALIAS
+            and tokens[end + 1].token_type == TokenType.L_PAREN
+        ):
             ctes[token.text.lower()] = columns
     return ctes
 
@@ -111,7 +143,16 @@ def _aliases(tokens: list[Token]) -> dict[str, str]:
         if token.token_type in (TokenType.FROM, TokenType.JOIN):
             in_from = True
         elif token.token_type in _CLAUSE_TOKENS - {TokenType.COMMA, TokenType.ALIAS} and word not in (
-                "LEFT", "RIGHT", "INNER", "FULL", "CROSS", "SEMI", "ANTI", "OUTER", "NATURAL"):
+            "LEFT",
+            "RIGHT",
+            "INNER",
+            "FULL",
+            "CROSS",
+            "SEMI",
+            "ANTI",
+            "OUTER",
+            "NATURAL",
+        ):
             in_from = False
         if not in_from or not _is_name(token) or index == 0:
             continue
@@ -119,7 +160,7 @@ def _aliases(tokens: list[Token]) -> dict[str, str]:
             continue
         name = token.text.lower()
         aliases[name] = name
-        following = tokens[index + 1: index + 3]
+        following = tokens[index + 1 : index + 3]
         if following and following[0].token_type == TokenType.ALIAS and len(following) > 1:
             aliases[following[1].text.lower()] = name
         elif following and _is_name(following[0]):

@@ -5,8 +5,9 @@ that runs in this process does not wait for it."""
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from concurrent.futures import Future
-from typing import TYPE_CHECKING, Callable, TextIO
+from typing import TYPE_CHECKING, TextIO
 
 if TYPE_CHECKING:
     from recsql import Connection
@@ -16,8 +17,7 @@ class Startup:
     def __init__(self, open_connection: Callable[[], Connection]):
         self._future: Future[Connection] = Future()
         # a daemon thread: quitting the shell while Spark is still starting must not wait for it
-        self._thread = threading.Thread(target=self._open, args=(open_connection,), name="recsql-startup",
-                                        daemon=True)
+        self._thread = threading.Thread(target=self._open, args=(open_connection,), name="recsql-startup", daemon=True)
         self._lock = threading.Lock()
         self._started = False
 
@@ -36,7 +36,7 @@ class Startup:
     def _open(self, open_connection: Callable[[], Connection]) -> None:
         try:
             self._future.set_result(open_connection())
-        except BaseException as error:  # noqa: BLE001 - handed to whoever waits for the connection
+        except BaseException as error:
             self._future.set_exception(error)
 
     @property

@@ -28,7 +28,7 @@ import pyarrow as pa
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout's recsql, wherever run from
 
-import recsql  # noqa: E402
+import recsql
 
 EDGES = [(1, 2), (2, 3), (3, 1), (3, 4), (4, 5), (7, 8), (8, 9), (9, 7)]
 WEIGHTED = [(1, 2, 4), (1, 3, 1), (3, 2, 1), (2, 4, 5), (3, 4, 9), (4, 5, 2), (5, 1, 1), (6, 7, 1)]
@@ -52,8 +52,9 @@ CHAIN = chain(61)  # 60 iterations
 
 def kill_one_executor(killed: list[int]) -> None:
     if not killed:
-        executors = subprocess.run(["pgrep", "-f", "CoarseGrainedExecutorBackend"], capture_output=True,
-                                   text=True).stdout.split()
+        executors = subprocess.run(
+            ["pgrep", "-f", "CoarseGrainedExecutorBackend"], capture_output=True, text=True
+        ).stdout.split()
         os.kill(int(executors[0]), signal.SIGKILL)
         killed.append(int(executors[0]))
 
@@ -92,8 +93,9 @@ def kill_an_executor(conn, cursor, strategy: str) -> None:
     print("@@ " + json.dumps({"killed": killed, "count": count, "analyze": analyze}), flush=True)
 
 
-def main(master: str, worker_python: str, warehouse: str, mode: str = "strategies", strategy: str = "",
-         checkpoints: str = "") -> None:
+def main(
+    master: str, worker_python: str, warehouse: str, mode: str = "strategies", strategy: str = "", checkpoints: str = ""
+) -> None:
     conf = {
         "spark.pyspark.python": worker_python,
         "spark.executor.memory": "512m",
@@ -110,8 +112,12 @@ def main(master: str, worker_python: str, warehouse: str, mode: str = "strategie
         kill_an_executor(conn, conn.cursor(), strategy)
         return
     conn.register("edge", pa.table({"src": [a for a, _ in EDGES], "dst": [b for _, b in EDGES]}))
-    conn.register("weighted", pa.table({"src": [a for a, _, _ in WEIGHTED], "dst": [b for _, b, _ in WEIGHTED],
-                                        "w": [w for _, _, w in WEIGHTED]}))
+    conn.register(
+        "weighted",
+        pa.table(
+            {"src": [a for a, _, _ in WEIGHTED], "dst": [b for _, b, _ in WEIGHTED], "w": [w for _, _, w in WEIGHTED]}
+        ),
+    )
     cursor = conn.cursor()
     for strategy in STRATEGIES:
         cursor.execute(f"SET recsql.strategy = {strategy}")

@@ -9,11 +9,11 @@ import os
 
 import pytest
 
+import recsql
+
 pytest.register_assert_rewrite("duckdb_reference")  # before any test module imports it: its asserts explain themselves
 
 from strategies import counting_runs  # noqa: E402 - after the rewrite is registered
-
-import recsql
 
 TEST_CONF = {
     "spark.sql.shuffle.partitions": "2",

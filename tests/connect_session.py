@@ -19,7 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout's recsql, wherever run from
 
-import recsql  # noqa: E402
+import recsql
 
 CLOSURE = """WITH RECURSIVE tc(src, dst) AS (SELECT src, dst FROM {edges}
 UNION SELECT tc.src, e.dst FROM tc JOIN {edges} e ON tc.dst = e.src) SELECT src, dst FROM tc ORDER BY src, dst"""
@@ -34,7 +34,7 @@ def outcome(error: BaseException) -> list:
 
 def main(url: str, warehouse: str, data: str) -> None:
     try:
-        recsql.connect(remote=url, conf={"spark.executor.memory": "1g"}, warehouse=warehouse).spark_session
+        _ = recsql.connect(remote=url, conf={"spark.executor.memory": "1g"}, warehouse=warehouse).spark_session
         refused = "no error"
     except recsql.ProgrammingError as error:
         refused = str(error)
@@ -70,7 +70,7 @@ def main(url: str, warehouse: str, data: str) -> None:
     cursor.execute("DROP TABLE IF EXISTS reach")
     cursor.execute("CREATE TABLE reach AS " + CLOSURE.format(edges="sv"))
     cursor.execute("DELETE FROM reach WHERE src = dst")
-    cursor.execute("INSERT INTO reach SELECT src, dst FROM parquet.`%s`" % data)
+    cursor.execute(f"INSERT INTO reach SELECT src, dst FROM parquet.`{data}`")
     cursor.execute("SELECT src, dst FROM reach ORDER BY src, dst")
     result["written"] = [list(row) for row in cursor.fetchall()]
     conn.register("pairs", spark.range(3).selectExpr("id AS src", "id + 1 AS dst"))  # a Connect DataFrame

@@ -73,8 +73,10 @@ def multiset_diff(got, expected):
     g, e = Counter(got), Counter(expected)
     missing = list((e - g).elements())[:10]
     extra = list((g - e).elements())[:10]
-    return (f"recsql {len(got)} rows, DuckDB {len(expected)} rows\n"
-            f"missing (in DuckDB, not recsql): {missing}\nextra (in recsql, not DuckDB): {extra}")
+    return (
+        f"recsql {len(got)} rows, DuckDB {len(expected)} rows\n"
+        f"missing (in DuckDB, not recsql): {missing}\nextra (in recsql, not DuckDB): {extra}"
+    )
 
 
 def check(cur, duck, sql, duck_sql=None, params=None, ordered=False, allow_empty=False, names=False):

@@ -100,9 +100,13 @@ def script(cursor) -> None:
                     cursor.executemany(sql, rows)
                 fetched = [list(row) for row in cursor.fetchall()] if cursor.description else None
                 outcome = {"ok": True, "rows": fetched}
-            except Exception as error:  # noqa: BLE001 - reported to the test, which judges it
-                outcome = {"ok": False, "error": type(error).__name__, "message": str(error),
-                           "recsql": isinstance(error, recsql.Error)}
+            except Exception as error:
+                outcome = {
+                    "ok": False,
+                    "error": type(error).__name__,
+                    "message": str(error),
+                    "recsql": isinstance(error, recsql.Error),
+                }
             outcomes.append({**outcome, "began": round(began - order["at"], 4), "took": round(time.time() - began, 4)})
         say("result", json.dumps(outcomes))
 

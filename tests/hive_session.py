@@ -15,7 +15,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout's recsql, wherever run from
 
-import recsql  # noqa: E402
+import recsql
 
 EDGES = [(1, 2), (2, 3), (3, 1), (3, 4), (7, 8)]
 CLOSURE = """WITH RECURSIVE tc(src, dst) AS (SELECT src, dst FROM hdb.edges
@@ -23,10 +23,11 @@ UNION SELECT tc.src, e.dst FROM tc JOIN hdb.edges e ON tc.dst = e.src) SELECT sr
 
 
 def main(directory: Path, mode: str) -> None:
+    metastore = directory / "metastore"
     conf = {
         "spark.sql.catalogImplementation": "hive",
         "spark.sql.warehouse.dir": str(directory / "spark-warehouse"),
-        "spark.hadoop.javax.jdo.option.ConnectionURL": f"jdbc:derby:;databaseName={directory / 'metastore'};create=true",
+        "spark.hadoop.javax.jdo.option.ConnectionURL": f"jdbc:derby:;databaseName={metastore};create=true",
         "spark.driver.extraJavaOptions": f"-Dderby.system.home={directory}",
         "spark.ui.enabled": "false",
         "spark.sql.shuffle.partitions": "2",

@@ -21,8 +21,8 @@ weight) and duplicate rows, and plain tables `dq_t*` (a, b, s). Three kinds of q
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import pyarrow as pa
 from hypothesis import strategies as st
@@ -62,8 +62,12 @@ class Table:
         return tuple(KIND[sql_type] for _, sql_type in self.types)
 
     def arrow(self) -> pa.Table:
-        return pa.table({name: pa.array([row[i] for row in self.rows], ARROW[sql_type])
-                         for i, (name, sql_type) in enumerate(self.types)})
+        return pa.table(
+            {
+                name: pa.array([row[i] for row in self.rows], ARROW[sql_type])
+                for i, (name, sql_type) in enumerate(self.types)
+            }
+        )
 
     def __str__(self) -> str:
         header = ", ".join(f"{name} {sql_type}" for name, sql_type in self.types)
@@ -75,8 +79,9 @@ PLAIN_TYPES = (("a", "INT"), ("b", "BIGINT"), ("s", "STRING"))
 
 
 @st.composite
-def edge_rows(draw, nulls: bool = True, acyclic: bool = False, min_size: int = 0,
-              max_size: int = 12) -> tuple[tuple, ...]:
+def edge_rows(
+    draw, nulls: bool = True, acyclic: bool = False, min_size: int = 0, max_size: int = 12
+) -> tuple[tuple, ...]:
     """(src, dst, w) rows: random edges over NODES (cycles and self-loops come by themselves on six nodes), plus
     parallel edges (an edge again with another weight) and exact duplicates of some; w never NULL (>= 0).
     `acyclic`: every edge goes from a smaller node to a larger one."""
@@ -117,6 +122,7 @@ def databases(draw) -> tuple[Table, ...]:
 @dataclass(frozen=True)
 class Relation:
     """What a FROM may read: a table or a CTE, its columns and their kinds (INT or STR)."""
+
     name: str
     columns: tuple[str, ...]
     kinds: tuple[str, ...]
@@ -244,7 +250,8 @@ class QueryBuilder:
         conditions = rels if self.chance(0.1) else []
         whens = " ".join(
             f"WHEN {self.pred(scope, conditions, depth - 1)} THEN {self.expr(kind, scope, rels, depth - 1, finite)}"
-            for _ in range(self.draw(st.integers(1, 2))))
+            for _ in range(self.draw(st.integers(1, 2)))
+        )
         otherwise = f" ELSE {self.expr(kind, scope, rels, depth - 1, finite)}" if self.chance(0.7) else ""
         return f"CASE {whens}{otherwise} END"
 
@@ -259,7 +266,7 @@ class QueryBuilder:
         kind = self.choose([INT, INT, STR])
         sub = lambda: self.expr(kind, scope, rels, max(depth - 1, 0))  # noqa: E731
         if choice == "compare":
-            left, op, right = sub(), self.choose(['=', '<>', '<', '<=', '>', '>=']), sub()
+            left, op, right = sub(), self.choose(["=", "<>", "<", "<=", ">", ">="]), sub()
             if right == left and self.chance(0.75):  # with few columns, `x = x` would be most comparisons
                 right = sub()
             return f"{left} {op} {right}"
@@ -280,7 +287,7 @@ class QueryBuilder:
             return f"{self.choose(['', 'NOT '])}EXISTS ({self.subquery(kind, scope, rels)})"
         if choice == "in_query":
             return f"{sub()} {self.choose(['', 'NOT '])}IN ({self.subquery(kind, scope, rels)})"
-        op = self.choose(['=', '<>', '<', '>='])
+        op = self.choose(["=", "<>", "<", ">="])
         return f"{sub()} {op} {self.scalar_subquery(kind, scope, rels)}"
 
     # -- subqueries -------------------------------------------------------------------------------------------
@@ -404,15 +411,21 @@ class QueryBuilder:
         group_by = f" GROUP BY {', '.join(groups)}" if groups else ""
         having = ""
         if self.chance(0.3):
-            op, bound = self.choose(['>', '<=', '<>']), self.draw(st.integers(0, 3))
+            op, bound = self.choose([">", "<=", "<>"]), self.draw(st.integers(0, 3))
             having = f" HAVING {self.aggregate(INT, scope)} {op} {bound}"
         return f"SELECT {', '.join(items)} FROM {from_text}{where}{group_by}{having}"
 
     def group_key(self, kind: str, scope: Scope) -> str:
         """A column, or an expression of one (never a bare integer, which GROUP BY reads as a position)."""
         column = self.choose(columns_of(scope, kind))
-        return self.choose([column, column, f"coalesce({column}, {self.expr(kind, [], [], 0)})",
-                            f"({column} % 3)" if kind == INT else f"upper({column})"])
+        return self.choose(
+            [
+                column,
+                column,
+                f"coalesce({column}, {self.expr(kind, [], [], 0)})",
+                f"({column} % 3)" if kind == INT else f"upper({column})",
+            ]
+        )
 
     def set_expression(self, rels: list[Relation], kinds: list[str]) -> str:
         """One SELECT, or two or three combined with UNION [ALL] / INTERSECT / EXCEPT (the first two sometimes in
@@ -513,8 +526,10 @@ class QueryBuilder:
         body = self.set_expression(rels[-2:] if ctes and self.chance(0.6) else rels, kinds)
         ordered = self.chance(0.3)
         if ordered:
-            body += " ORDER BY " + ", ".join(f"{i + 1} {self.choose(['ASC', 'DESC'])} NULLS "
-                                             f"{self.choose(['FIRST', 'LAST'])}" for i in range(len(kinds)))
+            body += " ORDER BY " + ", ".join(
+                f"{i + 1} {self.choose(['ASC', 'DESC'])} NULLS {self.choose(['FIRST', 'LAST'])}"
+                for i in range(len(kinds))
+            )
             if self.chance(0.6):
                 body += f" LIMIT {self.draw(st.integers(0, 6))}"
                 if self.chance(0.3):
@@ -543,7 +558,10 @@ def databases_and_queries(draw) -> tuple[tuple[Table, ...], Query]:
 # ---------------------------------------------------------------------------------------------------------------
 
 COMPARISONS: dict[str, Callable] = {
-    "=": lambda a, b: a == b, "<>": lambda a, b: a != b, "<": lambda a, b: a < b, ">=": lambda a, b: a >= b,
+    "=": lambda a, b: a == b,
+    "<>": lambda a, b: a != b,
+    "<": lambda a, b: a < b,
+    ">=": lambda a, b: a >= b,
 }
 
 
@@ -551,6 +569,7 @@ COMPARISONS: dict[str, Callable] = {
 class Atom:
     """relation(first, second): a binary relation (an edge table's src and dst, a CTE's c0 and c1) over
     variables."""
+
     relation: str
     variables: tuple[str, str]
 
@@ -559,6 +578,7 @@ class Atom:
 class Rule:
     """head :- atoms, comparisons (variable op variable-or-integer), NOT EXISTS of each negated atom (its
     variables bound by the atoms)."""
+
     head: tuple[str, str]
     atoms: tuple[Atom, ...]
     comparisons: tuple[tuple[str, str, str | int], ...] = ()
@@ -569,6 +589,7 @@ class Rule:
 class Program:
     """CTEs defined by rules over edge tables: `lower`, non-recursive and first, then `recursive`, one WITH
     RECURSIVE over them all; the query reads `answer`."""
+
     tables: tuple[Table, ...]
     lower: tuple[tuple[str, tuple[Rule, ...]], ...]
     recursive: tuple[tuple[str, tuple[Rule, ...]], ...]
@@ -576,8 +597,10 @@ class Program:
 
     @property
     def sql(self) -> str:
-        ctes = ", ".join(f"{name}(c0, c1) AS ({' UNION '.join(rule_sql(rule, self.columns) for rule in rules)})"
-                         for name, rules in self.lower + self.recursive)
+        ctes = ", ".join(
+            f"{name}(c0, c1) AS ({' UNION '.join(rule_sql(rule, self.columns) for rule in rules)})"
+            for name, rules in self.lower + self.recursive
+        )
         return f"WITH RECURSIVE {ctes} SELECT c0, c1 FROM {self.answer}"
 
     def columns(self, relation: str) -> tuple[str, str]:
@@ -618,8 +641,11 @@ def rule_sql(rule: Rule, columns: Callable) -> str:
     for variable, op, other in rule.comparisons:
         where.append(f"{bound[variable]} {op} {bound[other] if isinstance(other, str) else other}")
     for atom in rule.negated:
-        tests = " AND ".join(f"n.{column} = {bound[variable]}"
-                             for column, variable in zip(columns(atom.relation), atom.variables) if variable)
+        tests = " AND ".join(
+            f"n.{column} = {bound[variable]}"
+            for column, variable in zip(columns(atom.relation), atom.variables)
+            if variable
+        )
         where.append(f"NOT EXISTS (SELECT 1 FROM {atom.relation} n WHERE {tests})")
     where_text = f" WHERE {' AND '.join(where)}" if where else ""
     return f"SELECT {bound[rule.head[0]]}, {bound[rule.head[1]]} FROM {' '.join(from_parts)}{where_text}"
@@ -629,13 +655,18 @@ def derive(rule: Rule, facts: dict[str, set]) -> set[tuple]:
     """The heads of `rule` over `facts`, with SQL's NULLs: a NULL equals nothing, a comparison with it fails."""
     bindings = [{}]
     for atom in rule.atoms:
-        bindings = [extended for binding in bindings for fact in facts[atom.relation]
-                    if (extended := bind(binding, atom.variables, fact)) is not None]
+        bindings = [
+            extended
+            for binding in bindings
+            for fact in facts[atom.relation]
+            if (extended := bind(binding, atom.variables, fact)) is not None
+        ]
     found = set()
     for binding in bindings:
-        if all(compare(op, binding[variable], binding[other] if isinstance(other, str) else other)
-               for variable, op, other in rule.comparisons) and not any(
-                matches(atom, binding, facts[atom.relation]) for atom in rule.negated):
+        if all(
+            compare(op, binding[variable], binding[other] if isinstance(other, str) else other)
+            for variable, op, other in rule.comparisons
+        ) and not any(matches(atom, binding, facts[atom.relation]) for atom in rule.negated):
             found.add((binding[rule.head[0]], binding[rule.head[1]]))
     return found
 
@@ -657,8 +688,10 @@ def compare(op: str, left, right) -> bool:
 
 def matches(atom: Atom, binding: dict, facts: set) -> bool:
     """Whether a fact of the negated `atom` agrees with `binding` on its (non-empty) variables."""
-    return any(all(variable is None or compare("=", value, binding[variable])
-                   for variable, value in zip(atom.variables, fact)) for fact in facts)
+    return any(
+        all(variable is None or compare("=", value, binding[variable]) for variable, value in zip(atom.variables, fact))
+        for fact in facts
+    )
 
 
 def null_safe_key(row: tuple) -> tuple:
@@ -687,8 +720,7 @@ class ProgramBuilder:
             # each CTE reads the next one (mutual recursion through all of them) and maybe itself twice
             partner = names[(i + 1) % len(names)]
             rules.append(self.recursive_rule([partner], names + lowers, lowers))
-            rules += [self.recursive_rule([name, name], names + lowers, lowers)
-                      for _ in range(draw(st.integers(0, 1)))]
+            rules += [self.recursive_rule([name, name], names + lowers, lowers) for _ in range(draw(st.integers(0, 1)))]
             recursive.append((name, tuple(rules)))
         return Program(self.edge_tables, lower, tuple(recursive), draw(st.sampled_from(names)))
 
@@ -704,9 +736,14 @@ class ProgramBuilder:
         chosen = required + [draw(st.sampled_from(relations + self.tables)) for _ in range(count - len(required))]
         chosen = draw(st.permutations(chosen))
         variables = ["x", "y", "z", "u"]
-        atoms = tuple(Atom(relation, (variables[i], variables[i + 1]) if draw(st.integers(0, 3)) else
-                           (variables[i + 1], variables[i])) for i, relation in enumerate(chosen))
-        used = variables[:count + 1]
+        atoms = tuple(
+            Atom(
+                relation,
+                (variables[i], variables[i + 1]) if draw(st.integers(0, 3)) else (variables[i + 1], variables[i]),
+            )
+            for i, relation in enumerate(chosen)
+        )
+        used = variables[: count + 1]
         head = (draw(st.sampled_from(used)), draw(st.sampled_from(used)))
         negated = ()
         if draw(st.integers(0, 3)) == 0:
@@ -726,8 +763,10 @@ class ProgramBuilder:
 @st.composite
 def programs(draw) -> Program:
     """Mutual and non-linear recursion over 1-2 edge tables (see ProgramBuilder)."""
-    tables = tuple(Table(f"dq_e{i + 1}", EDGE_TYPES, draw(edge_rows(min_size=3, max_size=10)))
-                   for i in range(draw(st.integers(1, 2))))
+    tables = tuple(
+        Table(f"dq_e{i + 1}", EDGE_TYPES, draw(edge_rows(min_size=3, max_size=10)))
+        for i in range(draw(st.integers(1, 2)))
+    )
     return ProgramBuilder(draw, tables).program()
 
 
@@ -757,8 +796,10 @@ def header_aggregates(draw) -> HeaderAggregate:
     usable = [row for row in rows if least_weight is None or row[2] >= least_weight]
     if aggregate in ("count", "sum"):
         step = "g.v" if aggregate == "count" else "g.v + e.w"
-        sql = (f"WITH RECURSIVE g(node, {aggregate}() AS v) AS (SELECT {start}, 1) UNION "
-               f"(SELECT e.dst, {step} FROM g, dq_e1 e WHERE g.node = e.src{edge_filter}) SELECT node, v FROM g")
+        sql = (
+            f"WITH RECURSIVE g(node, {aggregate}() AS v) AS (SELECT {start}, 1) UNION "
+            f"(SELECT e.dst, {step} FROM g, dq_e1 e WHERE g.node = e.src{edge_filter}) SELECT node, v FROM g"
+        )
         return HeaderAggregate(table, sql, roll_up(usable, start, aggregate == "sum"))
     pairs = draw(st.booleans())
     bound = draw(st.sampled_from([None, 4, 9])) if aggregate == "min" else None
@@ -774,9 +815,11 @@ def header_aggregates(draw) -> HeaderAggregate:
         base_sql = f"SELECT dst, w FROM dq_e1 WHERE src = {start}"
         base = [(dst, w) for src, dst, w in rows if src == start]
         key, step_key = "node", "e.dst"
-    sql = (f"WITH RECURSIVE g({key}, {aggregate}() AS v) AS ({base_sql}) UNION "
-           f"(SELECT {step_key}, g.v + e.w FROM g, dq_e1 e WHERE g.node = e.src{edge_filter}{bound_filter}) "
-           f"SELECT {key}, v FROM g")
+    sql = (
+        f"WITH RECURSIVE g({key}, {aggregate}() AS v) AS ({base_sql}) UNION "
+        f"(SELECT {step_key}, g.v + e.w FROM g, dq_e1 e WHERE g.node = e.src{edge_filter}{bound_filter}) "
+        f"SELECT {key}, v FROM g"
+    )
     return HeaderAggregate(table, sql, best_paths(base, usable, min if aggregate == "min" else max, bound))
 
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict, deque
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Iterable, Sequence
 
 import networkx as nx
 
@@ -337,7 +337,9 @@ def attend(organizers: Iterable[int], friend: Iterable[tuple[int, int]], k: int)
         attending = new
 
 
-def company_control(shares: Iterable[tuple[int, int, float]]) -> tuple[set[tuple[int, int]], dict[tuple[int, int], float]]:
+def company_control(
+    shares: Iterable[tuple[int, int, float]],
+) -> tuple[set[tuple[int, int]], dict[tuple[int, int], float]]:
     """Company control (Mumick, Pirahesh, Ramakrishnan; Ross and Sagiv): x controls y (x != y) when the shares
     of y owned by x directly plus the shares of y owned directly by companies x controls exceed 0.5.
 
@@ -387,8 +389,10 @@ def company_control_transitive_shares(
             for z, v in by_holder[y].items():
                 new_cshares[(x, z)] += v
         new_bought = {(x, z) for (x, z), v in new_cshares.items() if v > 0.5 and x != z}
-        stable = new_bought == bought and set(new_cshares) == set(cshares) and all(
-            math.isclose(new_cshares[k], cshares[k], abs_tol=1e-12) for k in cshares
+        stable = (
+            new_bought == bought
+            and set(new_cshares) == set(cshares)
+            and all(math.isclose(new_cshares[k], cshares[k], abs_tol=1e-12) for k in cshares)
         )
         cshares, bought = dict(new_cshares), new_bought
         if stable:

@@ -45,12 +45,24 @@ def worker_python(directory: Path) -> str:
     editable install's import hooks (.pth files there) are not run."""
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(directory)], check=True)
     python = directory / "bin" / "python"
-    purelib = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                             check=True, capture_output=True, text=True).stdout.strip()
+    purelib = subprocess.run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
     Path(purelib, "dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
-    probe = subprocess.run([str(python), "-c", "import pyspark, pyarrow, duckdb, sqlglot, pandas\n"
-                            "try:\n import recsql\nexcept ImportError:\n print('without recsql')"],
-                           capture_output=True, text=True, cwd=directory)  # not beside a checkout of recsql
+    probe = subprocess.run(
+        [
+            str(python),
+            "-c",
+            "import pyspark, pyarrow, duckdb, sqlglot, pandas\n"
+            "try:\n import recsql\nexcept ImportError:\n print('without recsql')",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=directory,
+    )  # not beside a checkout of recsql
     assert probe.stdout.strip() == "without recsql", f"the workers' Python is not as meant: {probe}"
     return str(python)
 

@@ -7,7 +7,7 @@ strata that ran with it."""
 from __future__ import annotations
 
 import contextlib
-from typing import Callable, Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 
@@ -25,6 +25,7 @@ EXPLAINED = {  # how EXPLAIN says a recursive stratum runs with each strategy
 
 def under(*strategies: str) -> Callable:
     """Run the test once under each of `strategies` (the `strategy` fixture)."""
+
     def mark(test: Callable) -> Callable:
         return pytest.mark.usefixtures("strategy")(pytest.mark.strategies(*strategies)(test))
 

@@ -16,8 +16,9 @@ import pyte
 
 class Terminal:
     def __init__(self, argv: list[str], env: dict[str, str], rows: int = 30, columns: int = 120):
-        self.child = pexpect.spawn(argv[0], argv[1:], env=env, dimensions=(rows, columns), encoding="utf-8",
-                                   codec_errors="replace")
+        self.child = pexpect.spawn(
+            argv[0], argv[1:], env=env, dimensions=(rows, columns), encoding="utf-8", codec_errors="replace"
+        )
         self.screen = pyte.Screen(columns, rows)
         self.stream = pyte.Stream(self.screen)
 
@@ -55,7 +56,7 @@ class Terminal:
             match = re.search(pattern, self.text)
             if match:
                 return match
-            if time.monotonic() > deadline or not self.read(0.1) and not self.child.isalive():
+            if time.monotonic() > deadline or (not self.read(0.1) and not self.child.isalive()):
                 raise AssertionError(f"the screen never showed {pattern!r}; it shows:\n{self.text}")
 
     def wait_for_prompt(self, timeout: float = 60) -> None:

@@ -11,8 +11,6 @@ import random
 import networkx as nx
 import pandas as pd
 import pytest
-
-import recsql
 from reference import (
     all_pairs_path_counts,
     all_pairs_shortest_nonempty,
@@ -30,6 +28,8 @@ from reference import (
     transitive_closure,
 )
 from strategies import module_under
+
+import recsql
 
 pytestmark = module_under("distributed", "local")
 

@@ -35,7 +35,9 @@ def imports(name: str, path: Path, known: set[str]) -> set[str]:
         elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:
-                base = ".".join(package.split(".")[: len(package.split(".")) - node.level + 1] + ([base] if base else []))
+                base = ".".join(
+                    package.split(".")[: len(package.split(".")) - node.level + 1] + ([base] if base else [])
+                )
             targets = [f"{base}.{alias.name}" for alias in node.names]
         else:
             continue
@@ -62,7 +64,7 @@ def test_no_import_cycle():
         state[name] = "open"
         for target in sorted(graph[name]):
             if state.get(target) == "open":
-                cycles.append(path[path.index(target):] + [target])
+                cycles.append(path[path.index(target) :] + [target])
             elif target not in state:
                 visit(target, path + [target])
         state[name] = "done"
@@ -78,7 +80,8 @@ def test_the_local_evaluator_does_not_import_spark():
     local = sorted(name for name in modules() if name.startswith("recsql.engine.local"))
     assert len(local) > 1
     check = "; ".join(f"import {name}" for name in local) + (
-        "; import sys; print(sorted(m for m in sys.modules if m.split('.')[0] in ('pyspark', 'py4j')))")
+        "; import sys; print(sorted(m for m in sys.modules if m.split('.')[0] in ('pyspark', 'py4j')))"
+    )
     loaded = subprocess.run([sys.executable, "-c", check], cwd=ROOT, capture_output=True, text=True, check=True)
     assert loaded.stdout.strip() == "[]", loaded.stdout
 

@@ -17,8 +17,14 @@ def concatenated(sizes: list[int]) -> pa.Table:
     parts, start = [], 0
     for size in sizes:
         numbers = list(range(start, start + size))
-        parts.append(pa.table({"n": pa.array(numbers, pa.int32()),
-                               "path": pa.array([[number, number + 1] for number in numbers], pa.list_(pa.int64()))}))
+        parts.append(
+            pa.table(
+                {
+                    "n": pa.array(numbers, pa.int32()),
+                    "path": pa.array([[number, number + 1] for number in numbers], pa.list_(pa.int64())),
+                }
+            )
+        )
         start += size
     return pa.concat_tables(parts)
 
@@ -28,7 +34,9 @@ def concatenated(sizes: list[int]) -> pa.Table:
 def test_every_row_of_a_table_of_any_batches_arrives(conn, sizes):
     table = concatenated(sizes)
     frame = arrow_frame(conn.session.spark, table)
-    assert sorted(tuple(row) for row in frame.collect()) == sorted(zip(table["n"].to_pylist(), table["path"].to_pylist()))
+    assert sorted(tuple(row) for row in frame.collect()) == sorted(
+        zip(table["n"].to_pylist(), table["path"].to_pylist())
+    )
 
 
 def test_a_given_schema_is_the_frames_and_an_empty_table_keeps_its_columns(conn):

@@ -41,7 +41,7 @@ def texts(script: str) -> list[str]:
         ("SELECT 1; SELECT 2;", ["SELECT 1", "SELECT 2"]),
         ("SELECT 1; SELECT 2", ["SELECT 1", "SELECT 2"]),
         ("SELECT 'a;b'; SELECT 2", ["SELECT 'a;b'", "SELECT 2"]),
-        ("SELECT \"a;b\"; SELECT 2", ['SELECT "a;b"', "SELECT 2"]),
+        ('SELECT "a;b"; SELECT 2', ['SELECT "a;b"', "SELECT 2"]),
         ("SELECT `odd;name` FROM t; SELECT 2", ["SELECT `odd;name` FROM t", "SELECT 2"]),
         ("SELECT 'it\\'s;' ; SELECT 2", ["SELECT 'it\\'s;'", "SELECT 2"]),
         ("SELECT 1 -- not; the end\n; SELECT 2", ["SELECT 1 -- not; the end", "SELECT 2"]),
@@ -65,7 +65,7 @@ def test_split_positions_are_where_each_statement_starts():
     assert [(s.line, s.column) for s in statements] == [(2, 3), (2, 14), (5, 9), (6, 6)]
     lines = script.splitlines()
     for statement in statements:
-        assert lines[statement.line - 1][statement.column - 1:].startswith(statement.text.splitlines()[0])
+        assert lines[statement.line - 1][statement.column - 1 :].startswith(statement.text.splitlines()[0])
 
 
 def test_split_keeps_an_unterminated_literal_as_the_last_statement():
@@ -86,8 +86,15 @@ def test_script_position_shifts_columns_only_on_the_statement_first_line():
 
 @pytest.mark.parametrize(
     "text, complete",
-    [("SELECT 1;", True), ("SELECT 1; -- done", True), ("SELECT 1", False), ("SELECT ';", False),
-     ("SELECT 1 /* ; */", False), ("", False), ("SELECT 1;\nSELECT 2", False)],
+    [
+        ("SELECT 1;", True),
+        ("SELECT 1; -- done", True),
+        ("SELECT 1", False),
+        ("SELECT ';", False),
+        ("SELECT 1 /* ; */", False),
+        ("", False),
+        ("SELECT 1;\nSELECT 2", False),
+    ],
 )
 def test_is_complete(text, complete):
     assert is_complete(text) is complete
@@ -95,9 +102,13 @@ def test_is_complete(text, complete):
 
 @pytest.mark.parametrize(
     "text, tag",
-    [("create table t (a int)", "CREATE TABLE"), ("CREATE OR REPLACE VIEW v AS SELECT 1", "CREATE VIEW"),
-     ("DROP TABLE IF EXISTS t", "DROP TABLE"), ("INSERT INTO t VALUES (1)", "INSERT"),
-     ("SET recsql.max_iterations = 5", "SET")],
+    [
+        ("create table t (a int)", "CREATE TABLE"),
+        ("CREATE OR REPLACE VIEW v AS SELECT 1", "CREATE VIEW"),
+        ("DROP TABLE IF EXISTS t", "DROP TABLE"),
+        ("INSERT INTO t VALUES (1)", "INSERT"),
+        ("SET recsql.max_iterations = 5", "SET"),
+    ],
 )
 def test_command_tag(text, tag):
     assert command_tag(text) == tag
@@ -105,8 +116,12 @@ def test_command_tag(text, tag):
 
 # ---------------------------------------------------------------- output formats
 
-RESULT = Result(["city", "hops", "note"], ["string", "bigint", "string"],
-                [("Paris", 1, None), ("Lyon, France", 12, 'say "hi"')], 0.25)
+RESULT = Result(
+    ["city", "hops", "note"],
+    ["string", "bigint", "string"],
+    [("Paris", 1, None), ("Lyon, France", 12, 'say "hi"')],
+    0.25,
+)
 
 
 def rendered(result: Result, fmt: str) -> str:
@@ -121,8 +136,7 @@ def test_csv_output():
 
 def test_json_output_is_one_object_per_line():
     assert rendered(RESULT, "json") == (
-        '{"city": "Paris", "hops": 1, "note": null}\n'
-        '{"city": "Lyon, France", "hops": 12, "note": "say \\"hi\\""}\n'
+        '{"city": "Paris", "hops": 1, "note": null}\n{"city": "Lyon, France", "hops": 12, "note": "say \\"hi\\""}\n'
     )
 
 
@@ -254,8 +268,9 @@ def test_org_chart_example(conn, elsewhere):
     for name in manager:
         for boss in bosses(name):
             under[boss] += 1
-    head_counts = sorted(({"manager": m, "head_count": n} for m, n in under.items()),
-                         key=lambda r: (-r["head_count"], r["manager"]))
+    head_counts = sorted(
+        ({"manager": m, "head_count": n} for m, n in under.items()), key=lambda r: (-r["head_count"], r["manager"])
+    )
     chain = [{"step": i, "boss": b, "title": title[b]} for i, b in enumerate(bosses("Mo"), start=1)]
     assert run_example(conn, "org_chart.sql") == {
         frozenset({"manager", "head_count"}): head_counts,
@@ -336,18 +351,41 @@ def test_a_script_that_needs_no_spark_never_starts_a_jvm(tmp_path):
 
     (tmp_path / "flights.csv").write_text("src,dst\nA,B\nB,C\nC,A\nC,D\n")
     (tmp_path / "prices.json").write_text('{"src": "A", "dst": "B", "eur": 10}\n{"src": "C", "dst": "D", "eur": 7}\n')
-    pq.write_table(pa.table({"city": ["A", "B", "C", "D"], "name": ["Aa", "Bb", "Cc", "Dd"]}), tmp_path / "stops.parquet")
+    pq.write_table(
+        pa.table({"city": ["A", "B", "C", "D"], "name": ["Aa", "Bb", "Cc", "Dd"]}), tmp_path / "stops.parquet"
+    )
     (tmp_path / "trip.sql").write_text(NO_SPARK_SCRIPT)
     java_home = java_home_wrapper(tmp_path / "java")
     environment = {**os.environ, "JAVA_HOME": str(java_home), "HOME": str(tmp_path)}
-    done = subprocess.run([str(RECSQL), "run", "trip.sql", "--format", "csv", "--warehouse", str(tmp_path / "wh")],
-                          capture_output=True, text=True, timeout=300, cwd=tmp_path, env=environment)
+    done = subprocess.run(
+        [str(RECSQL), "run", "trip.sql", "--format", "csv", "--warehouse", str(tmp_path / "wh")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+        env=environment,
+    )
     assert (done.returncode, done.stderr) == (0, "")
     assert list(csv.reader(io.StringIO(done.stdout.split("city,hops,name,eur\n")[1]))) == [
-        ["A", "0", "Aa", ""], ["B", "1", "Bb", "10"], ["C", "2", "Cc", ""], ["D", "3", "Dd", "7"]]
+        ["A", "0", "Aa", ""],
+        ["B", "1", "Bb", "10"],
+        ["C", "2", "Cc", ""],
+        ["D", "3", "Dd", "7"],
+    ]
     assert not java_started(java_home)
-    needs_spark = subprocess.run([str(RECSQL), "-c", "SET recsql.spark = always; SELECT count(*) FROM stop",
-                                  "--warehouse", str(tmp_path / "wh")],
-                                 capture_output=True, text=True, timeout=300, cwd=tmp_path, env=environment)
+    needs_spark = subprocess.run(
+        [
+            str(RECSQL),
+            "-c",
+            "SET recsql.spark = always; SELECT count(*) FROM stop",
+            "--warehouse",
+            str(tmp_path / "wh"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+        env=environment,
+    )
     assert (needs_spark.returncode, needs_spark.stderr) == (0, ""), needs_spark.stderr
     assert java_started(java_home)

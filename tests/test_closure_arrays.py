@@ -22,7 +22,8 @@ def closure(steps: set[tuple[int, int]]) -> set[tuple[int, int]]:
     graph = nx.DiGraph(steps)
     reached = {node: nx.descendants(graph, node) for node in graph}
     return {(x, y) for x in graph for y in reached[x]} | {
-        (x, x) for x in graph if any(y == x or x in reached[y] for y in graph.successors(x))}
+        (x, x) for x in graph if any(y == x or x in reached[y] for y in graph.successors(x))
+    }
 
 
 def pairs(rows: set[tuple[int, int]]) -> Pairs:
@@ -55,9 +56,11 @@ def test_a_deletion_removes_the_paths_no_step_left_makes(steps, data):
 
 
 @settings(max_examples=100, deadline=None)
-@given(initial=st.sets(st.tuples(NODES, NODES), min_size=30, max_size=60),
-       changes=st.lists(st.tuples(st.booleans(), st.sets(st.tuples(NODES, NODES), max_size=3)), max_size=12),
-       nodes=st.sets(NODES, min_size=1, max_size=3))
+@given(
+    initial=st.sets(st.tuples(NODES, NODES), min_size=30, max_size=60),
+    changes=st.lists(st.tuples(st.booleans(), st.sets(st.tuples(NODES, NODES), max_size=3)), max_size=12),
+    nodes=st.sets(NODES, min_size=1, max_size=3),
+)
 def test_an_index_changed_again_and_again_answers_as_its_paths(initial, changes, nodes):
     held, index = set(initial), Index.of(pairs(initial))
     for adding, paths in changes:
@@ -68,8 +71,9 @@ def test_an_index_changed_again_and_again_answers_as_its_paths(initial, changes,
     probe = pairs(held | {(x, y) for x in nodes for y in nodes})
     assert rows(probe.take(index.holds(probe))) == held
     chosen = np.array(sorted(nodes), np.int64)
-    assert sorted(zip(*(c.tolist() for c in (index.successors(chosen).first, index.successors(chosen).second)))) \
-        == sorted(path for path in held if path[0] in nodes)
+    assert sorted(
+        zip(*(c.tolist() for c in (index.successors(chosen).first, index.successors(chosen).second)))
+    ) == sorted(path for path in held if path[0] in nodes)
     assert rows(index.predecessors(chosen)) == {path for path in held if path[1] in nodes}
     assert len(index.predecessors(chosen)) == len({path for path in held if path[1] in nodes})
     assert rows(index.pairs()) == rows(index.merged().pairs()) == held

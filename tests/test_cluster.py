@@ -12,11 +12,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import cluster_session
 import pytest
 from reference import assert_same_rows, single_source_shortest, transitive_closure
 from spark_processes import free_port, spark_home, wait_for_port, worker_python
-
-import cluster_session
 
 DRIVER = Path(__file__).resolve().parent / "cluster_session.py"
 
@@ -28,17 +27,49 @@ def cluster(tmp_path_factory):
     port = free_port()
     master_url = f"spark://127.0.0.1:{port}"
     environment = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_LOG_DIR": str(directory)}
-    log = open(directory / "cluster.log", "w")
-    processes = [subprocess.Popen([spark_class, "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
-                                   "--port", str(port), "--webui-port", str(free_port())],
-                                  env=environment, stdout=log, stderr=log)]
+    log = open(directory / "cluster.log", "w")  # noqa: SIM115 - the processes write it until they stop
+    processes = [
+        subprocess.Popen(
+            [
+                spark_class,
+                "org.apache.spark.deploy.master.Master",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(port),
+                "--webui-port",
+                str(free_port()),
+            ],
+            env=environment,
+            stdout=log,
+            stderr=log,
+        )
+    ]
     try:
         wait_for_port(port, directory / "cluster.log")
         for n in range(2):
-            processes.append(subprocess.Popen(
-                [spark_class, "org.apache.spark.deploy.worker.Worker", master_url, "--host", "127.0.0.1",
-                 "--cores", "1", "--memory", "768m", "--webui-port", str(free_port()),
-                 "--work-dir", str(directory / f"worker{n}")], env=environment, stdout=log, stderr=log))
+            processes.append(
+                subprocess.Popen(
+                    [
+                        spark_class,
+                        "org.apache.spark.deploy.worker.Worker",
+                        master_url,
+                        "--host",
+                        "127.0.0.1",
+                        "--cores",
+                        "1",
+                        "--memory",
+                        "768m",
+                        "--webui-port",
+                        str(free_port()),
+                        "--work-dir",
+                        str(directory / f"worker{n}"),
+                    ],
+                    env=environment,
+                    stdout=log,
+                    stderr=log,
+                )
+            )
         yield master_url, worker_python(directory / "python"), directory
     finally:
         for process in reversed(processes):
@@ -50,8 +81,12 @@ def cluster(tmp_path_factory):
 
 def test_every_strategy_on_a_cluster_whose_workers_lack_recsql(cluster):
     master, python, directory = cluster
-    finished = subprocess.run([sys.executable, str(DRIVER), master, python, str(directory / "warehouse")],
-                              capture_output=True, text=True, timeout=600)
+    finished = subprocess.run(
+        [sys.executable, str(DRIVER), master, python, str(directory / "warehouse")],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert finished.returncode == 0, finished.stderr[-4000:]
     outcomes = [json.loads(line[3:]) for line in finished.stdout.splitlines() if line.startswith("@@ ")]
     assert [o["strategy"] for o in outcomes] == list(cluster_session.STRATEGIES)
@@ -64,16 +99,21 @@ def test_every_strategy_on_a_cluster_whose_workers_lack_recsql(cluster):
         assert f"semi-naive fixpoint, {strategy}" in outcome["closure explain"], outcome["closure explain"]
 
 
-@pytest.mark.parametrize("strategy, checkpoints", [("distributed", "checkpoints"), ("distributed", ""),
-                                                    ("decomposed", "")])
+@pytest.mark.parametrize(
+    "strategy, checkpoints", [("distributed", "checkpoints"), ("distributed", ""), ("decomposed", "")]
+)
 def test_a_fixpoint_survives_losing_an_executor(cluster, strategy, checkpoints):
     """An executor killed while a fixpoint runs costs time, not the answer. With a checkpoint directory,
     the distributed fixpoint's iterations are kept in files and it goes on; without one, the iterations
     the executor held in memory are gone and the evaluation starts again. A decomposed part is one task,
     which Spark runs again elsewhere."""
     master, python, directory = cluster
-    finished = subprocess.run([sys.executable, str(DRIVER), master, python, str(directory / "warehouse"), "kill",
-                               strategy, checkpoints], capture_output=True, text=True, timeout=600)
+    finished = subprocess.run(
+        [sys.executable, str(DRIVER), master, python, str(directory / "warehouse"), "kill", strategy, checkpoints],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert finished.returncode == 0, finished.stderr[-4000:]
     outcome = next(json.loads(line[3:]) for line in finished.stdout.splitlines() if line.startswith("@@ "))
     assert len(outcome["killed"]) == 1

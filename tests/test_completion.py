@@ -14,6 +14,7 @@ import re
 import pandas as pd
 import pytest
 from prompt_toolkit.document import Document
+from strategies import set_strategy
 
 from shell.commands import Argument, CommandTable, Kind, MetaCommand
 from shell.completion import SqlCompleter
@@ -22,7 +23,6 @@ from shell.runner import Runner
 from shell.scope import Schema
 from shell.startup import Startup
 from shell.vocabulary import AGGREGATE_FUNCTIONS, FUNCTIONS, JOINS, KEYWORDS, SCALAR_FUNCTIONS, STATEMENTS
-from strategies import set_strategy
 from translator.dialect import parse_one
 from translator.errors import UnsupportedError
 from translator.translate import translate
@@ -54,20 +54,26 @@ def completions(text: str, commands: CommandTable = COMMANDS) -> list[str]:
 # ---------------------------------------------------------------- names in the statement and the catalog
 
 
-@pytest.mark.parametrize("text, expected", [
-    ("SELECT * FROM e", ["edge", "employees"]),
-    ("select * from edge join em", ["employees"]),
-    ("SELECT x.b FROM employees x WHERE x.", ["id", "boss"]),
-    ("SELECT * FROM edge AS g WHERE g.s", ["src"]),
-    ("WITH RECURSIVE tc(a, min() AS dist) AS (SELECT 1, 2) SELECT * FROM t", ["tc"]),
-    ("WITH RECURSIVE tc(a, min() AS dist) AS (SELECT 1, 2) SELECT tc.", ["a", "dist"]),
-    ("WITH p AS (SELECT 1), q(z) MAX RECURSION LEVEL 3 AS (SELECT 2) SELECT * FROM ", ["p", "q", "edge", "employees"]),
-    ("\\lo", ["\\load"]),
-    ("\\d e", ["edge", "employees"]),
-    ("\\format c", ["csv"]),
-    ("\\timing o", ["on", "off"]),
-    ("\\set recsql.s", ["recsql.strategy"]),
-])
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("SELECT * FROM e", ["edge", "employees"]),
+        ("select * from edge join em", ["employees"]),
+        ("SELECT x.b FROM employees x WHERE x.", ["id", "boss"]),
+        ("SELECT * FROM edge AS g WHERE g.s", ["src"]),
+        ("WITH RECURSIVE tc(a, min() AS dist) AS (SELECT 1, 2) SELECT * FROM t", ["tc"]),
+        ("WITH RECURSIVE tc(a, min() AS dist) AS (SELECT 1, 2) SELECT tc.", ["a", "dist"]),
+        (
+            "WITH p AS (SELECT 1), q(z) MAX RECURSION LEVEL 3 AS (SELECT 2) SELECT * FROM ",
+            ["p", "q", "edge", "employees"],
+        ),
+        ("\\lo", ["\\load"]),
+        ("\\d e", ["edge", "employees"]),
+        ("\\format c", ["csv"]),
+        ("\\timing o", ["on", "off"]),
+        ("\\set recsql.s", ["recsql.strategy"]),
+    ],
+)
 def test_completion(text, expected):
     assert completions(text) == expected
 
@@ -90,12 +96,18 @@ def test_every_command_completes_by_its_names():
 
 FILES = ("notes.sql", "edges.csv")
 OFFERED = {Kind.TABLE: ["edge", "employees"], Kind.SETTING: ["recsql.strategy"], Kind.PATH: list(FILES), Kind.TEXT: []}
-ARGUMENTS = [(command, position, argument) for command in COMMANDS
-             for position, argument in enumerate(command.arguments, start=1)]
+ARGUMENTS = [
+    (command, position, argument)
+    for command in COMMANDS
+    for position, argument in enumerate(command.arguments, start=1)
+]
 
 
-@pytest.mark.parametrize("command, position, argument", ARGUMENTS,
-                         ids=[f"{command.name} {argument.label}" for command, _, argument in ARGUMENTS])
+@pytest.mark.parametrize(
+    "command, position, argument",
+    ARGUMENTS,
+    ids=[f"{command.name} {argument.label}" for command, _, argument in ARGUMENTS],
+)
 def test_meta_arguments_complete_as_the_table_says(command, position, argument, tmp_path):
     """Each argument of each command offers what its kind names (a choice: its words), with the words
     before it typed; past the last argument nothing is offered."""
@@ -109,8 +121,14 @@ def test_meta_arguments_complete_as_the_table_says(command, position, argument, 
 
 
 def test_one_new_entry_is_a_new_command_with_its_arguments():
-    colour = MetaCommand("\\colour", "colour the output", lambda runner, args: None, (Argument.choice("red", "blue"),),
-                         optional=True, aliases=("\\c",))
+    colour = MetaCommand(
+        "\\colour",
+        "colour the output",
+        lambda runner, args: None,
+        (Argument.choice("red", "blue"),),
+        optional=True,
+        aliases=("\\c",),
+    )
     table = CommandTable([*COMMANDS, colour])
     assert completions("\\co", table) == ["\\colour"]
     assert completions("\\colour ", table) == ["red", "blue"] == completions("\\c ", table)
@@ -136,8 +154,9 @@ def test_a_usage_error_quotes_the_usage_from_the_table():
     runner, _, err = shell_runner()
     run_meta(runner, "\\timing maybe")
     run_meta(runner, "\\nope")
-    assert err.getvalue() == ("\\timing: takes on or off. Usage: \\timing [on|off]\n"
-                              "unknown command \\nope: \\help lists the commands\n")
+    assert err.getvalue() == (
+        "\\timing: takes on or off. Usage: \\timing [on|off]\nunknown command \\nope: \\help lists the commands\n"
+    )
 
 
 # ---------------------------------------------------------------- only what recsql accepts
@@ -196,34 +215,87 @@ def test_example_queries_translate(query):
 
 
 def test_the_examples_use_every_query_keyword():
-    unused = [word for word in KEYWORDS if word not in STATEMENTS
-              and not any(re.search(rf"\b{word}\b", query) for query in QUERIES)]
+    unused = [
+        word
+        for word in KEYWORDS
+        if word not in STATEMENTS and not any(re.search(rf"\b{word}\b", query) for query in QUERIES)
+    ]
     assert unused == []
 
 
 CALLS = {  # an example call of each offered function, over t(x INT, s STRING)
-    "abs": "abs(x)", "array": "array(x, 1)", "array_contains": "array_contains(array(x), 1)", "avg": "avg(x)",
-    "cast": "cast(x AS string)", "ceil": "ceil(x / 2)", "coalesce": "coalesce(x, 0)",
-    "collect_list": "collect_list(x)", "collect_set": "collect_set(x)", "concat": "concat(s, 'z')",
-    "concat_ws": "concat_ws('-', s, s)", "count": "count(x)", "current_date": "current_date()",
-    "current_timestamp": "current_timestamp()", "date_add": "date_add(DATE '2020-01-01', 1)",
-    "date_format": "date_format(DATE '2020-01-01', 'yyyy')", "date_sub": "date_sub(DATE '2020-01-01', 1)",
-    "datediff": "datediff(DATE '2020-01-05', DATE '2020-01-01')", "day": "day(DATE '2020-01-01')",
-    "dayofweek": "dayofweek(DATE '2020-01-01')", "element_at": "element_at(array(x), 1)", "exp": "exp(x)",
-    "explode": "explode(array(x, 1))", "extract": "extract(YEAR FROM DATE '2020-01-01')", "first": "first(x)",
-    "floor": "floor(x / 2)", "greatest": "greatest(x, 2)", "hour": "hour(TIMESTAMP '2020-01-01 10:00:00')",
-    "if": "if(x > 1, 'y', 'n')", "ifnull": "ifnull(x, 0)", "instr": "instr(s, 'a')", "isnotnull": "isnotnull(x)",
-    "isnull": "isnull(x)", "last": "last(x)", "least": "least(x, 2)", "length": "length(s)", "ln": "ln(x)",
-    "log": "log(10, x)", "lower": "lower(s)", "lpad": "lpad(s, 3, '0')", "ltrim": "ltrim(s)", "max": "max(x)",
-    "md5": "md5(s)", "min": "min(x)", "minute": "minute(TIMESTAMP '2020-01-01 10:05:00')", "mod": "mod(x, 2)",
-    "month": "month(DATE '2020-01-01')", "named_struct": "named_struct('a', x)", "nullif": "nullif(x, 1)",
-    "nvl": "nvl(x, 0)", "pow": "pow(x, 2)", "regexp_extract": "regexp_extract(s, '(a)', 1)",
-    "regexp_replace": "regexp_replace(s, 'a', 'b')", "replace": "replace(s, 'a', 'b')", "round": "round(x / 3, 2)",
-    "rpad": "rpad(s, 3, '0')", "rtrim": "rtrim(s)", "sign": "sign(x)", "size": "size(array(x))",
-    "split": "split(s, ',')", "sqrt": "sqrt(x)", "stddev": "stddev(x)", "struct": "struct(x, s)",
-    "substr": "substr(s, 1, 1)", "substring": "substring(s, 1, 1)", "sum": "sum(x)",
-    "to_date": "to_date('2020-01-01')", "to_timestamp": "to_timestamp('2020-01-01 10:00:00')", "trim": "trim(s)",
-    "trunc": "trunc(DATE '2020-03-05', 'MM')", "upper": "upper(s)", "variance": "variance(x)",
+    "abs": "abs(x)",
+    "array": "array(x, 1)",
+    "array_contains": "array_contains(array(x), 1)",
+    "avg": "avg(x)",
+    "cast": "cast(x AS string)",
+    "ceil": "ceil(x / 2)",
+    "coalesce": "coalesce(x, 0)",
+    "collect_list": "collect_list(x)",
+    "collect_set": "collect_set(x)",
+    "concat": "concat(s, 'z')",
+    "concat_ws": "concat_ws('-', s, s)",
+    "count": "count(x)",
+    "current_date": "current_date()",
+    "current_timestamp": "current_timestamp()",
+    "date_add": "date_add(DATE '2020-01-01', 1)",
+    "date_format": "date_format(DATE '2020-01-01', 'yyyy')",
+    "date_sub": "date_sub(DATE '2020-01-01', 1)",
+    "datediff": "datediff(DATE '2020-01-05', DATE '2020-01-01')",
+    "day": "day(DATE '2020-01-01')",
+    "dayofweek": "dayofweek(DATE '2020-01-01')",
+    "element_at": "element_at(array(x), 1)",
+    "exp": "exp(x)",
+    "explode": "explode(array(x, 1))",
+    "extract": "extract(YEAR FROM DATE '2020-01-01')",
+    "first": "first(x)",
+    "floor": "floor(x / 2)",
+    "greatest": "greatest(x, 2)",
+    "hour": "hour(TIMESTAMP '2020-01-01 10:00:00')",
+    "if": "if(x > 1, 'y', 'n')",
+    "ifnull": "ifnull(x, 0)",
+    "instr": "instr(s, 'a')",
+    "isnotnull": "isnotnull(x)",
+    "isnull": "isnull(x)",
+    "last": "last(x)",
+    "least": "least(x, 2)",
+    "length": "length(s)",
+    "ln": "ln(x)",
+    "log": "log(10, x)",
+    "lower": "lower(s)",
+    "lpad": "lpad(s, 3, '0')",
+    "ltrim": "ltrim(s)",
+    "max": "max(x)",
+    "md5": "md5(s)",
+    "min": "min(x)",
+    "minute": "minute(TIMESTAMP '2020-01-01 10:05:00')",
+    "mod": "mod(x, 2)",
+    "month": "month(DATE '2020-01-01')",
+    "named_struct": "named_struct('a', x)",
+    "nullif": "nullif(x, 1)",
+    "nvl": "nvl(x, 0)",
+    "pow": "pow(x, 2)",
+    "regexp_extract": "regexp_extract(s, '(a)', 1)",
+    "regexp_replace": "regexp_replace(s, 'a', 'b')",
+    "replace": "replace(s, 'a', 'b')",
+    "round": "round(x / 3, 2)",
+    "rpad": "rpad(s, 3, '0')",
+    "rtrim": "rtrim(s)",
+    "sign": "sign(x)",
+    "size": "size(array(x))",
+    "split": "split(s, ',')",
+    "sqrt": "sqrt(x)",
+    "stddev": "stddev(x)",
+    "struct": "struct(x, s)",
+    "substr": "substr(s, 1, 1)",
+    "substring": "substring(s, 1, 1)",
+    "sum": "sum(x)",
+    "to_date": "to_date('2020-01-01')",
+    "to_timestamp": "to_timestamp('2020-01-01 10:00:00')",
+    "trim": "trim(s)",
+    "trunc": "trunc(DATE '2020-03-05', 'MM')",
+    "upper": "upper(s)",
+    "variance": "variance(x)",
     "year": "year(DATE '2020-01-01')",
 }
 

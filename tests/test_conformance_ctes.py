@@ -8,13 +8,13 @@ reference between CTEs, mutual recursion), with the answer written out. Tables c
 
 from __future__ import annotations
 
+import duckdb_reference
 import pandas as pd
 import pytest
-
-import duckdb_reference
-import recsql
 from duckdb_reference import check
 from strategies import under
+
+import recsql
 from translator.dialect import RecSQL, parse_one
 
 CC_EDGE = pd.DataFrame({"a": pd.Series([1, 2, 3, 5], dtype="int64"), "b": pd.Series([2, 3, 4, 6], dtype="int64")})
@@ -32,8 +32,10 @@ def answer(cur, sql: str) -> list[tuple]:
 
 # ------------------------------------------------------------------ an inner WITH in the recursive branch
 
-INNER_WITH = ("WITH RECURSIVE t(n) AS (SELECT 1 {kind} (WITH u AS (SELECT n FROM t) SELECT n + 1 FROM u WHERE n < 3)) "
-              "SELECT * FROM t")
+INNER_WITH = (
+    "WITH RECURSIVE t(n) AS (SELECT 1 {kind} (WITH u AS (SELECT n FROM t) SELECT n + 1 FROM u WHERE n < 3)) "
+    "SELECT * FROM t"
+)
 
 
 @under(*ALL_STRATEGIES)
@@ -44,44 +46,67 @@ def test_inner_with_in_recursive_branch(cur, duck, kind):
 
 @under(*ALL_STRATEGIES)
 def test_inner_with_in_union_all_recursion_keeps_duplicates(cur, duck):
-    check(cur, duck, "WITH RECURSIVE t(n) AS (SELECT 1 UNION ALL SELECT 1 UNION ALL "
-                     "(WITH u AS (SELECT n FROM t) SELECT n + 1 FROM u WHERE n < 3)) SELECT * FROM t")
+    check(
+        cur,
+        duck,
+        "WITH RECURSIVE t(n) AS (SELECT 1 UNION ALL SELECT 1 UNION ALL "
+        "(WITH u AS (SELECT n FROM t) SELECT n + 1 FROM u WHERE n < 3)) SELECT * FROM t",
+    )
 
 
 @under(*ALL_STRATEGIES)
 def test_plain_cte_in_mutual_union_all_recursion(cur):
-    sql = ("WITH RECURSIVE a(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM b WHERE n < 4), b(n) AS (SELECT n FROM a) "
-           "SELECT * FROM a")
+    sql = (
+        "WITH RECURSIVE a(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM b WHERE n < 4), b(n) AS (SELECT n FROM a) "
+        "SELECT * FROM a"
+    )
     assert answer(cur, sql) == [(1,), (2,), (3,), (4,)]
 
 
 def test_union_and_union_all_in_one_recursion_still_refused(cur):
-    sql = ("WITH RECURSIVE a(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM b WHERE n < 4), "
-           "b(n) AS (SELECT 0 UNION SELECT n FROM a) SELECT * FROM a")
+    sql = (
+        "WITH RECURSIVE a(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM b WHERE n < 4), "
+        "b(n) AS (SELECT 0 UNION SELECT n FROM a) SELECT * FROM a"
+    )
     with pytest.raises(recsql.ProgrammingError, match=r"mutually recursive CTEs \(a, b\) mix UNION and UNION ALL"):
         cur.execute(sql)
 
 
 # ------------------------------------------------------------------ columns of a recursive CTE from its anchor
 
+
 @under(*ALL_STRATEGIES)
 def test_values_with_alias_as_anchor(cur, duck):
-    check(cur, duck, "WITH RECURSIVE t AS (VALUES (0, 1) AS t(a, b) UNION ALL SELECT a + 1, b FROM t WHERE a < 3) "
-                     "SELECT * FROM t",
-          duck_sql="WITH RECURSIVE t AS (SELECT * FROM (VALUES (0, 1)) AS v(a, b) UNION ALL "
-                   "SELECT a + 1, b FROM t WHERE a < 3) SELECT * FROM t", names=True)
+    check(
+        cur,
+        duck,
+        "WITH RECURSIVE t AS (VALUES (0, 1) AS t(a, b) UNION ALL SELECT a + 1, b FROM t WHERE a < 3) SELECT * FROM t",
+        duck_sql="WITH RECURSIVE t AS (SELECT * FROM (VALUES (0, 1)) AS v(a, b) UNION ALL "
+        "SELECT a + 1, b FROM t WHERE a < 3) SELECT * FROM t",
+        names=True,
+    )
 
 
 @under(*ALL_STRATEGIES)
 def test_select_star_from_values_as_anchor(cur, duck):
-    check(cur, duck, "WITH RECURSIVE t AS (SELECT * FROM (VALUES (0, 1)) AS v(a, b) UNION ALL "
-                     "SELECT a + 1, b FROM t WHERE a < 3) SELECT * FROM t", names=True)
+    check(
+        cur,
+        duck,
+        "WITH RECURSIVE t AS (SELECT * FROM (VALUES (0, 1)) AS v(a, b) UNION ALL "
+        "SELECT a + 1, b FROM t WHERE a < 3) SELECT * FROM t",
+        names=True,
+    )
 
 
 @under(*ALL_STRATEGIES)
 def test_select_star_from_table_as_anchor(cur, duck):
-    check(cur, duck, "WITH RECURSIVE t AS (SELECT * FROM cc_edge UNION SELECT t.a, cc_edge.b FROM t "
-                     "JOIN cc_edge ON t.b = cc_edge.a) SELECT * FROM t", names=True)
+    check(
+        cur,
+        duck,
+        "WITH RECURSIVE t AS (SELECT * FROM cc_edge UNION SELECT t.a, cc_edge.b FROM t "
+        "JOIN cc_edge ON t.b = cc_edge.a) SELECT * FROM t",
+        names=True,
+    )
 
 
 STAR_CTE = "x AS (SELECT * FROM cc_edge)"
@@ -95,14 +120,22 @@ def test_select_star_in_plain_cte_before_recursion(cur, duck):
 
 @under(*ALL_STRATEGIES)
 def test_plain_cte_written_after_the_recursion_reading_it(cur, duck):
-    check(cur, duck, f"WITH RECURSIVE {CLOSURE_OVER_X}, {STAR_CTE} SELECT * FROM t",
-          duck_sql=f"WITH RECURSIVE {STAR_CTE}, {CLOSURE_OVER_X} SELECT * FROM t")
+    check(
+        cur,
+        duck,
+        f"WITH RECURSIVE {CLOSURE_OVER_X}, {STAR_CTE} SELECT * FROM t",
+        duck_sql=f"WITH RECURSIVE {STAR_CTE}, {CLOSURE_OVER_X} SELECT * FROM t",
+    )
 
 
 @under(*ALL_STRATEGIES)
 def test_select_star_over_the_recursive_cte(cur, duck):
-    check(cur, duck, "WITH RECURSIVE t(a, b) AS (SELECT a, b FROM cc_edge UNION SELECT t.a, cc_edge.b FROM t "
-                     "JOIN cc_edge ON t.b = cc_edge.a), s AS (SELECT * FROM t WHERE a = 1) SELECT * FROM s")
+    check(
+        cur,
+        duck,
+        "WITH RECURSIVE t(a, b) AS (SELECT a, b FROM cc_edge UNION SELECT t.a, cc_edge.b FROM t "
+        "JOIN cc_edge ON t.b = cc_edge.a), s AS (SELECT * FROM t WHERE a = 1) SELECT * FROM s",
+    )
 
 
 def test_anchor_reading_its_own_recursion_still_needs_a_column_list(cur):
@@ -117,21 +150,33 @@ def test_cte_name_twice_in_one_with(cur):
 
 # ------------------------------------------------------------------ Spark's CTE without AS
 
+
 @under(*ALL_STRATEGIES)
 def test_recursive_cte_without_as(cur, duck):
-    check(cur, duck, "WITH RECURSIVE t(n) (SELECT 1 UNION ALL SELECT n + 1 FROM t WHERE n < 3) SELECT * FROM t",
-          duck_sql="WITH RECURSIVE t(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM t WHERE n < 3) SELECT * FROM t")
+    check(
+        cur,
+        duck,
+        "WITH RECURSIVE t(n) (SELECT 1 UNION ALL SELECT n + 1 FROM t WHERE n < 3) SELECT * FROM t",
+        duck_sql="WITH RECURSIVE t(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM t WHERE n < 3) SELECT * FROM t",
+    )
 
 
 def test_cte_without_as_nor_column_list(cur, duck):
-    check(cur, duck, "WITH t (SELECT 1 AS x), u(y) (VALUES (2)) SELECT * FROM t, u",
-          duck_sql="WITH t AS (SELECT 1 AS x), u(y) AS (VALUES (2)) SELECT * FROM t, u", names=True)
+    check(
+        cur,
+        duck,
+        "WITH t (SELECT 1 AS x), u(y) (VALUES (2)) SELECT * FROM t, u",
+        duck_sql="WITH t AS (SELECT 1 AS x), u(y) AS (VALUES (2)) SELECT * FROM t, u",
+        names=True,
+    )
 
 
 @under(*ALL_STRATEGIES)
 def test_rasql_header_aggregate_without_as(cur):
-    sql = ("WITH RECURSIVE sp(node, min() AS dist) MAX RECURSION LEVEL 9 (SELECT 1, 0) UNION "
-           "(SELECT cc_edge.b, sp.dist + 1 FROM sp JOIN cc_edge ON sp.node = cc_edge.a) SELECT * FROM sp")
+    sql = (
+        "WITH RECURSIVE sp(node, min() AS dist) MAX RECURSION LEVEL 9 (SELECT 1, 0) UNION "
+        "(SELECT cc_edge.b, sp.dist + 1 FROM sp JOIN cc_edge ON sp.node = cc_edge.a) SELECT * FROM sp"
+    )
     assert answer(cur, sql) == [(1, 0), (2, 1), (3, 2), (4, 3)]
 
 
@@ -147,10 +192,15 @@ def test_cte_without_body_is_a_syntax_error(cur):
 
 # ------------------------------------------------------------------ WITH RECURSIVE in a subquery
 
+
 @under(*ALL_STRATEGIES)
 def test_uncorrelated_with_recursive_in_scalar_subquery(cur, duck):
-    check(cur, duck, "SELECT a, (WITH RECURSIVE r(n) AS (SELECT 1 UNION SELECT n + 1 FROM r WHERE n < 5) "
-                     "SELECT max(n) FROM r) FROM cc_edge")
+    check(
+        cur,
+        duck,
+        "SELECT a, (WITH RECURSIVE r(n) AS (SELECT 1 UNION SELECT n + 1 FROM r WHERE n < 5) "
+        "SELECT max(n) FROM r) FROM cc_edge",
+    )
 
 
 CORRELATED_WITH = [
@@ -183,15 +233,26 @@ def test_with_reading_the_outer_query(cur, duck, sql):
 
 def test_with_reading_the_outer_query_through_star_is_refused(cur):
     sql = "SELECT a, (WITH c AS (SELECT b FROM cc_edge WHERE b = e.a) SELECT * FROM c) FROM cc_edge e"
-    with pytest.raises(recsql.NotSupportedError, match=r"a query of a WITH reading columns of the outer query lists "
-                                                        r"its columns, not \*"):
+    with pytest.raises(
+        recsql.NotSupportedError,
+        match=r"a query of a WITH reading columns of the outer query lists "
+        r"its columns, not \*",
+    ):
         cur.execute(sql)
 
 
-@pytest.mark.parametrize("inner", ["(WITH u AS (SELECT DISTINCT n FROM t) SELECT n + 1 FROM u WHERE n < 3)",
-                                   "SELECT n + 1 FROM (SELECT n FROM t UNION SELECT n FROM t) x WHERE n < 3",
-                                   "SELECT n + 1 FROM t WHERE n < 3 GROUP BY n"])
+@pytest.mark.parametrize(
+    "inner",
+    [
+        "(WITH u AS (SELECT DISTINCT n FROM t) SELECT n + 1 FROM u WHERE n < 3)",
+        "SELECT n + 1 FROM (SELECT n FROM t UNION SELECT n FROM t) x WHERE n < 3",
+        "SELECT n + 1 FROM t WHERE n < 3 GROUP BY n",
+    ],
+)
 def test_duplicates_removed_inside_union_all_recursion_are_refused(cur, inner):
-    with pytest.raises(recsql.NotSupportedError, match=r"removes duplicates \(DISTINCT, GROUP BY or UNION.*\) inside "
-                                                        r"the UNION ALL recursion of 't'.* \(line 1, column 16\)"):
+    with pytest.raises(
+        recsql.NotSupportedError,
+        match=r"removes duplicates \(DISTINCT, GROUP BY or UNION.*\) inside "
+        r"the UNION ALL recursion of 't'.* \(line 1, column 16\)",
+    ):
         cur.execute(f"WITH RECURSIVE t(n) AS (SELECT 1 UNION ALL {inner}) SELECT * FROM t")

@@ -94,12 +94,12 @@ WRITES_WITH_CTES = {
     "insert_after_with": f"{COUNTDOWN} INSERT INTO {{t}} SELECT n, n * 100 FROM r",
     "insert_with_in_query": f"INSERT INTO {{t}} {COUNTDOWN} SELECT n, n * 100 FROM r",
     "insert_with_both": "WITH k AS (SELECT 7 AS n) INSERT INTO {t} WITH m AS (SELECT n + 1 AS n FROM k) "
-                        "SELECT n, n FROM m",
+    "SELECT n, n FROM m",
     "insert_values": f"{COUNTDOWN} INSERT INTO {{t}} VALUES (9, 9)",
     "merge_update": f"{COUNTDOWN} MERGE INTO {{t}} USING r ON {{t}}.a = r.n "
-                    "WHEN MATCHED THEN UPDATE SET b = r.n * 7 WHEN NOT MATCHED THEN INSERT (a, b) VALUES (r.n, 0)",
+    "WHEN MATCHED THEN UPDATE SET b = r.n * 7 WHEN NOT MATCHED THEN INSERT (a, b) VALUES (r.n, 0)",
     "merge_delete": "WITH s AS (SELECT a FROM {t} WHERE b IS NULL) MERGE INTO {t} USING s ON {t}.a = s.a "
-                    "WHEN MATCHED THEN DELETE",
+    "WHEN MATCHED THEN DELETE",
 }
 
 
@@ -124,7 +124,9 @@ def test_explain_analyze_of_a_write_with_a_recursive_with_clause(cur, duck):
 def test_with_query_named_as_the_changed_table_is_refused(cur, duck):
     make_tables(cur, duck, "cs_shadowed")
     with pytest.raises(recsql.NotSupportedError, match="WITH cs_shadowed: .* cannot take the name") as raised:
-        cur.execute("WITH cs_shadowed AS (SELECT 1 AS a) DELETE FROM cs_shadowed WHERE a IN (SELECT a FROM cs_shadowed)")
+        cur.execute(
+            "WITH cs_shadowed AS (SELECT 1 AS a) DELETE FROM cs_shadowed WHERE a IN (SELECT a FROM cs_shadowed)"
+        )
     assert (raised.value.line, raised.value.column) == (1, 6)
     assert contents(cur, "cs_shadowed") == Counter(ROWS)
 
@@ -147,8 +149,10 @@ def test_multi_table_insert_is_refused_and_changes_nothing(cur, duck, prefix):
     reading = "r" if prefix else source
     column = "n" if prefix else "a"
     with pytest.raises(recsql.NotSupportedError, match=r"multi-table insert\) is not supported"):
-        cur.execute(f"{prefix}FROM {reading} INSERT INTO {first} SELECT {column}, {column} WHERE {column} > 1 "
-                    f"INSERT INTO {second} SELECT {column}, 0 WHERE {column} = 1")
+        cur.execute(
+            f"{prefix}FROM {reading} INSERT INTO {first} SELECT {column}, {column} WHERE {column} > 1 "
+            f"INSERT INTO {second} SELECT {column}, 0 WHERE {column} = 1"
+        )
     assert contents(cur, first) == contents(cur, second) == Counter(ROWS)
 
 

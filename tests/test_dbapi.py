@@ -60,7 +60,8 @@ def test_executemany_batches_rows(cur):
 
 def test_parameters_bind_in_text_order_and_never_as_text(cur):
     cur.execute(
-        "WITH RECURSIVE r(n) AS (SELECT ? UNION ALL SELECT n + ? FROM r WHERE n < ?) SELECT n FROM r WHERE n > ? ORDER BY n",
+        "WITH RECURSIVE r(n) AS (SELECT ? UNION ALL SELECT n + ? FROM r WHERE n < ?) SELECT n FROM r WHERE "
+        "n > ? ORDER BY n",
         (1, 2, 9, 4),
     )
     assert cur.fetchall() == [(5,), (7,), (9,)]
@@ -78,10 +79,15 @@ def test_register_pandas_arrow_and_spark(conn, cur):
 
 def test_register_arrow_string_views(conn, cur):
     """Newer Parquet readers give string and binary view columns; they register as strings and binaries."""
-    conn.register("db_views", pa.table({
-        "k": pa.array(["a", "b", None], pa.string_view()),
-        "v": pa.array([b"x", b"y", b"z"], pa.binary_view()),
-    }))
+    conn.register(
+        "db_views",
+        pa.table(
+            {
+                "k": pa.array(["a", "b", None], pa.string_view()),
+                "v": pa.array([b"x", b"y", b"z"], pa.binary_view()),
+            }
+        ),
+    )
     cur.execute("SELECT k, length(v) FROM db_views WHERE k IS NOT NULL ORDER BY k")
     assert cur.fetchall() == [("a", 1), ("b", 1)]
     assert [column[1] for column in cur.description] == ["string", "int"]
@@ -211,12 +217,18 @@ def test_show_tables_and_describe(conn, cur):
     cur.execute("DROP TABLE IF EXISTS db_w")
     cur.execute("CREATE TABLE db_w (src INT, dst INT, w DOUBLE, note STRING)")
     cur.executemany("INSERT INTO db_w VALUES (?, ?, ?, ?)", [(1, 2, 1.5, "a"), (2, 3, 2.0, None)])
-    cur.execute("CREATE VIEW db_dist AS WITH RECURSIVE d(node, min() AS km) AS (SELECT 1, 0) UNION "
-                "(SELECT db_w.dst, d.km + db_w.w FROM d, db_w WHERE d.node = db_w.src) SELECT node, km FROM d")
+    cur.execute(
+        "CREATE VIEW db_dist AS WITH RECURSIVE d(node, min() AS km) AS (SELECT 1, 0) UNION "
+        "(SELECT db_w.dst, d.km + db_w.w FROM d, db_w WHERE d.node = db_w.src) SELECT node, km FROM d"
+    )
     conn.register("db_session", pd.DataFrame({"x": [1], "y": ["z"]}))
     cur.execute("SHOW TABLES")
     assert [column[:2] for column in cur.description] == [
-        ("name", "string"), ("kind", "string"), ("columns", "array<string>"), ("reflects", "string")]
+        ("name", "string"),
+        ("kind", "string"),
+        ("columns", "array<string>"),
+        ("reflects", "string"),
+    ]
     listed = {name: (kind, columns) for name, kind, columns, _ in cur.fetchall()}
     assert listed["db_w"] == ("table", ["src", "dst", "w", "note"])
     assert listed["db_dist"] == ("view", ["node", "km"])
@@ -234,17 +246,21 @@ def test_show_tables_and_describe(conn, cur):
 # ---------------------------------------------------------------- cancelling a running statement
 
 
-LONG_RECURSION = ("WITH RECURSIVE n(x) AS (SELECT 1 UNION SELECT x + 1 FROM n WHERE x < 100000000) "
-                  "SELECT count(*) FROM n")
+LONG_RECURSION = (
+    "WITH RECURSIVE n(x) AS (SELECT 1 UNION SELECT x + 1 FROM n WHERE x < 100000000) SELECT count(*) FROM n"
+)
 LONG_JOIN = "SELECT count(*) FROM range(100000) a, range(100000) b WHERE a.id + b.id > 7"
 
 
-@pytest.mark.parametrize("strategy, sql", [
-    ("distributed", LONG_RECURSION),  # stops between iterations
-    ("distributed", LONG_JOIN),  # a Spark job cancelled through its job group
-    ("local", LONG_RECURSION),
-    ("local", LONG_JOIN),  # one DuckDB query, interrupted
-])
+@pytest.mark.parametrize(
+    "strategy, sql",
+    [
+        ("distributed", LONG_RECURSION),  # stops between iterations
+        ("distributed", LONG_JOIN),  # a Spark job cancelled through its job group
+        ("local", LONG_RECURSION),
+        ("local", LONG_JOIN),  # one DuckDB query, interrupted
+    ],
+)
 def test_cancel_stops_the_running_statement(conn, cur, strategy, sql):
     cur.execute(f"SET recsql.strategy = {strategy}")
     try:

@@ -11,17 +11,17 @@ import random
 import re
 import tempfile
 from collections import Counter
-from datetime import date, datetime, timezone
+from datetime import UTC, date, datetime
 from decimal import Decimal
 
 import duckdb
+import duckdb_reference
 import pyarrow as pa
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
-
-import duckdb_reference
 from duckdb_reference import check, normalize
 from explain import explain
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from reference import transitive_closure
 from spark_jobs import spark_jobs
 from strategies import auto_with_local_rows, counting_runs, set_strategy
@@ -38,40 +38,64 @@ def decomposed(conn, monkeypatch):
         yield runs
 
 
-LEFT = ("WITH RECURSIVE tc(a, b) AS (SELECT src, dst FROM dc_edge UNION "
-        "SELECT tc.a, e.dst FROM tc JOIN dc_edge e ON tc.b = e.src) SELECT * FROM tc")
-RIGHT = ("WITH RECURSIVE tc(a, b) AS (SELECT src, dst FROM dc_edge UNION "
-         "SELECT e.src, tc.b FROM dc_edge e JOIN tc ON e.dst = tc.a) SELECT * FROM tc")
-FILTERED = ("WITH RECURSIVE tc(a, b) AS (SELECT src, dst FROM dc_edge WHERE src % 3 <> 1 UNION "
-            "SELECT tc.a, e.dst FROM tc JOIN dc_edge e ON tc.b = e.src WHERE e.dst <> 4) SELECT * FROM tc")
-NON_LINEAR = ("WITH RECURSIVE tc(a, b) AS (SELECT src, dst FROM dc_edge UNION "
-              "SELECT x.a, y.b FROM tc x JOIN tc y ON x.b = y.a) SELECT * FROM tc")
-REACH = ("WITH RECURSIVE reach(n) AS (SELECT 0 UNION SELECT e.dst FROM reach JOIN dc_edge e ON e.src = reach.n) "
-         "SELECT * FROM reach")
-APSP = ("WITH RECURSIVE ap(a, b, min() AS d) AS (SELECT src, dst, w FROM dc_edge UNION "
-        "SELECT ap.a, e.dst, ap.d + e.w FROM ap JOIN dc_edge e ON ap.b = e.src) SELECT * FROM ap")
-APSP_DUCKDB = ("WITH RECURSIVE ap(a, b, d) USING KEY (a, b) AS (SELECT src, dst, min(w) FROM dc_edge GROUP BY src, dst "
-               "UNION SELECT ap.a, e.dst, min(ap.d + e.w) FROM ap JOIN dc_edge e ON ap.b = e.src GROUP BY ap.a, e.dst "
-               "HAVING min(ap.d + e.w) < coalesce((SELECT r.d FROM recurring.ap r WHERE r.a = ap.a AND r.b = e.dst), "
-               "2147483647)) SELECT * FROM ap")
-CC = ("WITH RECURSIVE cc(n, min() AS label) AS (SELECT src, src FROM dc_edge UNION "
-      "SELECT e.dst, cc.label FROM cc JOIN dc_edge e ON cc.n = e.src) SELECT * FROM cc")
-COUNTS = ("WITH RECURSIVE paths(a, b, count() AS n) AS (SELECT src, dst, 1 FROM dc_edge UNION "
-          "SELECT paths.a, e.dst, paths.n FROM paths JOIN dc_edge e ON paths.b = e.src) SELECT * FROM paths")
-WALKS = ("WITH RECURSIVE walk(a, b, steps) AS (SELECT src, dst, 1 FROM dc_edge UNION ALL "
-         "SELECT walk.a, e.dst, walk.steps + 1 FROM walk JOIN dc_edge e ON walk.b = e.src) SELECT * FROM walk")
-MUTUAL = ("WITH RECURSIVE odd(a, b) AS (SELECT src, dst FROM dc_edge UNION SELECT even.a, e.dst FROM even "
-          "JOIN dc_edge e ON even.b = e.src), even(a, b) AS (SELECT odd.a, e.dst FROM odd JOIN dc_edge e "
-          "ON odd.b = e.src) SELECT * FROM odd")
+LEFT = (
+    "WITH RECURSIVE tc(a, b) AS (SELECT src, dst FROM dc_edge UNION "
+    "SELECT tc.a, e.dst FROM tc JOIN dc_edge e ON tc.b = e.src) SELECT * FROM tc"
+)
+RIGHT = (
+    "WITH RECURSIVE tc(a, b) AS (SELECT src, dst FROM dc_edge UNION "
+    "SELECT e.src, tc.b FROM dc_edge e JOIN tc ON e.dst = tc.a) SELECT * FROM tc"
+)
+FILTERED = (
+    "WITH RECURSIVE tc(a, b) AS (SELECT src, dst FROM dc_edge WHERE src % 3 <> 1 UNION "
+    "SELECT tc.a, e.dst FROM tc JOIN dc_edge e ON tc.b = e.src WHERE e.dst <> 4) SELECT * FROM tc"
+)
+NON_LINEAR = (
+    "WITH RECURSIVE tc(a, b) AS (SELECT src, dst FROM dc_edge UNION "
+    "SELECT x.a, y.b FROM tc x JOIN tc y ON x.b = y.a) SELECT * FROM tc"
+)
+REACH = (
+    "WITH RECURSIVE reach(n) AS (SELECT 0 UNION SELECT e.dst FROM reach JOIN dc_edge e ON e.src = reach.n) "
+    "SELECT * FROM reach"
+)
+APSP = (
+    "WITH RECURSIVE ap(a, b, min() AS d) AS (SELECT src, dst, w FROM dc_edge UNION "
+    "SELECT ap.a, e.dst, ap.d + e.w FROM ap JOIN dc_edge e ON ap.b = e.src) SELECT * FROM ap"
+)
+APSP_DUCKDB = (
+    "WITH RECURSIVE ap(a, b, d) USING KEY (a, b) AS (SELECT src, dst, min(w) FROM dc_edge GROUP BY src, dst "
+    "UNION SELECT ap.a, e.dst, min(ap.d + e.w) FROM ap JOIN dc_edge e ON ap.b = e.src GROUP BY ap.a, e.dst "
+    "HAVING min(ap.d + e.w) < coalesce((SELECT r.d FROM recurring.ap r WHERE r.a = ap.a AND r.b = e.dst), "
+    "2147483647)) SELECT * FROM ap"
+)
+CC = (
+    "WITH RECURSIVE cc(n, min() AS label) AS (SELECT src, src FROM dc_edge UNION "
+    "SELECT e.dst, cc.label FROM cc JOIN dc_edge e ON cc.n = e.src) SELECT * FROM cc"
+)
+COUNTS = (
+    "WITH RECURSIVE paths(a, b, count() AS n) AS (SELECT src, dst, 1 FROM dc_edge UNION "
+    "SELECT paths.a, e.dst, paths.n FROM paths JOIN dc_edge e ON paths.b = e.src) SELECT * FROM paths"
+)
+WALKS = (
+    "WITH RECURSIVE walk(a, b, steps) AS (SELECT src, dst, 1 FROM dc_edge UNION ALL "
+    "SELECT walk.a, e.dst, walk.steps + 1 FROM walk JOIN dc_edge e ON walk.b = e.src) SELECT * FROM walk"
+)
+MUTUAL = (
+    "WITH RECURSIVE odd(a, b) AS (SELECT src, dst FROM dc_edge UNION SELECT even.a, e.dst FROM even "
+    "JOIN dc_edge e ON even.b = e.src), even(a, b) AS (SELECT odd.a, e.dst FROM odd JOIN dc_edge e "
+    "ON odd.b = e.src) SELECT * FROM odd"
+)
 
 
 def edges_table(edges, weights=None) -> pa.Table:
     weights = weights or [1 + (a * 7 + b * 3) % 10 for a, b in edges]
-    return pa.table({
-        "src": pa.array([a for a, _ in edges], pa.int32()),
-        "dst": pa.array([b for _, b in edges], pa.int32()),
-        "w": pa.array(weights, pa.int32()),
-    })
+    return pa.table(
+        {
+            "src": pa.array([a for a, _ in edges], pa.int32()),
+            "dst": pa.array([b for _, b in edges], pa.int32()),
+            "w": pa.array(weights, pa.int32()),
+        }
+    )
 
 
 def load(conn, edges) -> duckdb.DuckDBPyConnection:
@@ -84,19 +108,33 @@ def load(conn, edges) -> duckdb.DuckDBPyConnection:
 # --- which recursions decompose, and EXPLAIN saying so ------------------------------------------------------
 
 
-@pytest.mark.parametrize(("sql", "expected"), [
-    (LEFT, "decomposed on Spark (one job, parts by tc.a)"),
-    (RIGHT, "decomposed on Spark (one job, parts by tc.b)"),
-    (FILTERED, "decomposed on Spark (one job, parts by tc.a)"),
-    (APSP, "decomposed on Spark (one job, parts by ap.a)"),
-    (WALKS, "decomposed on Spark (one job, parts by walk.a)"),
-    (NON_LINEAR, "not decomposable: no column passes unchanged through every recursive rule (no pivot)"),
-    (REACH, "not decomposable: no column passes unchanged through every recursive rule (no pivot)"),
-    (CC, "not decomposable: no column passes unchanged through every recursive rule (no pivot)"),
-    (COUNTS, "decomposed on Spark (one job, parts by paths.a)"),
-    (MUTUAL, "not decomposable: mutually recursive relations"),
-], ids=["left-linear", "right-linear", "filtered", "apsp-min", "union-all", "non-linear", "reachability",
-        "min-moving-key", "count", "mutual"])
+@pytest.mark.parametrize(
+    ("sql", "expected"),
+    [
+        (LEFT, "decomposed on Spark (one job, parts by tc.a)"),
+        (RIGHT, "decomposed on Spark (one job, parts by tc.b)"),
+        (FILTERED, "decomposed on Spark (one job, parts by tc.a)"),
+        (APSP, "decomposed on Spark (one job, parts by ap.a)"),
+        (WALKS, "decomposed on Spark (one job, parts by walk.a)"),
+        (NON_LINEAR, "not decomposable: no column passes unchanged through every recursive rule (no pivot)"),
+        (REACH, "not decomposable: no column passes unchanged through every recursive rule (no pivot)"),
+        (CC, "not decomposable: no column passes unchanged through every recursive rule (no pivot)"),
+        (COUNTS, "decomposed on Spark (one job, parts by paths.a)"),
+        (MUTUAL, "not decomposable: mutually recursive relations"),
+    ],
+    ids=[
+        "left-linear",
+        "right-linear",
+        "filtered",
+        "apsp-min",
+        "union-all",
+        "non-linear",
+        "reachability",
+        "min-moving-key",
+        "count",
+        "mutual",
+    ],
+)
 def test_explain_shows_the_pivot_or_why_there_is_none(conn, cur, decomposed, sql, expected):
     load(conn, [(1, 2), (2, 3)])
     plan = explain(cur, sql)
@@ -105,12 +143,16 @@ def test_explain_shows_the_pivot_or_why_there_is_none(conn, cur, decomposed, sql
         assert "distributed on Spark (" in plan
 
 
-@pytest.mark.parametrize(("sql", "expected"), [
-    (REACH, "distributed on Spark (one job, tasks owning facts by reach.n;"),
-    (CC, "distributed on Spark (one job, tasks owning facts by cc.n;"),
-    (NON_LINEAR, "distributed on Spark (a job per iteration)"),
-    (MUTUAL, "distributed on Spark (a job per iteration)"),
-], ids=["reachability", "min-moving-key", "non-linear", "mutual"])
+@pytest.mark.parametrize(
+    ("sql", "expected"),
+    [
+        (REACH, "distributed on Spark (one job, tasks owning facts by reach.n;"),
+        (CC, "distributed on Spark (one job, tasks owning facts by cc.n;"),
+        (NON_LINEAR, "distributed on Spark (a job per iteration)"),
+        (MUTUAL, "distributed on Spark (a job per iteration)"),
+    ],
+    ids=["reachability", "min-moving-key", "non-linear", "mutual"],
+)
 def test_explain_says_whether_a_distributed_recursion_runs_as_one_job(conn, cur, monkeypatch, sql, expected):
     """Without a pivot, a linear recursion of one relation runs as one job whose tasks own the facts (by a
     group key for min()); one reading its relation twice, or mutual recursion, as a job per iteration."""
@@ -129,10 +171,13 @@ def test_a_distributed_recursion_without_pivot_is_one_spark_job(conn, monkeypatc
     assert jobs <= 3
 
 
-@pytest.mark.parametrize(("strategy", "sql", "shuffle"), [
-    ("decomposed", LEFT, "hashpartitioning(c0"),
-    ("distributed", REACH, "RoundRobinPartitioning"),
-])
+@pytest.mark.parametrize(
+    ("strategy", "sql", "shuffle"),
+    [
+        ("decomposed", LEFT, "hashpartitioning(c0"),
+        ("distributed", REACH, "RoundRobinPartitioning"),
+    ],
+)
 def test_the_accumulated_relation_never_moves_through_spark(conn, cur, monkeypatch, strategy, sql, shuffle):
     """The physical plan of the one job: one shuffle, of the exit facts (hashed on the pivot, or spread
     evenly for the tasks to send to their owners), under the tasks that keep the relation until its
@@ -196,8 +241,11 @@ def test_auto_runs_a_recursion_over_large_inputs_decomposed(conn, cur):
 
 
 @settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(edges=st.lists(st.tuples(st.integers(0, 14), st.integers(0, 14)), min_size=5, max_size=40, unique=True),
-       bound=st.integers(5, 60), query=st.sampled_from(["tc", "apsp", "walks"]))
+@given(
+    edges=st.lists(st.tuples(st.integers(0, 14), st.integers(0, 14)), min_size=5, max_size=40, unique=True),
+    bound=st.integers(5, 60),
+    query=st.sampled_from(["tc", "apsp", "walks"]),
+)
 def test_a_local_run_past_its_bound_goes_on_decomposed_from_where_it_stopped(conn, cur, edges, bound, query):
     """auto with a small recsql.local_rows: the local evaluation stops past the bound and the decomposed
     one goes on from its facts (EXPLAIN ANALYZE says after which iteration); the answer is DuckDB's."""
@@ -244,6 +292,7 @@ def path_counts(edges) -> dict:
     for a, b in edges:
         successors.setdefault(a, []).append(b)
     counts = {}
+
     def from_node(a):
         if a not in counts:
             reached = Counter()
@@ -253,12 +302,16 @@ def path_counts(edges) -> dict:
                     reached[c] += n
             counts[a] = reached
         return counts[a]
+
     return {(a, b): n for a in {a for a, _ in edges} for b, n in from_node(a).items()}
 
 
 @settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(edges=st.sets(st.tuples(st.integers(0, 12), st.integers(0, 12)).filter(lambda e: e[0] < e[1]), min_size=1,
-                     max_size=40))
+@given(
+    edges=st.sets(
+        st.tuples(st.integers(0, 12), st.integers(0, 12)).filter(lambda e: e[0] < e[1]), min_size=1, max_size=40
+    )
+)
 def test_path_counts_with_count_match_python(conn, cur, decomposed, edges):
     load(conn, sorted(edges))
     cur.execute(COUNTS)
@@ -315,14 +368,21 @@ def test_types_and_values_equal_the_distributed_evaluation(conn, cur, decomposed
     """Strings, decimals, dates and NULLs flow through the tasks with the types Spark gives them. A
     decimal sum gains a digit of precision per iteration on Spark, so parts stopping after different
     numbers of iterations would disagree: that recursion runs distributed."""
-    conn.register("dc_typed", pa.table({
-        "src": ["a", "b", "c", None, "e"],
-        "dst": ["b", "c", "d", "e", None],
-        "cost": pa.array([Decimal(v) for v in ("1.5", "2.25", "0.5", "4.0", "1.0")], pa.decimal128(6, 2)),
-        "day": pa.array([1, 2, 3, 4, 5], pa.int32()).cast(pa.date32()),
-    }))
-    steady = ("WITH RECURSIVE r(a, b, day, min() AS cost) AS (SELECT src, dst, day, cost FROM dc_typed UNION "
-              "SELECT r.a, t.dst, t.day, r.cost FROM r JOIN dc_typed t ON r.b = t.src) SELECT * FROM r")
+    conn.register(
+        "dc_typed",
+        pa.table(
+            {
+                "src": ["a", "b", "c", None, "e"],
+                "dst": ["b", "c", "d", "e", None],
+                "cost": pa.array([Decimal(v) for v in ("1.5", "2.25", "0.5", "4.0", "1.0")], pa.decimal128(6, 2)),
+                "day": pa.array([1, 2, 3, 4, 5], pa.int32()).cast(pa.date32()),
+            }
+        ),
+    )
+    steady = (
+        "WITH RECURSIVE r(a, b, day, min() AS cost) AS (SELECT src, dst, day, cost FROM dc_typed UNION "
+        "SELECT r.a, t.dst, t.day, r.cost FROM r JOIN dc_typed t ON r.b = t.src) SELECT * FROM r"
+    )
     answers = both_strategies(conn, cur, steady)
     assert answers["decomposed"] == answers["distributed"]
     assert decomposed == [("r",)]
@@ -332,21 +392,27 @@ def test_types_and_values_equal_the_distributed_evaluation(conn, cur, decomposed
     assert decomposed == [("r",)]
 
 
-KINDS = pa.table({
-    "src": pa.array([1, 2, 3, 4], pa.int32()),
-    "dst": pa.array([2, 3, 4, 1], pa.int32()),
-    "day": pa.array([date(1000, 1, 1), date(1582, 10, 4), None, date(2024, 2, 29)]),
-    "at": pa.array([datetime(1500, 1, 1, 12), None, datetime(2020, 5, 1, 1, 2, 3, 456789), datetime(1970, 1, 1)],
-                   pa.timestamp("us", tz="UTC")),
-    "amount": pa.array([Decimal("12345678901234567890.1234567891"), None, Decimal("-0.0000000001"), Decimal(0)],
-                       pa.decimal128(38, 10)),
-    "tiny": pa.array([-128, 127, None, 0], pa.int8()),
-    "small": pa.array([-32768, None, 32767, 1], pa.int16()),
-    "flag": pa.array([True, False, None, True]),
-    "ratio": pa.array([1.5, -2.25, None, 1e300]),
-    "raw": pa.array([b"\x00\xff", b"", None, b"abc"]),
-    "label": pa.array(["\u00fcn\u00ef", "", None, "a'b\"c"]),
-})
+KINDS = pa.table(
+    {
+        "src": pa.array([1, 2, 3, 4], pa.int32()),
+        "dst": pa.array([2, 3, 4, 1], pa.int32()),
+        "day": pa.array([date(1000, 1, 1), date(1582, 10, 4), None, date(2024, 2, 29)]),
+        "at": pa.array(
+            [datetime(1500, 1, 1, 12), None, datetime(2020, 5, 1, 1, 2, 3, 456789), datetime(1970, 1, 1)],
+            pa.timestamp("us", tz="UTC"),
+        ),
+        "amount": pa.array(
+            [Decimal("12345678901234567890.1234567891"), None, Decimal("-0.0000000001"), Decimal(0)],
+            pa.decimal128(38, 10),
+        ),
+        "tiny": pa.array([-128, 127, None, 0], pa.int8()),
+        "small": pa.array([-32768, None, 32767, 1], pa.int16()),
+        "flag": pa.array([True, False, None, True]),
+        "ratio": pa.array([1.5, -2.25, None, 1e300]),
+        "raw": pa.array([b"\x00\xff", b"", None, b"abc"]),
+        "label": pa.array(["\u00fcn\u00ef", "", None, "a'b\"c"]),
+    }
+)
 
 
 def test_facts_in_part_files_keep_every_type_and_value(conn, cur, monkeypatch):
@@ -356,14 +422,18 @@ def test_facts_in_part_files_keep_every_type_and_value(conn, cur, monkeypatch):
     when the statement ends."""
     conn.register("dc_kinds", KINDS)
     payload = KINDS.column_names[2:]
-    sql = (f"WITH RECURSIVE r(a, b, {', '.join(payload)}) AS (SELECT src, dst, {', '.join(payload)} FROM dc_kinds "
-           f"UNION SELECT r.a, k.dst, {', '.join('r.' + name for name in payload)} FROM r JOIN dc_kinds k "
-           "ON r.b = k.src) SELECT * FROM r")
+    sql = (
+        f"WITH RECURSIVE r(a, b, {', '.join(payload)}) AS (SELECT src, dst, {', '.join(payload)} FROM dc_kinds "
+        f"UNION SELECT r.a, k.dst, {', '.join('r.' + name for name in payload)} FROM r JOIN dc_kinds k "
+        "ON r.b = k.src) SELECT * FROM r"
+    )
     rows = KINDS.to_pylist()  # a cycle: every node reaches every node, keeping its own row's values
-    at = [value.replace(tzinfo=timezone.utc) if value else value for value in KINDS.column("at").to_pylist()]
-    expected = Counter((row["src"], node, *[row[name] for name in payload[:1]], at[i],
-                        *[row[name] for name in payload[2:]])
-                       for i, row in enumerate(rows) for node in KINDS.column("src").to_pylist())
+    at = [value.replace(tzinfo=UTC) if value else value for value in KINDS.column("at").to_pylist()]
+    expected = Counter(
+        (row["src"], node, *[row[name] for name in payload[:1]], at[i], *[row[name] for name in payload[2:]])
+        for i, row in enumerate(rows)
+        for node in KINDS.column("src").to_pylist()
+    )
     scratch = os.path.join(tempfile.gettempdir(), "recsql-scratch-*")
     before = set(glob.glob(scratch))
     made = []  # the directories of part files
@@ -376,8 +446,16 @@ def test_facts_in_part_files_keep_every_type_and_value(conn, cur, monkeypatch):
             cur.execute(sql)
             assert Counter(cur.fetchall()) == expected, strategy
             assert [column[1] for column in cur.description][2:] == [
-                "date", "timestamp", "decimal(38,10)", "tinyint", "smallint", "boolean", "double", "binary",
-                "string"], strategy
+                "date",
+                "timestamp",
+                "decimal(38,10)",
+                "tinyint",
+                "smallint",
+                "boolean",
+                "double",
+                "binary",
+                "string",
+            ], strategy
             assert set(glob.glob(scratch)) <= before
     finally:
         set_strategy(conn, previous)

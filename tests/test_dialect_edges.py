@@ -9,16 +9,18 @@ import logging
 
 import pandas as pd
 import pytest
-
-import recsql
 from duckdb_reference import check, reference_fixtures
 from strategies import under
+
+import recsql
 
 TABLES = {"de_t": pd.DataFrame({"x": [1, 2, 3, 4, 5]})}
 duck, de_tables = reference_fixtures(TABLES, "de_tables", autouse=True)
 
-RANDOM_WALK = ("WITH RECURSIVE r(n, v) AS (SELECT 1, rand(7) UNION ALL SELECT n + 1, rand(8) FROM r WHERE n < 3) "
-               "SELECT n, v FROM r")
+RANDOM_WALK = (
+    "WITH RECURSIVE r(n, v) AS (SELECT 1, rand(7) UNION ALL SELECT n + 1, rand(8) FROM r WHERE n < 3) "
+    "SELECT n, v FROM r"
+)
 
 
 def refused(cur, sql: str) -> recsql.NotSupportedError:
@@ -62,17 +64,25 @@ def test_recursion_filtered_by_random_values_ends(cur):
     assert numbers == list(range(1, len(numbers) + 1)), numbers
 
 
-@pytest.mark.parametrize("call, named", [
-    ("rand(7)", "rand()"), ("uuid()", "uuid()"), ("shuffle(array(1, 2))", "shuffle()"),
-    ("monotonically_increasing_id()", "monotonically_increasing_id()"),
-])
+@pytest.mark.parametrize(
+    "call, named",
+    [
+        ("rand(7)", "rand()"),
+        ("uuid()", "uuid()"),
+        ("shuffle(array(1, 2))", "shuffle()"),
+        ("monotonically_increasing_id()", "monotonically_increasing_id()"),
+    ],
+)
 @under("local")
 def test_local_strategy_refuses_values_only_spark_gives(cur, caplog, call, named):
     error = refused(cur, f"SELECT x,\n  {call} AS r FROM de_t")
     assert error.message.startswith(f"{named} takes its values from Spark"), error.message
     assert "recsql.strategy = auto" in error.message and (error.line, error.column) == (2, 3)
-    error = refused(cur, "WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r "
-                         f"WHERE n < 3 AND {call} IS NOT NULL) SELECT n FROM r")
+    error = refused(
+        cur,
+        "WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r "
+        f"WHERE n < 3 AND {call} IS NOT NULL) SELECT n FROM r",
+    )
     assert error.message.startswith(f"{named} takes its values from Spark"), error.message
     assert not sqlglot_warnings(caplog)
 
@@ -81,8 +91,11 @@ def test_local_strategy_refuses_values_only_spark_gives(cur, caplog, call, named
 def test_local_strategy_refuses_what_sqlglot_cannot_write_for_duckdb(cur, caplog):
     """DuckDB has no soundex: sqlglot cannot write the call for it and says so, as the local strategy's limit
     (not as a warning on stderr)."""
-    error = refused(cur, "WITH RECURSIVE r(n, s) AS (SELECT 1, 'abc' UNION ALL SELECT n + 1, soundex(s) FROM r "
-                         "WHERE n < 3) SELECT * FROM r")
+    error = refused(
+        cur,
+        "WITH RECURSIVE r(n, s) AS (SELECT 1, 'abc' UNION ALL SELECT n + 1, soundex(s) FROM r "
+        "WHERE n < 3) SELECT * FROM r",
+    )
     assert "SOUNDEX" in error.message and "the local strategy cannot evaluate" in error.message, error.message
     assert not sqlglot_warnings(caplog)
 
@@ -95,8 +108,11 @@ def test_unsupported_statement_is_refused_by_its_keyword_without_a_warning(cur, 
 
 
 def test_using_key_is_refused_naming_it(cur):
-    error = refused(cur, "WITH RECURSIVE t(a, b)\n  USING KEY (a) AS (SELECT 1, 2 UNION SELECT a + 1, b FROM t "
-                         "WHERE a < 3) SELECT * FROM t")
+    error = refused(
+        cur,
+        "WITH RECURSIVE t(a, b)\n  USING KEY (a) AS (SELECT 1, 2 UNION SELECT a + 1, b FROM t "
+        "WHERE a < 3) SELECT * FROM t",
+    )
     assert "USING KEY" in error.message and "min() AS b" in error.message
     assert (error.line, error.column) == (2, 3)
 
@@ -108,11 +124,14 @@ def test_recurring_reference_is_refused_naming_it(cur):
     assert (error.line, error.column) == (1, sql.index("recurring") + 1)
 
 
-@pytest.mark.parametrize("sql", [
-    "CREATE RECURSIVE VIEW de_v(n) AS SELECT min(x) FROM de_t UNION ALL SELECT n + 1 FROM de_v WHERE n < 4",
-    "CREATE OR REPLACE RECURSIVE VIEW de_v (n, total) AS\n"
-    "  SELECT x, x FROM de_t WHERE x = 1 UNION SELECT n + 1, total + n + 1 FROM de_v JOIN de_t ON x = n + 1",
-])
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "CREATE RECURSIVE VIEW de_v(n) AS SELECT min(x) FROM de_t UNION ALL SELECT n + 1 FROM de_v WHERE n < 4",
+        "CREATE OR REPLACE RECURSIVE VIEW de_v (n, total) AS\n"
+        "  SELECT x, x FROM de_t WHERE x = 1 UNION SELECT n + 1, total + n + 1 FROM de_v JOIN de_t ON x = n + 1",
+    ],
+)
 def test_recursive_view_is_a_view_of_its_recursive_query(cur, duck, sql):
     cur.execute(sql)
     duck.execute(sql)
@@ -129,10 +148,13 @@ def test_recursive_view_needs_its_column_list(cur):
         cur.execute("CREATE RECURSIVE VIEW de_w AS SELECT 1")
 
 
-@pytest.mark.parametrize("sql, kind", [
-    ("SELECT x FROM de_t FOR UPDATE", "UPDATE"),
-    ("SELECT * FROM (SELECT x FROM de_t FOR SHARE) s", "SHARE"),
-])
+@pytest.mark.parametrize(
+    "sql, kind",
+    [
+        ("SELECT x FROM de_t FOR UPDATE", "UPDATE"),
+        ("SELECT * FROM (SELECT x FROM de_t FOR SHARE) s", "SHARE"),
+    ],
+)
 def test_locking_reads_are_refused(cur, caplog, sql, kind):
     error = refused(cur, sql)
     assert error.message.startswith(f"SELECT ... FOR {kind} is not supported"), error.message

@@ -19,12 +19,9 @@ from collections import Counter
 
 import duckdb
 import pytest
-from hypothesis import HealthCheck, Phase, assume, given, note, settings
-
-pytest.register_assert_rewrite("duckdb_reference")  # before its import: its asserts explain themselves like ours
-
 import random_sql
 from duckdb_reference import multiset_diff, normalize
+from hypothesis import HealthCheck, Phase, assume, given, note, settings
 from strategies import Runs, module_under
 
 import recsql
@@ -94,6 +91,7 @@ def assert_same(got: list[tuple], expected: list[tuple], ordered: bool, sql: str
 
 def test_queries_match_duckdb(conn, duck, strategy):
     """Plain SQL and linear recursion: recsql's answer is DuckDB's."""
+
     @examples("queries", strategy)
     @given(case=random_sql.databases_and_queries())
     def run(case):
@@ -111,6 +109,7 @@ def test_queries_match_duckdb(conn, duck, strategy):
 
 def test_mutual_and_nonlinear_recursion_match_python(conn, duck, strategy):
     """Mutual and non-linear recursion under UNION: the least fixpoint, computed in plain Python."""
+
     @examples("programs", strategy)
     @given(program=random_sql.programs())
     def run(program):
@@ -122,6 +121,7 @@ def test_mutual_and_nonlinear_recursion_match_python(conn, duck, strategy):
 
 def test_header_aggregates_match_python(conn, duck, strategy):
     """min() / max() / count() / sum() in a recursive CTE's header: each group's value over every derivation."""
+
     @examples("header_aggregates", strategy)
     @given(case=random_sql.header_aggregates())
     def run(case):

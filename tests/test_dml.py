@@ -235,8 +235,10 @@ class Merge:
     @property
     def multiple_matches(self) -> str:
         """DuckDB: how many target rows match more than one source row."""
-        return (f"SELECT count(*) FROM (SELECT t.rowid FROM dml_pm AS t, {self.source} AS s WHERE {self.on} "
-                "GROUP BY t.rowid HAVING count(*) > 1)")
+        return (
+            f"SELECT count(*) FROM (SELECT t.rowid FROM dml_pm AS t, {self.source} AS s WHERE {self.on} "
+            "GROUP BY t.rowid HAVING count(*) > 1)"
+        )
 
 
 @st.composite
@@ -368,8 +370,13 @@ def test_update_matches_duckdb(conn, rows, sql):
 
 @property_settings(6)
 @given(target=tables(min_rows=2), source=source_tables(), merge=merges())
-@example(target=[], source=[(1, 2, "x"), (1, 2, "x")], merge=Merge(  # no target row: both duplicates are inserted
-    "dml_ps", "t.a = s.a", (Clause(MATCHED, None, "DELETE"), Clause(NOT_MATCHED, None, "INSERT", star=True))))
+@example(
+    target=[],
+    source=[(1, 2, "x"), (1, 2, "x")],
+    merge=Merge(  # no target row: both duplicates are inserted
+        "dml_ps", "t.a = s.a", (Clause(MATCHED, None, "DELETE"), Clause(NOT_MATCHED, None, "INSERT", star=True))
+    ),
+)
 def test_merge_matches_duckdb(conn, target, source, merge):
     duck = reference({"dml_pm": target, "dml_ps": source})
     try:
@@ -463,8 +470,12 @@ def test_update_with_subqueries_in_where(cur):
 
 def test_merge_with_a_subquery_source_and_aliases(cur):
     create(cur, "dml_mt", [(1, 10, "p"), (2, 20, "q"), (3, None, "r"), (4, 40, None), (4, 40, None)])
-    create(cur, "dml_msrc", [(1, -1, "neg"), (2, 22, "pos"), (5, 55, "new"), (6, None, "nullv"), (7, 77, None)],
-           schema="k INT, v INT, note STRING")
+    create(
+        cur,
+        "dml_msrc",
+        [(1, -1, "neg"), (2, 22, "pos"), (5, 55, "new"), (6, None, "nullv"), (7, 77, None)],
+        schema="k INT, v INT, note STRING",
+    )
     cur.execute(
         "MERGE INTO dml_mt AS x USING (SELECT k AS a, v, note FROM dml_msrc WHERE v IS NOT NULL) AS y ON x.a = y.a "
         "WHEN MATCHED AND y.v < 0 THEN DELETE "
@@ -493,14 +504,18 @@ CARDINALITY_TARGET = [(1, 10, "p"), (2, 20, "q")]
 CARDINALITY_SOURCE = [(1, 1, "x"), (1, 2, "y"), (3, 3, "z")]  # two source rows for target row 1
 
 
-@pytest.mark.parametrize("clauses", [
-    # unconditional and alone, a DELETE would be unambiguous (Delta allows it): the contract does not
-    "WHEN MATCHED THEN DELETE",
-    # only one of the two matches satisfies the condition: still a violation (DuckDB would accept it)
-    "WHEN MATCHED AND s.b = 2 THEN UPDATE SET b = s.b WHEN NOT MATCHED THEN INSERT *",
-    # neither match satisfies the condition: the statement has a WHEN MATCHED clause all the same
-    "WHEN MATCHED AND t.b > 100 THEN DELETE WHEN NOT MATCHED BY SOURCE THEN DELETE",
-], ids=["delete", "condition_for_one_match", "condition_for_no_match"])
+@pytest.mark.parametrize(
+    "clauses",
+    [
+        # unconditional and alone, a DELETE would be unambiguous (Delta allows it): the contract does not
+        "WHEN MATCHED THEN DELETE",
+        # only one of the two matches satisfies the condition: still a violation (DuckDB would accept it)
+        "WHEN MATCHED AND s.b = 2 THEN UPDATE SET b = s.b WHEN NOT MATCHED THEN INSERT *",
+        # neither match satisfies the condition: the statement has a WHEN MATCHED clause all the same
+        "WHEN MATCHED AND t.b > 100 THEN DELETE WHEN NOT MATCHED BY SOURCE THEN DELETE",
+    ],
+    ids=["delete", "condition_for_one_match", "condition_for_no_match"],
+)
 def test_merge_cardinality_violation_is_a_data_error_and_changes_nothing(cur, clauses):
     create(cur, "dml_card", CARDINALITY_TARGET)
     create(cur, "dml_card_src", CARDINALITY_SOURCE)
@@ -510,10 +525,14 @@ def test_merge_cardinality_violation_is_a_data_error_and_changes_nothing(cur, cl
     assert history(cur, "dml_card") == before  # no version was added
 
 
-@pytest.mark.parametrize("clauses, rowcount, rows", [
-    ("WHEN NOT MATCHED THEN INSERT *", 1, CARDINALITY_TARGET + [(3, 3, "z")]),
-    ("WHEN NOT MATCHED BY SOURCE THEN DELETE", 1, [(1, 10, "p")]),
-], ids=["insert", "by_source_delete"])
+@pytest.mark.parametrize(
+    "clauses, rowcount, rows",
+    [
+        ("WHEN NOT MATCHED THEN INSERT *", 1, CARDINALITY_TARGET + [(3, 3, "z")]),
+        ("WHEN NOT MATCHED BY SOURCE THEN DELETE", 1, [(1, 10, "p")]),
+    ],
+    ids=["insert", "by_source_delete"],
+)
 def test_merge_multiple_matches_without_a_matched_clause_are_allowed(cur, clauses, rowcount, rows):
     create(cur, "dml_card", CARDINALITY_TARGET)
     create(cur, "dml_card_src", CARDINALITY_SOURCE)
@@ -530,18 +549,23 @@ FAIL_ROWS = [(1, 10, "p"), (2, None, "q"), (3, 30, None), (4, 40, "r"), (4, 40, 
 FAIL_SOURCE = [(1, 5, "x"), (3, 6, "y"), (9, 7, "z")]
 
 
-@pytest.mark.parametrize("sql", [
-    "UPDATE dml_fail SET a = assert_true(a < 0)",
-    "UPDATE dml_fail SET b = CAST(c AS INT)",  # 'p' is no number (a run-time type error)
-    "UPDATE dml_fail SET b = array(1, 2)",  # no array into an INT column (a type error found before running)
-    "DELETE FROM dml_fail WHERE assert_true(a < 3) IS NULL",
-    # the matched rows are updated without error, the source row 9 then fails the insert
-    ("MERGE INTO dml_fail AS t USING dml_fail_src AS s ON t.a = s.a WHEN MATCHED THEN UPDATE SET c = 'changed' "
-     "WHEN NOT MATCHED THEN INSERT (a, b) VALUES (s.a, CASE WHEN assert_true(s.a < 0) IS NULL THEN 1 END)"),
-    "INSERT INTO dml_fail SELECT a + 10, b, c FROM dml_fail WHERE assert_true(a < 3) IS NULL",
-    "CREATE OR REPLACE TABLE dml_fail AS SELECT a, b, c FROM dml_fail WHERE assert_true(a < 3) IS NULL",
-], ids=["update_set", "update_cast", "update_type", "delete", "merge_insert", "insert_select",
-        "create_or_replace"])
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "UPDATE dml_fail SET a = assert_true(a < 0)",
+        "UPDATE dml_fail SET b = CAST(c AS INT)",  # 'p' is no number (a run-time type error)
+        "UPDATE dml_fail SET b = array(1, 2)",  # no array into an INT column (a type error found before running)
+        "DELETE FROM dml_fail WHERE assert_true(a < 3) IS NULL",
+        # the matched rows are updated without error, the source row 9 then fails the insert
+        (
+            "MERGE INTO dml_fail AS t USING dml_fail_src AS s ON t.a = s.a WHEN MATCHED THEN UPDATE SET c = 'changed' "
+            "WHEN NOT MATCHED THEN INSERT (a, b) VALUES (s.a, CASE WHEN assert_true(s.a < 0) IS NULL THEN 1 END)"
+        ),
+        "INSERT INTO dml_fail SELECT a + 10, b, c FROM dml_fail WHERE assert_true(a < 3) IS NULL",
+        "CREATE OR REPLACE TABLE dml_fail AS SELECT a, b, c FROM dml_fail WHERE assert_true(a < 3) IS NULL",
+    ],
+    ids=["update_set", "update_cast", "update_type", "delete", "merge_insert", "insert_select", "create_or_replace"],
+)
 def test_failing_statement_leaves_the_table_unchanged(cur, sql):
     create(cur, "dml_fail", FAIL_ROWS)
     create(cur, "dml_fail_src", FAIL_SOURCE)
@@ -560,18 +584,35 @@ def test_failing_statement_leaves_the_table_unchanged(cur, sql):
 # (statement, its operation in DESCRIBE HISTORY, the table's rows after it): version k is the k-th statement
 VERSIONS = [
     ("CREATE TABLE dml_tt (a INT, b INT, c STRING)", "CREATE TABLE", []),
-    ("INSERT INTO dml_tt VALUES (1, 10, 'p'), (2, 20, 'q'), (3, NULL, 'r'), (3, NULL, 'r')", "INSERT",
-     [(1, 10, "p"), (2, 20, "q"), (3, None, "r"), (3, None, "r")]),
-    ("UPDATE dml_tt SET b = a * 100 WHERE a >= 2", "UPDATE",
-     [(1, 10, "p"), (2, 200, "q"), (3, 300, "r"), (3, 300, "r")]),
+    (
+        "INSERT INTO dml_tt VALUES (1, 10, 'p'), (2, 20, 'q'), (3, NULL, 'r'), (3, NULL, 'r')",
+        "INSERT",
+        [(1, 10, "p"), (2, 20, "q"), (3, None, "r"), (3, None, "r")],
+    ),
+    (
+        "UPDATE dml_tt SET b = a * 100 WHERE a >= 2",
+        "UPDATE",
+        [(1, 10, "p"), (2, 200, "q"), (3, 300, "r"), (3, 300, "r")],
+    ),
     ("DELETE FROM dml_tt WHERE a = 1", "DELETE", [(2, 200, "q"), (3, 300, "r"), (3, 300, "r")]),
-    (("MERGE INTO dml_tt AS t USING (SELECT 2 AS a, 'merged' AS c UNION ALL SELECT 4, 'new') AS s ON t.a = s.a "
-      "WHEN MATCHED THEN UPDATE SET c = s.c WHEN NOT MATCHED THEN INSERT (a, c) VALUES (s.a, s.c)"), "MERGE",
-     [(2, 200, "merged"), (3, 300, "r"), (3, 300, "r"), (4, None, "new")]),
-    ("CREATE OR REPLACE TABLE dml_tt AS SELECT a, b, c FROM dml_tt WHERE a < 4", "CREATE OR REPLACE TABLE",
-     [(2, 200, "merged"), (3, 300, "r"), (3, 300, "r")]),
-    ("INSERT INTO dml_tt SELECT a + 10, b, c FROM dml_tt WHERE a = 2", "INSERT",
-     [(2, 200, "merged"), (3, 300, "r"), (3, 300, "r"), (12, 200, "merged")]),
+    (
+        (
+            "MERGE INTO dml_tt AS t USING (SELECT 2 AS a, 'merged' AS c UNION ALL SELECT 4, 'new') AS s ON t.a = s.a "
+            "WHEN MATCHED THEN UPDATE SET c = s.c WHEN NOT MATCHED THEN INSERT (a, c) VALUES (s.a, s.c)"
+        ),
+        "MERGE",
+        [(2, 200, "merged"), (3, 300, "r"), (3, 300, "r"), (4, None, "new")],
+    ),
+    (
+        "CREATE OR REPLACE TABLE dml_tt AS SELECT a, b, c FROM dml_tt WHERE a < 4",
+        "CREATE OR REPLACE TABLE",
+        [(2, 200, "merged"), (3, 300, "r"), (3, 300, "r")],
+    ),
+    (
+        "INSERT INTO dml_tt SELECT a + 10, b, c FROM dml_tt WHERE a = 2",
+        "INSERT",
+        [(2, 200, "merged"), (3, 300, "r"), (3, 300, "r"), (12, 200, "merged")],
+    ),
 ]
 LATEST = len(VERSIONS) - 1
 PAUSE = 0.3  # seconds on each side of an instant taken between two commits (timestamps are in milliseconds)
@@ -626,13 +667,15 @@ def test_version_as_of_with_aliases_and_joined_with_the_current_table(cur, time_
     assert cur.fetchall() == [(len(VERSIONS[1][2]),)]
     assert rows_of(cur, "dml_tt VERSION AS OF 4 AS v WHERE v.c = 'new'", "v.a, v.b, v.c") == [(4, None, "new")]
     assert rows_of(cur, "dml_tt VERSION AS OF 2 v WHERE v.b > 100", "v.a, v.b, v.c") == bag(
-        [row for row in VERSIONS[2][2] if row[1] is not None and row[1] > 100])
+        [row for row in VERSIONS[2][2] if row[1] is not None and row[1] > 100]
+    )
     cur.execute("SELECT o.a, o.b, o.c, n.c FROM dml_tt VERSION AS OF 2 AS o JOIN dml_tt AS n ON o.a = n.a")
     expected = [old + (new[2],) for old in VERSIONS[2][2] for new in VERSIONS[LATEST][2] if old[0] == new[0]]
     assert bag(cur.fetchall()) == bag(expected)
     cur.execute("SELECT n.a FROM dml_tt n LEFT JOIN dml_tt VERSION AS OF 1 o ON n.a = o.a WHERE o.a IS NULL")
-    assert bag(cur.fetchall()) == bag([(row[0],) for row in VERSIONS[LATEST][2]
-                                       if row[0] not in {old[0] for old in VERSIONS[1][2]}])
+    assert bag(cur.fetchall()) == bag(
+        [(row[0],) for row in VERSIONS[LATEST][2] if row[0] not in {old[0] for old in VERSIONS[1][2]}]
+    )
 
 
 def test_timestamp_as_of_between_two_commits(cur, time_travel):
@@ -641,7 +684,8 @@ def test_timestamp_as_of_between_two_commits(cur, time_travel):
         assert rows_of(cur, f"dml_tt TIMESTAMP AS OF '{local_text(instant)}'") == expected, (version, instant)
     instant = local_text(time_travel.instants[2])
     assert rows_of(cur, f"dml_tt TIMESTAMP AS OF '{instant}' AS w WHERE w.b > 100", "w.a, w.b, w.c") == bag(
-        [row for row in VERSIONS[2][2] if row[1] is not None and row[1] > 100])
+        [row for row in VERSIONS[2][2] if row[1] is not None and row[1] > 100]
+    )
 
 
 def test_describe_history_lists_the_versions_newest_first(cur, time_travel):
@@ -649,7 +693,8 @@ def test_describe_history_lists_the_versions_newest_first(cur, time_travel):
     assert [column[0] for column in cur.description] == ["version", "timestamp", "operation", "statement"]
     rows = cur.fetchall()
     assert [(version, operation, statement) for version, _, operation, statement in rows] == [
-        (version, VERSIONS[version][1], VERSIONS[version][0]) for version in range(LATEST, -1, -1)]
+        (version, VERSIONS[version][1], VERSIONS[version][0]) for version in range(LATEST, -1, -1)
+    ]
     stamps = [as_local(stamp) for _, stamp, _, _ in rows]
     assert stamps == sorted(stamps, reverse=True) and len(set(stamps)) == len(stamps), stamps
     slack = datetime.timedelta(seconds=1)  # a file system's coarse modification times
@@ -663,9 +708,11 @@ def test_timestamp_as_of_a_history_timestamp_reads_that_version(cur, time_travel
         assert rows_of(cur, f"dml_tt TIMESTAMP AS OF '{local_text(as_local(stamp))}'") == bag(VERSIONS[version][2])
 
 
-@pytest.mark.parametrize("clause", [f"VERSION AS OF {LATEST + 1}", "VERSION AS OF 1000",
-                                    "TIMESTAMP AS OF '2000-01-01 00:00:00'"],
-                         ids=["next_version", "far_version", "before_creation"])
+@pytest.mark.parametrize(
+    "clause",
+    [f"VERSION AS OF {LATEST + 1}", "VERSION AS OF 1000", "TIMESTAMP AS OF '2000-01-01 00:00:00'"],
+    ids=["next_version", "far_version", "before_creation"],
+)
 def test_a_version_that_does_not_exist_is_an_error_naming_the_table(cur, time_travel, clause):
     raised(cur, f"SELECT a, b, c FROM dml_tt {clause}", recsql.ProgrammingError, ["dml_tt"])
 
@@ -680,7 +727,10 @@ def test_create_or_replace_reading_the_table_itself(cur):
     assert cur.fetchall() == [("a", "int"), ("b", "int")]
     assert rows_of(cur, "dml_self VERSION AS OF 1") == bag(original)
     assert [(version, operation) for version, _, operation, _ in history(cur, "dml_self")] == [
-        (2, "CREATE OR REPLACE TABLE"), (1, "INSERT"), (0, "CREATE TABLE")]
+        (2, "CREATE OR REPLACE TABLE"),
+        (1, "INSERT"),
+        (0, "CREATE TABLE"),
+    ]
     assert history(cur, "dml_self")[0][3] == sql
 
 
@@ -689,7 +739,8 @@ def test_create_table_as_select_is_version_zero(cur):
     sql = "CREATE TABLE dml_ctas AS SELECT id AS a, id * 2 AS b FROM range(3)"
     cur.execute(sql)
     assert [(version, operation, statement) for version, _, operation, statement in history(cur, "dml_ctas")] == [
-        (0, "CREATE TABLE AS SELECT", sql)]
+        (0, "CREATE TABLE AS SELECT", sql)
+    ]
     assert rows_of(cur, "dml_ctas VERSION AS OF 0", "a, b") == [(0, 0), (1, 2), (2, 4)]
 
 
@@ -713,35 +764,49 @@ def error_tables(conn):
         cur.close()
 
 
-@pytest.mark.parametrize("sql, name", [
-    ("DELETE FROM dml_nowhere WHERE a = 1", "dml_nowhere"),
-    ("DELETE FROM dml_nowhere", "dml_nowhere"),
-    ("UPDATE dml_nowhere SET a = 1", "dml_nowhere"),
-    ("MERGE INTO dml_nowhere AS t USING dml_err_base AS s ON t.a = s.a WHEN MATCHED THEN DELETE", "dml_nowhere"),
-    ("MERGE INTO dml_err_base AS t USING dml_nowhere_src AS s ON t.a = s.a WHEN MATCHED THEN DELETE",
-     "dml_nowhere_src"),
-    ("DESCRIBE HISTORY dml_nowhere", "dml_nowhere"),
-    ("SELECT * FROM dml_nowhere VERSION AS OF 0", "dml_nowhere"),
-], ids=["delete_where", "delete", "update", "merge_target", "merge_source", "history", "version_as_of"])
+@pytest.mark.parametrize(
+    "sql, name",
+    [
+        ("DELETE FROM dml_nowhere WHERE a = 1", "dml_nowhere"),
+        ("DELETE FROM dml_nowhere", "dml_nowhere"),
+        ("UPDATE dml_nowhere SET a = 1", "dml_nowhere"),
+        ("MERGE INTO dml_nowhere AS t USING dml_err_base AS s ON t.a = s.a WHEN MATCHED THEN DELETE", "dml_nowhere"),
+        (
+            "MERGE INTO dml_err_base AS t USING dml_nowhere_src AS s ON t.a = s.a WHEN MATCHED THEN DELETE",
+            "dml_nowhere_src",
+        ),
+        ("DESCRIBE HISTORY dml_nowhere", "dml_nowhere"),
+        ("SELECT * FROM dml_nowhere VERSION AS OF 0", "dml_nowhere"),
+    ],
+    ids=["delete_where", "delete", "update", "merge_target", "merge_source", "history", "version_as_of"],
+)
 def test_a_missing_table_is_named(cur, error_tables, sql, name):
     raised(cur, sql, recsql.ProgrammingError, [name])
 
 
-@pytest.mark.parametrize("sql", [
-    "DELETE FROM dml_err_base WHERE nosuch = 1",
-    "UPDATE dml_err_base SET b = 0 WHERE nosuch = 1",
-], ids=["delete", "update"])
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "DELETE FROM dml_err_base WHERE nosuch = 1",
+        "UPDATE dml_err_base SET b = 0 WHERE nosuch = 1",
+    ],
+    ids=["delete", "update"],
+)
 def test_an_unknown_column_offers_the_tables_columns_and_nothing_internal(cur, error_tables, sql):
     error = raised(cur, sql, recsql.ProgrammingError, ["nosuch", "dml_err_base.a", "dml_err_base.c"])
     assert "__recsql" not in str(error), str(error)
     assert rows_of(cur, "dml_err_base") == bag(ERROR_BASE)
 
 
-@pytest.mark.parametrize("sql", [
-    "DELETE FROM dml_err_view WHERE a = 1",
-    "UPDATE dml_err_view SET b = 0",
-    "MERGE INTO dml_err_view AS t USING dml_err_base AS s ON t.a = s.a WHEN MATCHED THEN DELETE",
-], ids=["delete", "update", "merge"])
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "DELETE FROM dml_err_view WHERE a = 1",
+        "UPDATE dml_err_view SET b = 0",
+        "MERGE INTO dml_err_view AS t USING dml_err_base AS s ON t.a = s.a WHEN MATCHED THEN DELETE",
+    ],
+    ids=["delete", "update", "merge"],
+)
 def test_changing_a_view_is_an_error_naming_it(cur, error_tables, sql):
     raised(cur, sql, (recsql.ProgrammingError, recsql.NotSupportedError), ["dml_err_view"])
     assert rows_of(cur, "dml_err_base") == bag(ERROR_BASE)

@@ -59,8 +59,13 @@ class Writer:
         java_options = f"{os.environ.get('JAVA_TOOL_OPTIONS', '')} {WRITER_JAVA_OPTIONS}".strip()
         self.process = subprocess.Popen(
             [sys.executable, str(WRITER), mode, str(warehouse), master],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log, text=True, cwd=ROOT,
-            start_new_session=True, env={**os.environ, "JAVA_TOOL_OPTIONS": java_options},
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self.log,
+            text=True,
+            cwd=ROOT,
+            start_new_session=True,
+            env={**os.environ, "JAVA_TOOL_OPTIONS": java_options},
         )
         self.lines: queue.Queue[tuple[float, list[str] | None]] = queue.Queue()
         self.seen: list[list[str]] = []
@@ -197,7 +202,8 @@ def kill_trials(writers: Writers, mode: str, warehouse: Path, rng: random.Random
         time.sleep(max(began + delay - time.monotonic(), 0))
         current.kill()
         assert current.process.returncode == -signal.SIGKILL, (
-            f"trial {trial}: the writer ended by itself (exit {current.process.returncode}){current.tail()}")
+            f"trial {trial}: the writer ended by itself (exit {current.process.returncode}){current.tail()}"
+        )
         started, done = current.count("start"), current.count("done")
         where = f"trial {trial}, killed {delay:.3f} s into a statement (of about {bound / PAST:.3f} s)"
         try:
@@ -232,8 +238,11 @@ def insert_selects_held(warehouse: Path, table: str) -> int:
     with reader(warehouse) as cursor:
         [found] = rows_of(cursor, f"SELECT count(*), sum(a), sum(length(b)) FROM {table}")
         statements, rest = divmod(found[0] - OLD_COUNT, writer.ROWS)
-        expected = (OLD_COUNT + statements * writer.ROWS, OLD_SUM + statements * NEW_SUM,
-                    OLD_LENGTHS + statements * NEW_LENGTHS)
+        expected = (
+            OLD_COUNT + statements * writer.ROWS,
+            OLD_SUM + statements * NEW_SUM,
+            OLD_LENGTHS + statements * NEW_LENGTHS,
+        )
         assert rest == 0 and statements >= 0 and found == expected, (
             f"{table} holds (count, sum(a), sum(length(b))) = {found}: not its {OLD_COUNT} old rows plus whole "
             f"statements of {writer.ROWS} rows"
@@ -251,30 +260,49 @@ def test_kill_during_insert_select_loses_nothing(tmp_path):
     rng = random.Random(20_240_611)
     warehouse = tmp_path / "warehouse"
     with Writers(tmp_path) as writers:
-        outcomes = kill_trials(writers, "insert-select", warehouse, rng, lambda trial, held: {"table": f"k{trial}"},
-                               lambda trial: insert_selects_held(warehouse, f"k{trial}"), shared=False)
+        outcomes = kill_trials(
+            writers,
+            "insert-select",
+            warehouse,
+            rng,
+            lambda trial, held: {"table": f"k{trial}"},
+            lambda trial: insert_selects_held(warehouse, f"k{trial}"),
+            shared=False,
+        )
     assert len(outcomes) == KILL_TRIALS
     with reader(warehouse) as cursor:
         for trial, (_, statements) in enumerate(outcomes):
             cursor.execute(f"INSERT INTO k{trial} VALUES (-1, 'after')")
             assert rows_of(cursor, f"SELECT count(*), min(a) FROM k{trial}") == [
-                (OLD_COUNT + statements * writer.ROWS + 1, -1)]
+                (OLD_COUNT + statements * writer.ROWS + 1, -1)
+            ]
 
 
 def batches_held(warehouse: Path) -> int:
     """How many executemany batches table m holds: they must be batches 0 .. n - 1, each whole."""
     per_batch = writer.BATCH
     with reader(warehouse) as cursor:
-        found = rows_of(cursor, "SELECT cast(floor(a / 1000000) AS BIGINT) AS batch, count(*), sum(a), min(a), "
-                                "max(a), sum(length(b)) FROM m GROUP BY cast(floor(a / 1000000) AS BIGINT) "
-                                "ORDER BY batch")
+        found = rows_of(
+            cursor,
+            "SELECT cast(floor(a / 1000000) AS BIGINT) AS batch, count(*), sum(a), min(a), "
+            "max(a), sum(length(b)) FROM m GROUP BY cast(floor(a / 1000000) AS BIGINT) "
+            "ORDER BY batch",
+        )
     expected = [
-        (batch, per_batch, batch * 1_000_000 * per_batch + per_batch * (per_batch - 1) // 2, batch * 1_000_000,
-         batch * 1_000_000 + per_batch - 1, per_batch * (len(str(batch)) + 1) + digits(per_batch))
+        (
+            batch,
+            per_batch,
+            batch * 1_000_000 * per_batch + per_batch * (per_batch - 1) // 2,
+            batch * 1_000_000,
+            batch * 1_000_000 + per_batch - 1,
+            per_batch * (len(str(batch)) + 1) + digits(per_batch),
+        )
         for batch in range(len(found))
     ]
-    assert found == expected, "m must hold whole batches 0 .. n - 1 and nothing else: (batch, rows, sum, min, " \
-                              f"max, lengths) are\n{found}\nnot\n{expected}"
+    assert found == expected, (
+        "m must hold whole batches 0 .. n - 1 and nothing else: (batch, rows, sum, min, "
+        f"max, lengths) are\n{found}\nnot\n{expected}"
+    )
     return len(found)
 
 
@@ -285,9 +313,15 @@ def test_kill_during_executemany_keeps_whole_batches(tmp_path):
     rng = random.Random(20_240_612)
     warehouse = tmp_path / "warehouse"
     with Writers(tmp_path) as writers:
-        outcomes = kill_trials(writers, "executemany", warehouse, rng,
-                               lambda trial, held: {"prepare": trial == 0, "first": held},
-                               lambda trial: batches_held(warehouse), shared=True)
+        outcomes = kill_trials(
+            writers,
+            "executemany",
+            warehouse,
+            rng,
+            lambda trial, held: {"prepare": trial == 0, "first": held},
+            lambda trial: batches_held(warehouse),
+            shared=True,
+        )
     batches = batches_held(warehouse)
     assert batches == sum(added for _, added in outcomes)
     with reader(warehouse) as cursor:
@@ -316,18 +350,28 @@ def test_concurrent_inserts_lose_nothing(tmp_path):
         pair = [writers.start("script", warehouse) for _ in range(2)]
         for each in pair:
             each.expect("ready")
-        results = race(pair, [
-            [["INSERT INTO c VALUES (?, ?)", [[number * 1_000_000 + statement * 1_000 + i, number] for i in range(1_000)]]
-             for statement in range(20)]
-            for number in range(2)
-        ])
+        results = race(
+            pair,
+            [
+                [
+                    [
+                        "INSERT INTO c VALUES (?, ?)",
+                        [[number * 1_000_000 + statement * 1_000 + i, number] for i in range(1_000)],
+                    ]
+                    for statement in range(20)
+                ]
+                for number in range(2)
+            ],
+        )
     failed = [outcome for result in results for outcome in result if not outcome["ok"]]
     assert not failed, f"inserts failed: {failed[:3]}"
     expected_sum = sum(number * 1_000_000 + i for number in range(2) for i in range(20_000))
     with reader(warehouse) as cursor:
         assert rows_of(cursor, "SELECT count(*), count(DISTINCT a), sum(a) FROM c") == [(40_000, 40_000, expected_sum)]
         assert rows_of(cursor, "SELECT w, count(*), min(a), max(a) FROM c GROUP BY w ORDER BY w") == [
-            (0, 20_000, 0, 19_999), (1, 20_000, 1_000_000, 1_019_999)]
+            (0, 20_000, 0, 19_999),
+            (1, 20_000, 1_000_000, 1_019_999),
+        ]
 
 
 def only_one_succeeds(outcomes: list[dict], words: str, where: str) -> None:
@@ -335,7 +379,8 @@ def only_one_succeeds(outcomes: list[dict], words: str, where: str) -> None:
     assert sorted(outcome["ok"] for outcome in outcomes) == [False, True], f"{where}: not one success: {outcomes}"
     [failure] = [outcome for outcome in outcomes if not outcome["ok"]]
     assert failure["recsql"] and failure["error"] == "ProgrammingError" and words in failure["message"], (
-        f"{where}: {failure}")
+        f"{where}: {failure}"
+    )
 
 
 def test_concurrent_create_and_drop_of_one_name(tmp_path):
@@ -349,8 +394,17 @@ def test_concurrent_create_and_drop_of_one_name(tmp_path):
         for each in pair:
             each.expect("ready")
         for round_ in range(5):
-            created = race(pair, 2 * [[["CREATE TABLE same (a INT)", None], ["INSERT INTO same VALUES (1)", None],
-                                       ["SELECT count(*) FROM same", None]]])
+            created = race(
+                pair,
+                2
+                * [
+                    [
+                        ["CREATE TABLE same (a INT)", None],
+                        ["INSERT INTO same VALUES (1)", None],
+                        ["SELECT count(*) FROM same", None],
+                    ]
+                ],
+            )
             only_one_succeeds([result[0] for result in created], "already exists", f"round {round_}, CREATE TABLE")
             assert all(result[1]["ok"] and result[2]["ok"] for result in created), f"round {round_}: {created}"
             with reader(warehouse) as cursor:
@@ -369,8 +423,9 @@ def test_concurrent_create_and_drop_of_one_name(tmp_path):
 # ------------------------------------------------------------------ failing statements (this process)
 
 
-JVM_WORDS = re.compile(r"\b(java|javax|scala|org\.apache|py4j)\.|py4j|\w+Exception\b|An error occurred while calling",
-                       re.IGNORECASE)
+JVM_WORDS = re.compile(
+    r"\b(java|javax|scala|org\.apache|py4j)\.|py4j|\w+Exception\b|An error occurred while calling", re.IGNORECASE
+)
 
 
 def assert_clean_error(error: recsql.Error, warehouse: Path) -> None:
@@ -399,8 +454,10 @@ def test_failing_insert_select_changes_nothing(cur, warehouse):
     the table then takes an INSERT and a CREATE OR REPLACE."""
     rows = filled(cur, "dur_insert")
     with pytest.raises(recsql.Error) as failure:
-        cur.execute("INSERT INTO dur_insert SELECT id, coalesce(cast(assert_true(id < 5) AS STRING), "
-                    "cast(id AS STRING)) FROM range(10)")
+        cur.execute(
+            "INSERT INTO dur_insert SELECT id, coalesce(cast(assert_true(id < 5) AS STRING), "
+            "cast(id AS STRING)) FROM range(10)"
+        )
     assert_clean_error(failure.value, warehouse)
     assert table_rows(cur, "dur_insert") == rows
     cur.execute("INSERT INTO dur_insert SELECT id + 1000, cast(id AS STRING) FROM range(10)")

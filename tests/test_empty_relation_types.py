@@ -12,7 +12,6 @@ from __future__ import annotations
 import duckdb
 import pyarrow as pa
 import pytest
-
 from explain import explain
 from strategies import under
 
@@ -45,16 +44,22 @@ def answer(cur, sql: str, magic: str) -> tuple[list[tuple], list[str]]:
         cur.execute("SET recsql.magic = auto")
 
 
-NON_LINEAR = ("WITH RECURSIVE r(x, y) AS (SELECT src, dst FROM et_edge UNION "
-              "SELECT a.x, b.y FROM r a JOIN r b ON a.y = b.x) ")
-MUTUAL = ("WITH RECURSIVE odd(x, y) AS (SELECT src, dst FROM et_empty UNION "
-          "SELECT ev.x, e.dst FROM even ev JOIN et_edge e ON ev.y = e.src), "
-          "even(x, y) AS (SELECT o.x, e.dst FROM odd o JOIN et_edge e ON o.y = e.src), "
-          "unused AS (SELECT x, count(*) AS n FROM odd GROUP BY x) ")
+NON_LINEAR = (
+    "WITH RECURSIVE r(x, y) AS (SELECT src, dst FROM et_edge UNION SELECT a.x, b.y FROM r a JOIN r b ON a.y = b.x) "
+)
+MUTUAL = (
+    "WITH RECURSIVE odd(x, y) AS (SELECT src, dst FROM et_empty UNION "
+    "SELECT ev.x, e.dst FROM even ev JOIN et_edge e ON ev.y = e.src), "
+    "even(x, y) AS (SELECT o.x, e.dst FROM odd o JOIN et_edge e ON o.y = e.src), "
+    "unused AS (SELECT x, count(*) AS n FROM odd GROUP BY x) "
+)
 NO_FACTS = [  # (query, the types of its columns: those of the INT columns it computes from)
     pytest.param(NON_LINEAR + "SELECT x + 1 FROM r WHERE 1 = 0 AND y = 3", ["int"], id="closure restricted to nothing"),
-    pytest.param(NON_LINEAR + "SELECT x, y FROM r WHERE 1 = 0 AND y = 3", ["int", "int"],
-                 id="closure restricted to nothing, its columns"),
+    pytest.param(
+        NON_LINEAR + "SELECT x, y FROM r WHERE 1 = 0 AND y = 3",
+        ["int", "int"],
+        id="closure restricted to nothing, its columns",
+    ),
     pytest.param(MUTUAL + "SELECT y + 1 FROM even WHERE x = 1", ["int"], id="mutual recursion over an empty table"),
     pytest.param(MUTUAL + "SELECT x, y FROM even", ["int", "int"], id="mutual recursion over an empty table, columns"),
 ]
@@ -95,13 +100,17 @@ def mutual_closure(rows: list[tuple[int, int, int]], bound: int) -> set[int]:
     return {y for _, y in even}
 
 
-MUTUAL_SUMS = ("WITH RECURSIVE odd(x, y) AS (SELECT src, dst FROM et_edge UNION "
-               "SELECT ev.x, ev.y + e.w FROM even ev JOIN et_edge e ON ev.y = e.src WHERE ev.y < 20), "
-               "even(x, y) AS (SELECT o.x, o.y + e.w FROM odd o JOIN et_edge e ON o.y = e.src) SELECT y FROM even")
+MUTUAL_SUMS = (
+    "WITH RECURSIVE odd(x, y) AS (SELECT src, dst FROM et_edge UNION "
+    "SELECT ev.x, ev.y + e.w FROM even ev JOIN et_edge e ON ev.y = e.src WHERE ev.y < 20), "
+    "even(x, y) AS (SELECT o.x, o.y + e.w FROM odd o JOIN et_edge e ON o.y = e.src) SELECT y FROM even"
+)
 # magic sets put the magic relation in the recursion: the closure has no facts before its magic relation has
-MAGIC_CLOSURE = ("WITH RECURSIVE r(x, y) AS (SELECT src, dst FROM et_edge UNION "
-                 "SELECT r.x, e.dst + 1 FROM r JOIN et_edge e ON r.y = e.src WHERE e.dst < 10) "
-                 "SELECT x FROM r WHERE y = 3")
+MAGIC_CLOSURE = (
+    "WITH RECURSIVE r(x, y) AS (SELECT src, dst FROM et_edge UNION "
+    "SELECT r.x, e.dst + 1 FROM r JOIN et_edge e ON r.y = e.src WHERE e.dst < 10) "
+    "SELECT x FROM r WHERE y = 3"
+)
 
 
 @under("local")

@@ -14,9 +14,9 @@ import re
 import duckdb
 import pyarrow as pa
 import pytest
+from strategies import under
 
 import recsql
-from strategies import under
 
 ENGINE_WORDS = re.compile(r"\b[A-Za-z]+ Error: |\b\w+(Exception|Error): |\[[A-Z_.]+\]|SQLSTATE|\bU?INT(8|16|32|64)\b")
 
@@ -40,9 +40,14 @@ def raised(cur, sql: str, kind: type[recsql.Error]) -> str:
     return message
 
 
-@pytest.mark.parametrize("sql, problem", [("SELECT 1 / 0", "Division by zero"),
-                                          ("SELECT 1 / a FROM ee_numbers", "Division by zero"),
-                                          ("SELECT 7 % a FROM ee_numbers", "Remainder by zero")])
+@pytest.mark.parametrize(
+    "sql, problem",
+    [
+        ("SELECT 1 / 0", "Division by zero"),
+        ("SELECT 1 / a FROM ee_numbers", "Division by zero"),
+        ("SELECT 7 % a FROM ee_numbers", "Remainder by zero"),
+    ],
+)
 @under("local", "distributed")
 def test_division_by_zero(cur, sql, problem):
     assert raised(cur, sql, recsql.DataError).startswith(problem)
@@ -53,8 +58,9 @@ def test_an_index_past_an_array(cur):
     assert "out of bounds" in raised(cur, "SELECT element_at(array(1, 2), a + 4) FROM ee_numbers", recsql.DataError)
 
 
-CAST_IN_RECURSION = ("WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT CAST(concat('x', n) AS INT) FROM r "
-                     "WHERE n < 5) SELECT * FROM r")
+CAST_IN_RECURSION = (
+    "WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT CAST(concat('x', n) AS INT) FROM r WHERE n < 5) SELECT * FROM r"
+)
 
 
 @under("local", "decomposed")

@@ -250,6 +250,7 @@ def test_sql_the_local_evaluator_cannot_bind_goes_to_spark_under_auto(cur):
 def test_an_internal_failure_is_an_internal_error_naming_the_statement(conn, cur, monkeypatch, where):
     """No exception but recsql's reaches a caller: a bug inside recsql (here one injected where a query is
     translated, or run) is an InternalError carrying the statement, and the connection goes on."""
+
     def broken(*args, **kwargs):
         raise KeyError("injected")
 

@@ -11,10 +11,11 @@ import decimal
 
 import pyarrow as pa
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from explain import explain
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import recsql
-from explain import explain
 
 QUERIES = [
     "SELECT a / b AS q FROM ex_t",
@@ -33,16 +34,24 @@ PROPERTY = settings(max_examples=12, deadline=None, suppress_health_check=[Healt
 @st.composite
 def tables(draw):
     size = draw(st.integers(1, 12))
-    amounts = st.decimals(min_value=-10**6, max_value=10**6, places=2)
+    amounts = st.decimals(min_value=-(10**6), max_value=10**6, places=2)
     rates = st.one_of(st.none(), st.decimals(min_value=-100, max_value=100, places=2).filter(lambda v: v != 0))
-    return pa.table({
-        "k": pa.array(draw(st.lists(st.integers(0, 2), min_size=size, max_size=size)), pa.int32()),
-        "a": pa.array(draw(st.lists(amounts, min_size=size, max_size=size)), pa.decimal128(15, 2)),
-        "b": pa.array(draw(st.lists(rates, min_size=size, max_size=size)), pa.decimal128(15, 2)),
-        "d": pa.array(draw(st.lists(st.dates(datetime.date(1990, 1, 1), datetime.date(2030, 12, 31)),
-                                    min_size=size, max_size=size)), pa.date32()),
-        "s": pa.array(draw(st.lists(st.text("abc", min_size=0, max_size=5), min_size=size, max_size=size))),
-    })
+    return pa.table(
+        {
+            "k": pa.array(draw(st.lists(st.integers(0, 2), min_size=size, max_size=size)), pa.int32()),
+            "a": pa.array(draw(st.lists(amounts, min_size=size, max_size=size)), pa.decimal128(15, 2)),
+            "b": pa.array(draw(st.lists(rates, min_size=size, max_size=size)), pa.decimal128(15, 2)),
+            "d": pa.array(
+                draw(
+                    st.lists(
+                        st.dates(datetime.date(1990, 1, 1), datetime.date(2030, 12, 31)), min_size=size, max_size=size
+                    )
+                ),
+                pa.date32(),
+            ),
+            "s": pa.array(draw(st.lists(st.text("abc", min_size=0, max_size=5), min_size=size, max_size=size))),
+        }
+    )
 
 
 def answer(cur, sql: str) -> tuple[list, list] | str:
@@ -78,8 +87,12 @@ def test_a_quotient_past_exact_rounding_is_left_to_spark(conn, cur):
     """A divisor of more digits than the local evaluator rounds exactly: the query runs on Spark instead
     (EXPLAIN ANALYZE says so), with Spark's answer."""
     big = decimal.Decimal("1" + "0" * 33)
-    conn.register("ex_big", pa.table({"a": pa.array([decimal.Decimal("1.00")], pa.decimal128(38, 2)),
-                                      "b": pa.array([big], pa.decimal128(38, 2))}))
+    conn.register(
+        "ex_big",
+        pa.table(
+            {"a": pa.array([decimal.Decimal("1.00")], pa.decimal128(38, 2)), "b": pa.array([big], pa.decimal128(38, 2))}
+        ),
+    )
     settings_ = conn.session.settings
     strategy = settings_.strategy
     settings_.set("recsql.strategy", "auto")

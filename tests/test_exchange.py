@@ -34,9 +34,15 @@ def exchange_all(directory: str, rows: list[list[tuple[int, int]]]) -> list[tupl
 
 
 @settings(max_examples=25, deadline=None)
-@given(st.integers(1, 4).flatmap(lambda parts: st.lists(
-    st.lists(st.tuples(st.integers(-1000, 1000), st.integers(0, parts - 1)), max_size=30),
-    min_size=parts, max_size=parts)))
+@given(
+    st.integers(1, 4).flatmap(
+        lambda parts: st.lists(
+            st.lists(st.tuples(st.integers(-1000, 1000), st.integers(0, parts - 1)), max_size=30),
+            min_size=parts,
+            max_size=parts,
+        )
+    )
+)
 def test_every_row_reaches_its_owner_and_totals_agree(tmp_path_factory, rows):
     directory = str(tmp_path_factory.mktemp("exchange"))
     results = exchange_all(directory, rows)

@@ -12,7 +12,6 @@ import re
 
 import pyarrow as pa
 import pytest
-
 from explain import explain
 from strategies import auto_with_local_rows, under
 
@@ -28,7 +27,7 @@ def iterations(text: str) -> dict[tuple[str, ...], list[dict[str, int]]]:
     EXPLAIN ANALYZE lists; its iterations must be listed in order, each once."""
     lines = text.splitlines()
     strata: dict[tuple[str, ...], list[dict[str, int]]] = {}
-    for line in lines[lines.index("== Analyze =="):]:
+    for line in lines[lines.index("== Analyze ==") :]:
         match = STEP.match(line)
         if match is None:
             continue
@@ -57,8 +56,10 @@ def mutual_deltas(edges: list[tuple[int, int]]) -> list[dict[str, int]]:
     new_odd, new_even = set(odd), set()
     deltas = [{"odd": len(odd), "even": 0}]
     while new_odd or new_even:
-        new_odd, new_even = ({(x, z) for x, y in new_even for a, z in edges if a == y} - odd,
-                             {(x, z) for x, y in new_odd for a, z in edges if a == y} - even)
+        new_odd, new_even = (
+            {(x, z) for x, y in new_even for a, z in edges if a == y} - odd,
+            {(x, z) for x, y in new_odd for a, z in edges if a == y} - even,
+        )
         odd |= new_odd
         even |= new_even
         deltas.append({"odd": len(new_odd), "even": len(new_even)})
@@ -70,8 +71,10 @@ def register(conn, name: str, edges: list[tuple[int, int]]) -> None:
 
 
 GRAPH = [(1, 2), (2, 3), (3, 4), (4, 1), (2, 5), (5, 6)]
-CLOSURE = ("WITH RECURSIVE tc(a, b) AS (SELECT src, dst FROM ea_edge UNION "
-           "SELECT tc.a, e.dst FROM tc JOIN ea_edge e ON tc.b = e.src) SELECT count(*) FROM tc")
+CLOSURE = (
+    "WITH RECURSIVE tc(a, b) AS (SELECT src, dst FROM ea_edge UNION "
+    "SELECT tc.a, e.dst FROM tc JOIN ea_edge e ON tc.b = e.src) SELECT count(*) FROM tc"
+)
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -92,9 +95,11 @@ def test_a_union_all_recursion_in_this_process(cur):
     assert found == {("q",): [{"q": 1}] * 5 + [{"q": 0}]}
 
 
-MUTUAL = ("WITH RECURSIVE odd(x, y) AS (SELECT src, dst FROM ea_chain UNION "
-          "SELECT ev.x, e.dst FROM even ev JOIN ea_chain e ON ev.y = e.src), "
-          "even(x, y) AS (SELECT o.x, e.dst FROM odd o JOIN ea_chain e ON o.y = e.src) SELECT count(*) FROM even")
+MUTUAL = (
+    "WITH RECURSIVE odd(x, y) AS (SELECT src, dst FROM ea_chain UNION "
+    "SELECT ev.x, e.dst FROM even ev JOIN ea_chain e ON ev.y = e.src), "
+    "even(x, y) AS (SELECT o.x, e.dst FROM odd o JOIN ea_chain e ON o.y = e.src) SELECT count(*) FROM even"
+)
 
 
 @under("local", "distributed")
@@ -104,11 +109,15 @@ def test_mutual_recursion_lists_both_relations(cur):
 
 @under("local")
 def test_several_recursions_are_each_listed(cur):
-    sql = ("WITH RECURSIVE tc(a, b) AS (SELECT src, dst FROM ea_edge UNION "
-           "SELECT tc.a, e.dst FROM tc JOIN ea_edge e ON tc.b = e.src), "
-           "up(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM up WHERE n < 3) SELECT count(*) FROM tc, up")
-    assert analyzed(cur, sql) == {("tc",): [{"tc": n} for n in closure_deltas(GRAPH)],
-                                  ("up",): [{"up": 1}] * 3 + [{"up": 0}]}
+    sql = (
+        "WITH RECURSIVE tc(a, b) AS (SELECT src, dst FROM ea_edge UNION "
+        "SELECT tc.a, e.dst FROM tc JOIN ea_edge e ON tc.b = e.src), "
+        "up(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM up WHERE n < 3) SELECT count(*) FROM tc, up"
+    )
+    assert analyzed(cur, sql) == {
+        ("tc",): [{"tc": n} for n in closure_deltas(GRAPH)],
+        ("up",): [{"up": 1}] * 3 + [{"up": 0}],
+    }
 
 
 def test_a_recursion_moving_from_this_process_to_spark(conn, cur):
@@ -117,8 +126,10 @@ def test_a_recursion_moving_from_this_process_to_spark(conn, cur):
     those on Spark."""
     edges = sorted({(node, 2 * node % 64) for node in range(64)} | {(node, (2 * node + 1) % 64) for node in range(64)})
     register(conn, "ea_debruijn", edges)
-    sql = ("WITH RECURSIVE tc(a, b) AS (SELECT src, dst FROM ea_debruijn UNION "
-           "SELECT tc.a, e.dst FROM tc JOIN ea_debruijn e ON tc.b = e.src) SELECT count(*) FROM tc")
+    sql = (
+        "WITH RECURSIVE tc(a, b) AS (SELECT src, dst FROM ea_debruijn UNION "
+        "SELECT tc.a, e.dst FROM tc JOIN ea_debruijn e ON tc.b = e.src) SELECT count(*) FROM tc"
+    )
     with auto_with_local_rows(conn, 1000):
         text = explain(cur, sql, analyze=True)
     assert iterations(text) == {("tc",): [{"tc": n} for n in closure_deltas(edges)]}

@@ -17,14 +17,16 @@ import pyarrow as pa
 import pyarrow.orc as orc
 import pyarrow.parquet as pq
 import pytest
-from hypothesis import HealthCheck, currently_in_test_context, event, given, settings, strategies as st
+from hypothesis import HealthCheck, currently_in_test_context, event, given, settings
+from hypothesis import strategies as st
 from pyspark.sql import types as T
 
 from recsql.catalog.readers import Refused, load
 
 ZONES = ("UTC", "America/New_York", "Asia/Kolkata")
-PROPERTY = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
-                                                                         HealthCheck.too_slow])
+PROPERTY = settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+)
 TIME_ZONE = "spark.sql.session.timeZone"
 
 
@@ -38,7 +40,7 @@ def normal(value):
     if isinstance(value, float) and math.isnan(value):
         return "NaN"
     if isinstance(value, datetime.datetime) and value.tzinfo is not None:
-        return value.astimezone(datetime.timezone.utc).replace(tzinfo=None)
+        return value.astimezone(datetime.UTC).replace(tzinfo=None)
     if isinstance(value, dict):
         return {key: normal(item) for key, item in value.items()}
     return value
@@ -49,18 +51,26 @@ def spark_rows(frame, zone: str) -> list[tuple]:
     and its Python conversion uses this process's zone: read them as UTC text instead)."""
     from pyspark.sql import functions as F
 
-    columns = [F.date_format(F.to_utc_timestamp(F.col(f"`{f.name}`"), zone), "yyyy-MM-dd HH:mm:ss.SSSSSS")
-               .alias(f.name) if isinstance(f.dataType, T.TimestampType) else F.col(f"`{f.name}`")
-               for f in frame.schema.fields]
+    columns = [
+        F.date_format(F.to_utc_timestamp(F.col(f"`{f.name}`"), zone), "yyyy-MM-dd HH:mm:ss.SSSSSS").alias(f.name)
+        if isinstance(f.dataType, T.TimestampType)
+        else F.col(f"`{f.name}`")
+        for f in frame.schema.fields
+    ]
     rows = []
     for row in frame.select(*columns).collect():
-        rows.append(tuple(datetime.datetime.fromisoformat(value) if isinstance(field.dataType, T.TimestampType)
-                          and value is not None else normal(value) for value, field in zip(row, frame.schema.fields)))
+        rows.append(
+            tuple(
+                datetime.datetime.fromisoformat(value)
+                if isinstance(field.dataType, T.TimestampType) and value is not None
+                else normal(value)
+                for value, field in zip(row, frame.schema.fields)
+            )
+        )
     return rows
 
 
-def compare(spark, format: str, path: Path, options: dict[str, str], declared: T.StructType | None,
-            zone: str) -> bool:
+def compare(spark, format: str, path: Path, options: dict[str, str], declared: T.StructType | None, zone: str) -> bool:
     """Read the files both ways and assert they agree; False when recsql's readers refuse them."""
     try:
         direct = load(format, str(path), {key.lower(): value for key, value in options.items()}, declared, zone)
@@ -96,15 +106,17 @@ FIELD_KINDS = {
     "huge": st.integers(10**19, 10**30).map(str),
     "signed": st.integers(-99, 99).map(lambda n: f"+{n}" if n >= 0 else str(n)),
     "double": st.floats(allow_nan=False, allow_infinity=False, width=64).map(repr),
-    "decimal": st.decimals(-10**6, 10**6, places=2).map(str),
+    "decimal": st.decimals(-(10**6), 10**6, places=2).map(str),
     "special": st.sampled_from(["NaN", "Inf", "-Inf", "Infinity", "1e5", ".5", "5."]),
     "date": st.dates(datetime.date(1900, 1, 1), datetime.date(2200, 1, 1)).map(str),
     "timestamp": st.datetimes(datetime.datetime(1900, 1, 1), datetime.datetime(2100, 1, 1)).map(
-        lambda t: t.replace(microsecond=t.microsecond // 1000 * 1000).isoformat(sep=" ")),
+        lambda t: t.replace(microsecond=t.microsecond // 1000 * 1000).isoformat(sep=" ")
+    ),
     "bool": st.sampled_from(["true", "false", "TRUE", "False"]),
     "text": WORDS,
-    "tricky": st.sampled_from(["a,b", 'say "hi"', " 1", "2020-1-2", "12:30:00", "0x10", "1d", "back\\slash",
-                               "two\nlines", "  ", "NA"]),
+    "tricky": st.sampled_from(
+        ["a,b", 'say "hi"', " 1", "2020-1-2", "12:30:00", "0x10", "1d", "back\\slash", "two\nlines", "  ", "NA"]
+    ),
 }
 
 
@@ -113,8 +125,15 @@ def csv_files(draw):
     width = draw(st.integers(1, 4))
     kinds = [draw(st.sampled_from(sorted(FIELD_KINDS))) for _ in range(width)]
     separator = draw(st.sampled_from([",", ";", "\t", "|"]))
-    rows = draw(st.lists(st.tuples(*[st.one_of(st.just(""), FIELD_KINDS[kind], FIELD_KINDS[kind], FIELD_KINDS[kind])
-                                     for kind in kinds]), min_size=1, max_size=12))
+    rows = draw(
+        st.lists(
+            st.tuples(
+                *[st.one_of(st.just(""), FIELD_KINDS[kind], FIELD_KINDS[kind], FIELD_KINDS[kind]) for kind in kinds]
+            ),
+            min_size=1,
+            max_size=12,
+        )
+    )
     names = draw(st.lists(st.sampled_from(["a", "b", "A", "", "col"]), min_size=width, max_size=width))
     header = draw(st.booleans())
     options = {"header": str(header).lower(), "sep": separator, "inferSchema": draw(st.sampled_from(["true", "false"]))}
@@ -136,22 +155,33 @@ def csv_text(names: list[str] | None, rows: list[tuple[str, ...]], separator: st
 @given(case=csv_files())
 @PROPERTY
 def test_csv_files_read_as_spark_reads_them(spark, tmp_path_factory, case):
-    kinds, names, rows, options, zone = case
+    _kinds, names, rows, options, zone = case
     path = tmp_path_factory.mktemp("csv") / "data.csv"
     path.write_text(csv_text(names, rows, options["sep"]), encoding="utf-8")
     compare(spark, "csv", path, options, None, zone)
 
 
-DECLARED = {"int": T.IntegerType(), "bigint": T.LongType(), "double": T.DoubleType(), "date": T.DateType(),
-            "timestamp": T.TimestampType(), "bool": T.BooleanType(), "text": T.StringType(),
-            "signed": T.IntegerType(), "huge": T.DecimalType(31, 0), "decimal": T.DecimalType(12, 2)}
+DECLARED = {
+    "int": T.IntegerType(),
+    "bigint": T.LongType(),
+    "double": T.DoubleType(),
+    "date": T.DateType(),
+    "timestamp": T.TimestampType(),
+    "bool": T.BooleanType(),
+    "text": T.StringType(),
+    "signed": T.IntegerType(),
+    "huge": T.DecimalType(31, 0),
+    "decimal": T.DecimalType(12, 2),
+}
 
 
 @given(case=csv_files())
 @PROPERTY
 def test_csv_files_read_under_a_declared_schema_as_spark_reads_them(spark, tmp_path_factory, case):
     kinds, names, rows, options, zone = case
-    declared = T.StructType([T.StructField(f"c{i}", DECLARED.get(kind, T.StringType())) for i, kind in enumerate(kinds)])
+    declared = T.StructType(
+        [T.StructField(f"c{i}", DECLARED.get(kind, T.StringType())) for i, kind in enumerate(kinds)]
+    )
     path = tmp_path_factory.mktemp("csv") / "data.csv"
     path.write_text(csv_text(names, rows, options["sep"]), encoding="utf-8")
     compare(spark, "csv", path, options, declared, zone)
@@ -196,20 +226,32 @@ def test_json_files_read_as_spark_reads_them(spark, tmp_path_factory, case):
 # ---------------------------------------------------------------- Parquet and ORC
 
 ARROW_COLUMNS = {
-    pa.int8(): st.integers(-128, 127), pa.int16(): st.integers(-(2**15), 2**15 - 1),
-    pa.int32(): st.integers(-(2**31), 2**31 - 1), pa.int64(): st.integers(-(2**63), 2**63 - 1),
-    pa.uint8(): st.integers(0, 255), pa.uint32(): st.integers(0, 2**32 - 1), pa.uint64(): st.integers(0, 2**64 - 1),
-    pa.float32(): st.floats(width=32, allow_nan=False), pa.float64(): st.floats(allow_nan=False),
-    pa.string(): WORDS, pa.large_string(): WORDS, pa.binary(): st.binary(max_size=4), pa.bool_(): st.booleans(),
-    pa.decimal128(12, 3): st.decimals(-10**8, 10**8, places=3),
+    pa.int8(): st.integers(-128, 127),
+    pa.int16(): st.integers(-(2**15), 2**15 - 1),
+    pa.int32(): st.integers(-(2**31), 2**31 - 1),
+    pa.int64(): st.integers(-(2**63), 2**63 - 1),
+    pa.uint8(): st.integers(0, 255),
+    pa.uint32(): st.integers(0, 2**32 - 1),
+    pa.uint64(): st.integers(0, 2**64 - 1),
+    pa.float32(): st.floats(width=32, allow_nan=False),
+    pa.float64(): st.floats(allow_nan=False),
+    pa.string(): WORDS,
+    pa.large_string(): WORDS,
+    pa.binary(): st.binary(max_size=4),
+    pa.bool_(): st.booleans(),
+    pa.decimal128(12, 3): st.decimals(-(10**8), 10**8, places=3),
     pa.date32(): st.dates(datetime.date(1900, 1, 1), datetime.date(2200, 1, 1)),
     pa.timestamp("us", tz="UTC"): st.datetimes(datetime.datetime(1970, 1, 1), datetime.datetime(2100, 1, 1)),
     pa.timestamp("ms"): st.datetimes(datetime.datetime(1970, 1, 1), datetime.datetime(2100, 1, 1)).map(
-        lambda t: t.replace(microsecond=t.microsecond // 1000 * 1000)),
+        lambda t: t.replace(microsecond=t.microsecond // 1000 * 1000)
+    ),
     pa.list_(pa.int32()): st.lists(st.integers(0, 5), max_size=2),
 }
-ORC_TYPES = [t for t in ARROW_COLUMNS if not pa.types.is_timestamp(t) and t not in (pa.uint8(), pa.uint32(),
-                                                                                    pa.uint64(), pa.large_string())]
+ORC_TYPES = [
+    t
+    for t in ARROW_COLUMNS
+    if not pa.types.is_timestamp(t) and t not in (pa.uint8(), pa.uint32(), pa.uint64(), pa.large_string())
+]
 
 
 @st.composite
@@ -220,7 +262,7 @@ def arrow_tables(draw, types):
     for i, arrow_type in enumerate(chosen):
         values = draw(st.lists(st.one_of(st.none(), ARROW_COLUMNS[arrow_type]), min_size=length, max_size=length))
         if arrow_type == pa.timestamp("us", tz="UTC"):
-            values = [None if v is None else v.replace(tzinfo=datetime.timezone.utc) for v in values]
+            values = [None if v is None else v.replace(tzinfo=datetime.UTC) for v in values]
         columns[f"c{i}"] = pa.array(values, arrow_type)
     return pa.table(columns), draw(st.sampled_from(ZONES))
 
@@ -242,8 +284,11 @@ def test_columnar_files_read_as_spark_reads_them(spark, tmp_path_factory, format
 # ---------------------------------------------------------------- what must be read directly
 
 TYPICAL = {
-    "csv": ("id,name,price,born,seen,ok\n1,Ann,3.50,2020-01-02,2020-01-02 03:04:05,true\n"
-            '2,"Smith, Bob",,1999-12-31,2021-06-30T23:59:59.123,false\n', {"header": "true", "inferSchema": "true"}),
+    "csv": (
+        "id,name,price,born,seen,ok\n1,Ann,3.50,2020-01-02,2020-01-02 03:04:05,true\n"
+        '2,"Smith, Bob",,1999-12-31,2021-06-30T23:59:59.123,false\n',
+        {"header": "true", "inferSchema": "true"},
+    ),
     "json": ('{"id": 1, "name": "Ann", "price": 3.5, "ok": true}\n{"id": 2, "name": null, "price": 4}\n', {}),
 }
 
@@ -257,9 +302,15 @@ def test_typical_text_files_are_read_in_this_process(spark, tmp_path, format):
 
 
 def test_typical_columnar_files_are_read_in_this_process(spark, tmp_path):
-    table = pa.table({"id": pa.array([1, 2], pa.int64()), "name": ["a", None], "day": [datetime.date(2020, 1, 2)] * 2,
-                      "price": pa.array([decimal.Decimal("1.25"), None], pa.decimal128(15, 2)),
-                      "at": pa.array([datetime.datetime(2020, 1, 2, 3, 4, 5)] * 2, pa.timestamp("us", tz="UTC"))})
+    table = pa.table(
+        {
+            "id": pa.array([1, 2], pa.int64()),
+            "name": ["a", None],
+            "day": [datetime.date(2020, 1, 2)] * 2,
+            "price": pa.array([decimal.Decimal("1.25"), None], pa.decimal128(15, 2)),
+            "at": pa.array([datetime.datetime(2020, 1, 2, 3, 4, 5)] * 2, pa.timestamp("us", tz="UTC")),
+        }
+    )
     pq.write_table(table, tmp_path / "data.parquet")
     orc.write_table(table.drop_columns(["at"]), tmp_path / "data.orc")
     assert compare(spark, "parquet", tmp_path / "data.parquet", {}, None, "UTC")

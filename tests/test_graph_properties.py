@@ -11,7 +11,6 @@ import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
 from reference import (
     assert_same_rows,
     dag_path_counts_dp,
@@ -37,8 +36,10 @@ def weighted_multidags(draw):
     n, edges = draw(graphs(dag=True))
     rows = [(u, v, draw(st.integers(min_value=1, max_value=9))) for u, v in edges]
     rows += draw(st.lists(st.sampled_from(rows), max_size=8))  # duplicates, and with the next, parallel edges
-    rows += [(u, v, w + draw(st.integers(min_value=1, max_value=5))) for u, v, w in
-             draw(st.lists(st.sampled_from(rows), max_size=8))]
+    rows += [
+        (u, v, w + draw(st.integers(min_value=1, max_value=5)))
+        for u, v, w in draw(st.lists(st.sampled_from(rows), max_size=8))
+    ]
     return n, rows
 
 

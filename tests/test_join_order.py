@@ -27,7 +27,9 @@ def join_graphs(draw, max_atoms: int = 7):
         rows = float(draw(st.sampled_from([1, 10, 500, 10_000, 300_000, 2_000_000, 50_000_000])))
         distinct = {v: min(rows, float(draw(st.sampled_from([1, 5, 100, 5_000, 1_000_000])))) for v in names}
         atoms.append(AtomEstimate(rows, distinct))
-    model = CostModel(parallelism=draw(st.sampled_from([1, 4, 16])), broadcast_rows=draw(st.sampled_from([0.0, 1e4, 2e5])))
+    model = CostModel(
+        parallelism=draw(st.sampled_from([1, 4, 16])), broadcast_rows=draw(st.sampled_from([0.0, 1e4, 2e5]))
+    )
     return atoms, model
 
 
@@ -83,17 +85,23 @@ class Statistics:
 
 def test_written_order_with_two_large_tables_first_is_reordered():
     """orders ⋈ lineitem written first, then a selective customer filter: the filter's table leads."""
-    statistics = Statistics({
-        "lineitem": (6_000_000, (1_500_000, 200_000)),
-        "orders": (1_500_000, (1_500_000, 150_000)),
-        "customer": (150_000, (150_000, 25)),
-    })
-    rule = Rule("q", (var("O"),), (
-        Atom("lineitem", ("O", "P")),
-        Atom("orders", ("O", "C")),
-        Atom("customer", ("C", "N")),
-        Condition(exp.EQ(this=var("N"), expression=exp.Literal.number(3))),
-    ))
+    statistics = Statistics(
+        {
+            "lineitem": (6_000_000, (1_500_000, 200_000)),
+            "orders": (1_500_000, (1_500_000, 150_000)),
+            "customer": (150_000, (150_000, 25)),
+        }
+    )
+    rule = Rule(
+        "q",
+        (var("O"),),
+        (
+            Atom("lineitem", ("O", "P")),
+            Atom("orders", ("O", "C")),
+            Atom("customer", ("C", "N")),
+            Condition(exp.EQ(this=var("N"), expression=exp.Literal.number(3))),
+        ),
+    )
     program = Program({}, [rule], "q")
     body = order_body(rule, Estimator(program, statistics), CostModel())
     relations = [literal.relation for literal in body.literals if isinstance(literal, Atom)]

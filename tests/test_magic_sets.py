@@ -6,14 +6,13 @@ from __future__ import annotations
 
 import re
 
+import duckdb_reference
 import pyarrow as pa
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
-
-import duckdb_reference
 from duckdb_reference import check, q
 from explain import explain
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from spark_jobs import spark_jobs
 from strategies import under
 
@@ -58,8 +57,11 @@ SHAPES = {
 @st.composite
 def graphs(draw):
     nodes = draw(st.integers(2, 9))
-    edges = draw(st.lists(st.tuples(st.integers(0, nodes - 1), st.integers(0, nodes - 1), st.integers(1, 9)),
-                          min_size=1, max_size=18))
+    edges = draw(
+        st.lists(
+            st.tuples(st.integers(0, nodes - 1), st.integers(0, nodes - 1), st.integers(1, 9)), min_size=1, max_size=18
+        )
+    )
     start = draw(st.integers(0, nodes - 1))
     return edges, start
 
@@ -137,9 +139,23 @@ OUTER_TABLES = {
     # the tables of the random query that found the bug (tests/test_differential.py)
     "ms_e1": table(EDGE, [(None, None, 4), (None, None, 2), (None, 2, 8)] * 2),
     "ms_e2": table(EDGE, [(3, 1, 4), (None, 4, 4), (None, None, 4), (None, 4, 4)]),
-    "ms_t1": table(ROW, [(None, 10, "b"), (None, None, None), (4, 19, ""), (4, None, "B"), (None, 3, "B"),
-                         (None, None, "a"), (None, None, "ab"), (-1, 14, None), (None, 15, None), (0, 20, None),
-                         (None, 3, "B"), (-1, 14, None)]),
+    "ms_t1": table(
+        ROW,
+        [
+            (None, 10, "b"),
+            (None, None, None),
+            (4, 19, ""),
+            (4, None, "B"),
+            (None, 3, "B"),
+            (None, None, "a"),
+            (None, None, "ab"),
+            (-1, 14, None),
+            (None, 15, None),
+            (0, 20, None),
+            (None, 3, "B"),
+            (-1, 14, None),
+        ],
+    ),
 }
 
 duck, ms_tables = duckdb_reference.reference_fixtures(OUTER_TABLES, "ms_tables")
@@ -149,33 +165,52 @@ REACH = f"WITH RECURSIVE r(n) AS ({LEFT_JOINED} UNION SELECT e.dst FROM r JOIN m
 BOUND_BY_AN_OUTER_JOIN = [
     q(REACH + "SELECT x.a, r.n FROM ms_t x JOIN r ON r.n = x.a", id="exit_rule_bound_by_a_join"),
     q(REACH + "SELECT n FROM r WHERE n = 4", allow_empty=True, id="exit_rule_bound_by_a_constant"),
-    q("WITH RECURSIVE r(n, m) AS (SELECT x.a, y.a FROM ms_t x LEFT JOIN ms_t y ON x.b = y.a UNION "
-      "SELECT r.n, e.dst FROM r JOIN ms_e e ON r.m = e.src) "
-      "SELECT r.n, r.m FROM ms_t x JOIN r ON r.m = x.a AND r.n = x.a + 1", id="one_of_two_bound_columns"),
-    q("WITH RECURSIVE r(n) AS (SELECT 1 UNION SELECT y.a FROM r JOIN ms_t x ON r.n = x.a LEFT JOIN ms_t y "
-      "ON x.b = y.a) SELECT x.a, r.n FROM ms_t x JOIN r ON r.n = x.a", id="recursive_rule"),
-    q("WITH RECURSIVE r(n) AS (SELECT (SELECT max(y.a) FROM ms_t y WHERE y.b = x.a) FROM ms_t x "
-      "UNION SELECT e.dst FROM r JOIN ms_e e ON r.n = e.src) SELECT x.a, r.n FROM ms_t x JOIN r ON r.n = x.a",
-      id="scalar_subquery"),
-    q("WITH RECURSIVE r(n, min() AS d) AS (SELECT y.a, x.b FROM ms_t x LEFT JOIN ms_t y ON x.b = y.a "
-      "UNION SELECT e.dst, r.d + 1 FROM r JOIN ms_e e ON r.n = e.src) SELECT x.a, r.n, r.d FROM ms_t x JOIN r "
-      "ON r.n = x.a",
-      "WITH RECURSIVE r(n, d) AS (SELECT y.a, x.b FROM ms_t x LEFT JOIN ms_t y ON x.b = y.a UNION "
-      "SELECT e.dst, r.d + 1 FROM r JOIN ms_e e ON r.n = e.src WHERE r.d < 20) SELECT x.a, r.n, r.d FROM ms_t x "
-      "JOIN (SELECT n, min(d) AS d FROM r GROUP BY n) r ON r.n = x.a", id="min_aggregate"),
+    q(
+        "WITH RECURSIVE r(n, m) AS (SELECT x.a, y.a FROM ms_t x LEFT JOIN ms_t y ON x.b = y.a UNION "
+        "SELECT r.n, e.dst FROM r JOIN ms_e e ON r.m = e.src) "
+        "SELECT r.n, r.m FROM ms_t x JOIN r ON r.m = x.a AND r.n = x.a + 1",
+        id="one_of_two_bound_columns",
+    ),
+    q(
+        "WITH RECURSIVE r(n) AS (SELECT 1 UNION SELECT y.a FROM r JOIN ms_t x ON r.n = x.a LEFT JOIN ms_t y "
+        "ON x.b = y.a) SELECT x.a, r.n FROM ms_t x JOIN r ON r.n = x.a",
+        id="recursive_rule",
+    ),
+    q(
+        "WITH RECURSIVE r(n) AS (SELECT (SELECT max(y.a) FROM ms_t y WHERE y.b = x.a) FROM ms_t x "
+        "UNION SELECT e.dst FROM r JOIN ms_e e ON r.n = e.src) SELECT x.a, r.n FROM ms_t x JOIN r ON r.n = x.a",
+        id="scalar_subquery",
+    ),
+    q(
+        "WITH RECURSIVE r(n, min() AS d) AS (SELECT y.a, x.b FROM ms_t x LEFT JOIN ms_t y ON x.b = y.a "
+        "UNION SELECT e.dst, r.d + 1 FROM r JOIN ms_e e ON r.n = e.src) SELECT x.a, r.n, r.d FROM ms_t x JOIN r "
+        "ON r.n = x.a",
+        "WITH RECURSIVE r(n, d) AS (SELECT y.a, x.b FROM ms_t x LEFT JOIN ms_t y ON x.b = y.a UNION "
+        "SELECT e.dst, r.d + 1 FROM r JOIN ms_e e ON r.n = e.src WHERE r.d < 20) SELECT x.a, r.n, r.d FROM ms_t x "
+        "JOIN (SELECT n, min(d) AS d FROM r GROUP BY n) r ON r.n = x.a",
+        id="min_aggregate",
+    ),
     # bound through a comparison's join, an EXCEPT in the recursion, GROUP BY / ORDER BY / LIMIT above
-    q(f"WITH RECURSIVE r(n) AS ({LEFT_JOINED} UNION (SELECT r.n FROM r JOIN ms_t z ON r.n = z.a "
-      "WHERE z.b IS NOT NULL EXCEPT SELECT coalesce(e.dst, 2) FROM ms_e e)) "
-      "SELECT a.n, count(*) FROM r a JOIN r b ON a.n = b.n AND a.n < 5 WHERE (a.n - a.n) >= a.n - 3 "
-      "GROUP BY a.n ORDER BY 1 LIMIT 2", ordered=True, id="except_in_the_recursion_grouped_and_limited"),
-    q("WITH RECURSIVE r0(c0) AS (SELECT x2.a AS c0 FROM ms_t1 x1 LEFT JOIN ms_t1 x2 ON x1.b = x2.a "
-      "UNION (SELECT x3.c0 FROM ms_t1 x4 JOIN r0 x3 ON x3.c0 = x4.a WHERE x4.s IS NULL "
-      "EXCEPT SELECT coalesce(x5.dst, 2) AS c0 FROM ms_e1 x5 JOIN ms_e2 x6 ON x5.src = x6.dst "
-      "AND x5.dst = x5.src GROUP BY coalesce(x5.dst, 2))) "
-      "SELECT x10.c0 AS c0, x9.c0 AS c1, x10.c0 AS c2 FROM r0 x9 JOIN r0 x10 ON x9.c0 = x10.c0 AND x9.c0 < 5 "
-      "WHERE (x9.c0 - x9.c0) >= x9.c0 GROUP BY x10.c0, x9.c0, x10.c0 HAVING count(*) > 0 "
-      "ORDER BY 1 ASC NULLS LAST, 2 ASC NULLS FIRST, 3 ASC NULLS FIRST LIMIT 2 OFFSET 1", ordered=True,
-      allow_empty=True, id="found_by_the_differential_test"),
+    q(
+        f"WITH RECURSIVE r(n) AS ({LEFT_JOINED} UNION (SELECT r.n FROM r JOIN ms_t z ON r.n = z.a "
+        "WHERE z.b IS NOT NULL EXCEPT SELECT coalesce(e.dst, 2) FROM ms_e e)) "
+        "SELECT a.n, count(*) FROM r a JOIN r b ON a.n = b.n AND a.n < 5 WHERE (a.n - a.n) >= a.n - 3 "
+        "GROUP BY a.n ORDER BY 1 LIMIT 2",
+        ordered=True,
+        id="except_in_the_recursion_grouped_and_limited",
+    ),
+    q(
+        "WITH RECURSIVE r0(c0) AS (SELECT x2.a AS c0 FROM ms_t1 x1 LEFT JOIN ms_t1 x2 ON x1.b = x2.a "
+        "UNION (SELECT x3.c0 FROM ms_t1 x4 JOIN r0 x3 ON x3.c0 = x4.a WHERE x4.s IS NULL "
+        "EXCEPT SELECT coalesce(x5.dst, 2) AS c0 FROM ms_e1 x5 JOIN ms_e2 x6 ON x5.src = x6.dst "
+        "AND x5.dst = x5.src GROUP BY coalesce(x5.dst, 2))) "
+        "SELECT x10.c0 AS c0, x9.c0 AS c1, x10.c0 AS c2 FROM r0 x9 JOIN r0 x10 ON x9.c0 = x10.c0 AND x9.c0 < 5 "
+        "WHERE (x9.c0 - x9.c0) >= x9.c0 GROUP BY x10.c0, x9.c0, x10.c0 HAVING count(*) > 0 "
+        "ORDER BY 1 ASC NULLS LAST, 2 ASC NULLS FIRST, 3 ASC NULLS FIRST LIMIT 2 OFFSET 1",
+        ordered=True,
+        allow_empty=True,
+        id="found_by_the_differential_test",
+    ),
 ]
 
 

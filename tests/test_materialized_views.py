@@ -19,35 +19,61 @@ import pytest
 from deltalake import write_deltalake
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
 from strategies import set_strategy
 
 import recsql
 
 VIEWS = {
-    "closure": ("mv_edge", "WITH RECURSIVE tc(x, y) AS (SELECT src, dst FROM mv_edge UNION "
-                           "SELECT tc.x, e.dst FROM tc, mv_edge e WHERE tc.y = e.src) SELECT x, y FROM tc"),
-    "same_generation": ("mv_edge", "WITH RECURSIVE sg(x, y) AS (SELECT a.dst, b.dst FROM mv_edge a, mv_edge b "
-                                   "WHERE a.src = b.src AND a.dst <> b.dst UNION SELECT a.dst, b.dst "
-                                   "FROM mv_edge a, sg, mv_edge b WHERE a.src = sg.x AND b.src = sg.y) "
-                                   "SELECT x, y FROM sg"),
-    "mutual": ("mv_edge", "WITH RECURSIVE odd(x, y) AS (SELECT src, dst FROM mv_edge UNION SELECT ev.x, e.dst "
-                          "FROM ev, mv_edge e WHERE ev.y = e.src), ev(x, y) AS (SELECT odd.x, e.dst FROM odd, "
-                          "mv_edge e WHERE odd.y = e.src) SELECT x, y FROM ev"),
-    "shortest": ("mv_wedge", "WITH RECURSIVE sp(node, min() AS dist) AS (SELECT 0, 0) UNION (SELECT e.dst, "
-                             "sp.dist + e.w FROM sp, mv_wedge e WHERE sp.node = e.src) SELECT node, dist FROM sp"),
-    "path_counts": ("mv_dag", "WITH RECURSIVE paths(node, count() AS n) AS (SELECT 0, 1) UNION (SELECT e.dst, "
-                              "paths.n FROM paths, mv_dag e WHERE paths.node = e.src) SELECT node, n FROM paths"),
-    "weight_rollup": ("mv_wdag", "WITH RECURSIVE total(node, sum() AS w) AS (SELECT 0, 0) UNION (SELECT e.dst, "
-                                 "total.w + e.w FROM total, mv_wdag e WHERE total.node = e.src) "
-                                 "SELECT node, w FROM total"),
-    "negation": ("mv_edge", "WITH RECURSIVE tc(x, y) AS (SELECT src, dst FROM mv_edge UNION SELECT tc.x, e.dst "
-                            "FROM tc, mv_edge e WHERE tc.y = e.src) SELECT x, y FROM tc WHERE NOT EXISTS "
-                            "(SELECT 1 FROM tc b WHERE b.x = tc.y AND b.y = tc.x)"),
-    "reach_counts": ("mv_edge", "WITH RECURSIVE tc(x, y) AS (SELECT src, dst FROM mv_edge UNION SELECT tc.x, "
-                                "e.dst FROM tc, mv_edge e WHERE tc.y = e.src) SELECT x, count(*) FROM tc GROUP BY x"),
-    "reaching": ("mv_edge", "WITH RECURSIVE tc(x, y) AS (SELECT src, dst FROM mv_edge UNION SELECT tc.x, e.dst "
-                            "FROM tc, mv_edge e WHERE tc.y = e.src) SELECT y FROM tc GROUP BY y"),
+    "closure": (
+        "mv_edge",
+        "WITH RECURSIVE tc(x, y) AS (SELECT src, dst FROM mv_edge UNION "
+        "SELECT tc.x, e.dst FROM tc, mv_edge e WHERE tc.y = e.src) SELECT x, y FROM tc",
+    ),
+    "same_generation": (
+        "mv_edge",
+        "WITH RECURSIVE sg(x, y) AS (SELECT a.dst, b.dst FROM mv_edge a, mv_edge b "
+        "WHERE a.src = b.src AND a.dst <> b.dst UNION SELECT a.dst, b.dst "
+        "FROM mv_edge a, sg, mv_edge b WHERE a.src = sg.x AND b.src = sg.y) "
+        "SELECT x, y FROM sg",
+    ),
+    "mutual": (
+        "mv_edge",
+        "WITH RECURSIVE odd(x, y) AS (SELECT src, dst FROM mv_edge UNION SELECT ev.x, e.dst "
+        "FROM ev, mv_edge e WHERE ev.y = e.src), ev(x, y) AS (SELECT odd.x, e.dst FROM odd, "
+        "mv_edge e WHERE odd.y = e.src) SELECT x, y FROM ev",
+    ),
+    "shortest": (
+        "mv_wedge",
+        "WITH RECURSIVE sp(node, min() AS dist) AS (SELECT 0, 0) UNION (SELECT e.dst, "
+        "sp.dist + e.w FROM sp, mv_wedge e WHERE sp.node = e.src) SELECT node, dist FROM sp",
+    ),
+    "path_counts": (
+        "mv_dag",
+        "WITH RECURSIVE paths(node, count() AS n) AS (SELECT 0, 1) UNION (SELECT e.dst, "
+        "paths.n FROM paths, mv_dag e WHERE paths.node = e.src) SELECT node, n FROM paths",
+    ),
+    "weight_rollup": (
+        "mv_wdag",
+        "WITH RECURSIVE total(node, sum() AS w) AS (SELECT 0, 0) UNION (SELECT e.dst, "
+        "total.w + e.w FROM total, mv_wdag e WHERE total.node = e.src) "
+        "SELECT node, w FROM total",
+    ),
+    "negation": (
+        "mv_edge",
+        "WITH RECURSIVE tc(x, y) AS (SELECT src, dst FROM mv_edge UNION SELECT tc.x, e.dst "
+        "FROM tc, mv_edge e WHERE tc.y = e.src) SELECT x, y FROM tc WHERE NOT EXISTS "
+        "(SELECT 1 FROM tc b WHERE b.x = tc.y AND b.y = tc.x)",
+    ),
+    "reach_counts": (
+        "mv_edge",
+        "WITH RECURSIVE tc(x, y) AS (SELECT src, dst FROM mv_edge UNION SELECT tc.x, "
+        "e.dst FROM tc, mv_edge e WHERE tc.y = e.src) SELECT x, count(*) FROM tc GROUP BY x",
+    ),
+    "reaching": (
+        "mv_edge",
+        "WITH RECURSIVE tc(x, y) AS (SELECT src, dst FROM mv_edge UNION SELECT tc.x, e.dst "
+        "FROM tc, mv_edge e WHERE tc.y = e.src) SELECT y FROM tc GROUP BY y",
+    ),
 }
 NODES = 8
 
@@ -166,8 +192,9 @@ def test_a_stratum_after_a_maintained_closure_reads_all_its_facts_on_spark(conn)
     history the property test found, where the negation lost the fresh pair (3, 1))."""
     set_strategy(conn, "decomposed")
     try:
-        check_history(conn, "negation", ([(0, 0), (5, 1), (0, 0), (0, 0)],
-                                         [("delete", [(0, 0)]), ("insert", [(3, 1)])]))
+        check_history(
+            conn, "negation", ([(0, 0), (5, 1), (0, 0), (0, 0)], [("delete", [(0, 0)]), ("insert", [(3, 1)])])
+        )
     finally:
         set_strategy(conn, "distributed")
 
@@ -181,8 +208,11 @@ def test_a_change_by_another_writer_is_caught_up_when_read(conn, warehouse):
         run(conn, f"CREATE OR REPLACE MATERIALIZED VIEW mv_closure AS {query}")
         table = conn.session.catalog.managed("mv_edge")
         directory = table.root
-        write_deltalake(str(directory), pa.table({"src": pa.array([3], pa.int32()), "dst": pa.array([4], pa.int32())}),
-                        mode="append")
+        write_deltalake(
+            str(directory),
+            pa.table({"src": pa.array([3], pa.int32()), "dst": pa.array([4], pa.int32())}),
+            mode="append",
+        )
         assert run(conn, "SELECT * FROM mv_closure") == [(1, 2), (1, 3), (1, 4), (2, 3), (2, 4), (3, 4)]
         shown = {name: reflects for name, _, _, reflects in run(conn, "SHOW TABLES")}
         assert shown["mv_closure"] == f"mv_edge@{table.current().version}"
@@ -210,10 +240,15 @@ def test_a_closure_past_32_bit_numbers_is_maintained_by_queries(conn):
     try:
         run(conn, "CREATE OR REPLACE TABLE mv_bigedge (src BIGINT, dst BIGINT)")
         run(conn, "INSERT INTO mv_bigedge VALUES " + ", ".join(map(str, edges)))
-        run(conn, "CREATE OR REPLACE MATERIALIZED VIEW mv_bigclosure AS "
-                  + VIEWS["closure"][1].replace("mv_edge", "mv_bigedge"))
-        for statement, kept in [(f"INSERT INTO mv_bigedge VALUES ({big + 2}, 7)", edges + [(big + 2, 7)]),
-                                (f"DELETE FROM mv_bigedge WHERE src = {big + 1}", [edges[0], edges[2], (big + 2, 7)])]:
+        run(
+            conn,
+            "CREATE OR REPLACE MATERIALIZED VIEW mv_bigclosure AS "
+            + VIEWS["closure"][1].replace("mv_edge", "mv_bigedge"),
+        )
+        for statement, kept in [
+            (f"INSERT INTO mv_bigedge VALUES ({big + 2}, 7)", edges + [(big + 2, 7)]),
+            (f"DELETE FROM mv_bigedge WHERE src = {big + 1}", [edges[0], edges[2], (big + 2, 7)]),
+        ]:
             cursor = conn.cursor()
             cursor.execute(f"EXPLAIN ANALYZE {statement}")
             report = " ".join(line for (line,) in cursor.fetchall())
@@ -221,7 +256,8 @@ def test_a_closure_past_32_bit_numbers_is_maintained_by_queries(conn):
             assert "(in memory)" not in report
             graph = nx.DiGraph(kept)
             assert run(conn, "SELECT x, y FROM mv_bigclosure") == sorted(
-                (x, y) for x in graph for y in nx.descendants(graph, x))
+                (x, y) for x in graph for y in nx.descendants(graph, x)
+            )
     finally:
         set_strategy(conn, "distributed")
 
@@ -238,8 +274,10 @@ def test_maintenance_runs_in_process_when_only_the_view_it_holds_is_past_local_r
         run(conn, "CREATE OR REPLACE TABLE mv_edge (src INT, dst INT)")
         run(conn, "INSERT INTO mv_edge VALUES " + ", ".join(map(str, edges)))
         run(conn, f"CREATE OR REPLACE MATERIALIZED VIEW mv_closure AS {VIEWS['closure'][1]}")
-        for group, statement, change in [("mv-in-process-insert", "INSERT INTO mv_edge VALUES (3, 9)", (3, 9)),
-                                         ("mv-in-process-delete", "DELETE FROM mv_edge WHERE src = 7", (7, 8))]:
+        for group, statement, change in [
+            ("mv-in-process-insert", "INSERT INTO mv_edge VALUES (3, 9)", (3, 9)),
+            ("mv-in-process-delete", "DELETE FROM mv_edge WHERE src = 7", (7, 8)),
+        ]:
             context.setJobGroup(group, statement)
             try:
                 run(conn, statement)
@@ -279,8 +317,11 @@ def test_path_counts_are_maintained_from_the_contributions_of_the_groups_that_st
         assert "  paths: DRed, +2 -2 (over-deleted 2, re-derived 2)" in " ".join(report)
         graph = nx.DiGraph(edges + [(0, 3)])
         expected = [(node, len(list(nx.all_simple_paths(graph, 0, node))) if node else 1) for node in sorted(graph)]
-        assert run(conn, "SELECT node, n FROM mv_path_counts ORDER BY node") == expected == [(0, 1), (1, 1), (2, 1), (3, 3),
-                                                                                      (4, 3)]
+        assert (
+            run(conn, "SELECT node, n FROM mv_path_counts ORDER BY node")
+            == expected
+            == [(0, 1), (1, 1), (2, 1), (3, 3), (4, 3)]
+        )
     finally:
         set_strategy(conn, "distributed")
 
@@ -298,8 +339,11 @@ def test_vacuum_of_a_view_removes_the_files_of_its_tables_old_versions(conn):
         cursor.execute("VACUUM mv_closure RETAIN 0 HOURS")
         assert cursor.rowcount > 0
         assert len(sorted(conn.session.catalog.warehouse.rglob("*.parquet"))) == len(files) - cursor.rowcount
-        assert run(conn, "SELECT * FROM mv_closure") == run(conn, VIEWS["closure"][1]) == [(2, 3), (2, 4), (2, 5),
-                                                                                          (3, 4), (3, 5), (4, 5)]
+        assert (
+            run(conn, "SELECT * FROM mv_closure")
+            == run(conn, VIEWS["closure"][1])
+            == [(2, 3), (2, 4), (2, 5), (3, 4), (3, 5), (4, 5)]
+        )
         run(conn, "DELETE FROM mv_edge WHERE src = 4")
         assert run(conn, "SELECT * FROM mv_closure") == [(2, 3), (2, 4), (3, 4)]
     finally:
@@ -332,8 +376,12 @@ def test_a_writer_killed_while_maintaining_leaves_the_view_readable_and_right(tm
     run(conn, f"CREATE MATERIALIZED VIEW mv_closure AS {query}")
     rng = random.Random(20_261_125)
     for trial in range(3):
-        writer = subprocess.Popen([sys.executable, "-c", WRITER, str(warehouse), str(trial)],
-                                  stdout=subprocess.PIPE, text=True, cwd=Path(__file__).resolve().parent.parent)
+        writer = subprocess.Popen(
+            [sys.executable, "-c", WRITER, str(warehouse), str(trial)],
+            stdout=subprocess.PIPE,
+            text=True,
+            cwd=Path(__file__).resolve().parent.parent,
+        )
         assert writer.stdout.readline().strip() == "ready"
         time.sleep(rng.uniform(0.5, 2.0))
         writer.send_signal(signal.SIGKILL)
@@ -348,8 +396,10 @@ def test_a_view_over_a_view_follows_its_base_and_the_statements_about_views(conn
         run(conn, "CREATE OR REPLACE TABLE mv_edge (src INT, dst INT)")
         run(conn, "INSERT INTO mv_edge VALUES (1, 2), (2, 3)")
         run(conn, f"CREATE OR REPLACE MATERIALIZED VIEW mv_closure AS {VIEWS['closure'][1]}")
-        run(conn, "CREATE OR REPLACE MATERIALIZED VIEW mv_reach_counts AS SELECT x, count(*) AS n FROM mv_closure "
-                  "GROUP BY x")
+        run(
+            conn,
+            "CREATE OR REPLACE MATERIALIZED VIEW mv_reach_counts AS SELECT x, count(*) AS n FROM mv_closure GROUP BY x",
+        )
         run(conn, "INSERT INTO mv_edge VALUES (3, 4)")
         assert run(conn, "SELECT * FROM mv_reach_counts") == [(1, 3), (2, 2), (3, 1)]
         run(conn, "DROP TABLE mv_edge")

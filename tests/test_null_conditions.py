@@ -10,25 +10,28 @@ Answers are compared with DuckDB (tests/duckdb_reference.py). Tables carry an `n
 
 from __future__ import annotations
 
+import duckdb_reference
 import pandas as pd
 import pytest
-
-import duckdb_reference
 from duckdb_reference import check, q
 from strategies import under
 
 # NULL in every column, both columns of one row NULL, a row whose two columns are equal
-NC_T = pd.DataFrame({
-    "a": pd.array([1, None, 2, 2, -3, None, 7], dtype="Int32"),
-    "b": pd.array([3, 20, None, 20, 5, None, 7], dtype="Int64"),
-    "s": ["x", None, "y", "y", "ab", "z", None],
-})
+NC_T = pd.DataFrame(
+    {
+        "a": pd.array([1, None, 2, 2, -3, None, 7], dtype="Int32"),
+        "b": pd.array([3, 20, None, 20, 5, None, 7], dtype="Int64"),
+        "s": ["x", None, "y", "y", "ab", "z", None],
+    }
+)
 # a cycle, a self-loop, parallel edges, NULL ends; dst 5 only on an edge from NULL
-NC_E = pd.DataFrame({
-    "src": pd.array([1, 2, 3, 3, 1, None, 4, None, 3], dtype="Int32"),
-    "dst": pd.array([2, 3, 1, 3, 2, 5, None, None, 4], dtype="Int32"),
-    "w": pd.array([1, 2, 3, 0, 5, 1, 2, 4, 1], dtype="Int64"),
-})
+NC_E = pd.DataFrame(
+    {
+        "src": pd.array([1, 2, 3, 3, 1, None, 4, None, 3], dtype="Int32"),
+        "dst": pd.array([2, 3, 1, 3, 2, 5, None, None, 4], dtype="Int32"),
+        "w": pd.array([1, 2, 3, 0, 5, 1, 2, 4, 1], dtype="Int64"),
+    }
+)
 TABLES = {"nc_t": NC_T, "nc_e": NC_E}
 
 duck, nc_tables = duckdb_reference.reference_fixtures(TABLES, "nc_tables", autouse=True)
@@ -50,19 +53,28 @@ EQUALITIES = [
 ]
 
 SUBQUERIES = [
-    q("SELECT x.a, x.b FROM nc_t x WHERE NOT EXISTS (SELECT 1 FROM nc_e y WHERE y.src = y.src AND y.dst = x.b)",
-      id="not_exists_correlated"),
-    q("SELECT x.a, x.b FROM nc_t x WHERE EXISTS (SELECT 1 FROM nc_e y WHERE y.src = y.src AND y.dst IN (x.a, x.b))",
-      id="exists_correlated"),
-    q("SELECT x.a FROM nc_t x WHERE NOT EXISTS (SELECT 1 FROM nc_e y WHERE y.src = y.src AND y.dst = 5)",
-      id="not_exists_uncorrelated"),
-    q("SELECT x.a FROM nc_t x WHERE EXISTS (SELECT 1 FROM nc_e y WHERE y.src = x.a AND y.dst = y.dst)",
-      id="exists_correlation_and_itself"),
+    q(
+        "SELECT x.a, x.b FROM nc_t x WHERE NOT EXISTS (SELECT 1 FROM nc_e y WHERE y.src = y.src AND y.dst = x.b)",
+        id="not_exists_correlated",
+    ),
+    q(
+        "SELECT x.a, x.b FROM nc_t x WHERE EXISTS (SELECT 1 FROM nc_e y WHERE y.src = y.src AND y.dst IN (x.a, x.b))",
+        id="exists_correlated",
+    ),
+    q(
+        "SELECT x.a FROM nc_t x WHERE NOT EXISTS (SELECT 1 FROM nc_e y WHERE y.src = y.src AND y.dst = 5)",
+        id="not_exists_uncorrelated",
+    ),
+    q(
+        "SELECT x.a FROM nc_t x WHERE EXISTS (SELECT 1 FROM nc_e y WHERE y.src = x.a AND y.dst = y.dst)",
+        id="exists_correlation_and_itself",
+    ),
     q("SELECT x.b FROM nc_t x WHERE x.b IN (SELECT y.dst FROM nc_e y WHERE y.src = y.src)", id="in"),
-    q("SELECT x.b FROM nc_t x WHERE x.b NOT IN (SELECT y.dst FROM nc_e y WHERE y.src = y.src AND y.dst = y.dst)",
-      id="not_in"),
-    q("SELECT x.b, (SELECT count(*) FROM nc_e y WHERE y.src = y.src AND y.dst = x.b) FROM nc_t x",
-      id="scalar_count"),
+    q(
+        "SELECT x.b FROM nc_t x WHERE x.b NOT IN (SELECT y.dst FROM nc_e y WHERE y.src = y.src AND y.dst = y.dst)",
+        id="not_in",
+    ),
+    q("SELECT x.b, (SELECT count(*) FROM nc_e y WHERE y.src = y.src AND y.dst = x.b) FROM nc_t x", id="scalar_count"),
     q("SELECT q.a FROM (SELECT a FROM nc_t WHERE a = a) q", id="derived_table"),
     q("WITH c AS (SELECT src, dst FROM nc_e WHERE dst = dst) SELECT c.src FROM c WHERE c.src = c.src", id="cte"),
 ]
@@ -96,21 +108,34 @@ def test_self_comparisons_match_duckdb(cur, duck, case):
     check(cur, duck, **case)
 
 
-TC = ("WITH RECURSIVE tc(s, d) AS (SELECT src, dst FROM nc_e WHERE src = src UNION "
-      "SELECT tc.s, y.dst FROM tc JOIN nc_e y ON tc.d = y.src AND y.dst = y.dst) ")
+TC = (
+    "WITH RECURSIVE tc(s, d) AS (SELECT src, dst FROM nc_e WHERE src = src UNION "
+    "SELECT tc.s, y.dst FROM tc JOIN nc_e y ON tc.d = y.src AND y.dst = y.dst) "
+)
 RECURSIONS = [
-    q("WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT r.n + 1 FROM r JOIN nc_t x ON x.b = x.b WHERE r.n < 2) "
-      "SELECT * FROM r", id="union_all_branch"),
-    q("WITH RECURSIVE r(n) AS (SELECT 1 UNION SELECT y.dst FROM r JOIN nc_e y ON r.n = y.src AND y.dst = y.dst) "
-      "SELECT * FROM r", id="union_branch"),
+    q(
+        "WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT r.n + 1 FROM r JOIN nc_t x ON x.b = x.b WHERE r.n < 2) "
+        "SELECT * FROM r",
+        id="union_all_branch",
+    ),
+    q(
+        "WITH RECURSIVE r(n) AS (SELECT 1 UNION SELECT y.dst FROM r JOIN nc_e y ON r.n = y.src AND y.dst = y.dst) "
+        "SELECT * FROM r",
+        id="union_branch",
+    ),
     q(TC + "SELECT * FROM tc", id="pivoted_closure"),
     q(TC + "SELECT t.s, t.d FROM tc t WHERE t.s = 1 AND t.d = t.d", id="bound_closure"),
-    q("WITH RECURSIVE p(s, d, k) AS (SELECT src, dst, 0 FROM nc_e WHERE src = src UNION ALL "
-      "SELECT p.s, y.dst, p.k + 1 FROM p JOIN nc_e y ON p.d = y.src AND y.dst = y.dst WHERE p.k < 2) "
-      "SELECT * FROM p", id="pivoted_union_all"),
-    q("WITH RECURSIVE r(n) AS (SELECT 1 UNION SELECT y.dst FROM r JOIN nc_e y ON r.n = y.src "
-      "WHERE NOT EXISTS (SELECT 1 FROM nc_e z WHERE z.src = z.src AND z.dst = y.dst AND z.w > 3)) SELECT * FROM r",
-      id="not_exists_in_branch"),
+    q(
+        "WITH RECURSIVE p(s, d, k) AS (SELECT src, dst, 0 FROM nc_e WHERE src = src UNION ALL "
+        "SELECT p.s, y.dst, p.k + 1 FROM p JOIN nc_e y ON p.d = y.src AND y.dst = y.dst WHERE p.k < 2) "
+        "SELECT * FROM p",
+        id="pivoted_union_all",
+    ),
+    q(
+        "WITH RECURSIVE r(n) AS (SELECT 1 UNION SELECT y.dst FROM r JOIN nc_e y ON r.n = y.src "
+        "WHERE NOT EXISTS (SELECT 1 FROM nc_e z WHERE z.src = z.src AND z.dst = y.dst AND z.w > 3)) SELECT * FROM r",
+        id="not_exists_in_branch",
+    ),
 ]
 
 

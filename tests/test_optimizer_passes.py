@@ -39,8 +39,10 @@ def test_every_pass_has_golden_cases():
 # --------------------------------------------------------------------- the pipeline
 
 EDGES = Tables(["# table: e(src 1000, dst 1000) 5000 rows"])
-BOUND = ("WITH RECURSIVE r(x, y) AS (SELECT src, dst FROM e UNION SELECT r.x, e.dst FROM r JOIN e ON r.y = e.src) "
-         "SELECT y FROM r WHERE x = 3")
+BOUND = (
+    "WITH RECURSIVE r(x, y) AS (SELECT src, dst FROM e UNION SELECT r.x, e.dst FROM r JOIN e ON r.y = e.src) "
+    "SELECT y FROM r WHERE x = 3"
+)
 
 
 def run_pipeline(sql: str, disable: str = ""):
@@ -54,7 +56,9 @@ def test_join_order_runs_again_only_after_a_rewrite():
     assert [record.name for record in run_pipeline(BOUND).passes] == list(PASS_NAMES) + ["order_joins"]
     free = run_pipeline(BOUND.replace(" WHERE x = 3", ""))
     assert [(record.name, record.changed) for record in free.passes] == [
-        ("simplify_outer_joins", False), ("order_joins", True), ("magic_sets", False)
+        ("simplify_outer_joins", False),
+        ("order_joins", True),
+        ("magic_sets", False),
     ]
 
 

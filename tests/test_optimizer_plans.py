@@ -17,7 +17,10 @@ from recsql.statistics import ColumnStatistics, TableStatistics
 from translator import dialect
 from translator.translate import translate
 
-QUERY = "SELECT count(*), sum(oj_a.x) FROM oj_a JOIN oj_b ON oj_a.k = oj_b.k JOIN oj_c ON oj_b.j = oj_c.j WHERE oj_c.name = 'n3'"
+QUERY = (
+    "SELECT count(*), sum(oj_a.x) FROM oj_a JOIN oj_b ON oj_a.k = oj_b.k JOIN oj_c ON oj_b.j = oj_c.j "
+    "WHERE oj_c.name = 'n3'"
+)
 
 
 @pytest.fixture(scope="module")
@@ -81,8 +84,10 @@ def test_explain_shows_the_magic_rewrite_and_the_setting_turns_it_off(conn, cur)
     cur.execute("DROP TABLE IF EXISTS oj_edge")
     cur.execute("CREATE TABLE oj_edge (src INT, dst INT)")
     cur.executemany("INSERT INTO oj_edge VALUES (?, ?)", [(i, (i * 7 + 1) % 300) for i in range(300)])
-    sql = ("WITH RECURSIVE r(x, y) AS (SELECT src, dst FROM oj_edge UNION "
-           "SELECT r.x, e.dst FROM r JOIN oj_edge e ON r.y = e.src) SELECT y FROM r WHERE x = 3")
+    sql = (
+        "WITH RECURSIVE r(x, y) AS (SELECT src, dst FROM oj_edge UNION "
+        "SELECT r.x, e.dst FROM r JOIN oj_edge e ON r.y = e.src) SELECT y FROM r WHERE x = 3"
+    )
     text = explain(cur, sql)
     assert "== Pass 4: order_joins ==" in text
     assert "m_r_bf(X1) :- X1 = 3." in text
@@ -107,8 +112,10 @@ def test_bindings_pass_from_small_relations_only():
             return TableStatistics(rows, tuple(ColumnStatistics(min(rows, 1000)) for _ in self.table_columns(name)))
 
     def magic_relations(start_table: str) -> list[str]:
-        sql = ("WITH RECURSIVE r(x, y) AS (SELECT src, dst FROM e UNION SELECT r.x, e.dst FROM r JOIN e ON r.y = e.src) "
-               f"SELECT r.y FROM r JOIN {start_table} s ON r.x = s.id")
+        sql = (
+            "WITH RECURSIVE r(x, y) AS (SELECT src, dst FROM e UNION SELECT r.x, e.dst FROM r JOIN e ON r.y = e.src) "
+            f"SELECT r.y FROM r JOIN {start_table} s ON r.x = s.id"
+        )
         program = translate(dialect.parse_one(sql), Catalog())
         optimized = optimize(program, Catalog(), Settings(), CostModel())
         return [name for name in optimized.program.relations if name.startswith("m_")]
@@ -122,8 +129,10 @@ def test_explain_analyze_counts_facts_per_relation_and_iteration(conn, cur):
     cur.execute("DROP TABLE IF EXISTS ea_chain")
     cur.execute("CREATE TABLE ea_chain (src INT, dst INT)")
     cur.executemany("INSERT INTO ea_chain VALUES (?, ?)", [(i, i + 1) for i in range(9)])
-    sql = ("WITH RECURSIVE r(x, y) AS (SELECT src, dst FROM ea_chain UNION "
-           "SELECT r.x, e.dst FROM r JOIN ea_chain e ON r.y = e.src) SELECT y FROM r WHERE x = 2")
+    sql = (
+        "WITH RECURSIVE r(x, y) AS (SELECT src, dst FROM ea_chain UNION "
+        "SELECT r.x, e.dst FROM r JOIN ea_chain e ON r.y = e.src) SELECT y FROM r WHERE x = 2"
+    )
     without = explain(cur, sql, magic="off", analyze=True)
     assert "facts per relation: r 45, answer 7" in without
     assert "total derived facts: 52" in without
@@ -137,8 +146,10 @@ def test_explain_analyze_counts_facts_per_relation_and_iteration(conn, cur):
 
 
 def test_explain_records_outer_joins_made_inner_and_passes_switch_off_by_name(conn, cur, three_tables):
-    sql = ("SELECT oj_a.x, oj_c.name FROM oj_a JOIN oj_b ON oj_a.k = oj_b.k LEFT JOIN oj_c ON oj_c.j = oj_b.j "
-           "WHERE oj_c.name = 'n3'")
+    sql = (
+        "SELECT oj_a.x, oj_c.name FROM oj_a JOIN oj_b ON oj_a.k = oj_b.k LEFT JOIN oj_c ON oj_c.j = oj_b.j "
+        "WHERE oj_c.name = 'n3'"
+    )
     expected = sorted(three_tables.execute(sql).fetchall())
     assert "== Pass 1: simplify_outer_joins ==\nouter joins made inner: 1\n% answer(x, name)" in explain(cur, sql)
     cur.execute("SET recsql.disable_passes = simplify_outer_joins, order_joins")  # names, quoted or not

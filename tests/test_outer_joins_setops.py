@@ -23,16 +23,13 @@ from __future__ import annotations
 import datetime
 from decimal import Decimal
 
+import duckdb_reference
 import pandas as pd
 import pyarrow as pa
 import pytest
+from duckdb_reference import check, q, register_both
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-pytest.register_assert_rewrite("duckdb_reference")  # before its import: its asserts explain themselves like ours
-
-import duckdb_reference
-from duckdb_reference import check, q, register_both
 
 import recsql
 from translator.dialect import parse_one
@@ -47,29 +44,57 @@ RANDOM = settings(max_examples=15, deadline=None, suppress_health_check=[HealthC
 # Data: NULL keys and labels, rows repeated
 # ---------------------------------------------------------------------------------------------------------------
 
-OJ_E = pd.DataFrame({"src": pd.array([1, 1, 1, 2, 3, None, 4], dtype="Int64"),
-                     "lbl": ["b", None, "b", "c", None, "b", "d"]})
+OJ_E = pd.DataFrame(
+    {"src": pd.array([1, 1, 1, 2, 3, None, 4], dtype="Int64"), "lbl": ["b", None, "b", "c", None, "b", "d"]}
+)
 OJ_R = pd.DataFrame({"s": pd.array([1, 2, 3, 4, 5, None, 1], dtype="Int64")})
 
 
 def typed(rows: list[tuple]) -> pa.Table:
     """A set-operation table: a text, an integer, a double, a date, a decimal and a boolean column."""
     columns = list(zip(*rows))
-    return pa.table({
-        "s": pa.array(columns[0], pa.string()), "i": pa.array(columns[1], pa.int64()),
-        "d": pa.array(columns[2], pa.float64()), "dt": pa.array(columns[3], pa.date32()),
-        "dec": pa.array(columns[4], pa.decimal128(10, 2)), "b": pa.array(columns[5], pa.bool_()),
-    })
+    return pa.table(
+        {
+            "s": pa.array(columns[0], pa.string()),
+            "i": pa.array(columns[1], pa.int64()),
+            "d": pa.array(columns[2], pa.float64()),
+            "dt": pa.array(columns[3], pa.date32()),
+            "dec": pa.array(columns[4], pa.decimal128(10, 2)),
+            "b": pa.array(columns[5], pa.bool_()),
+        }
+    )
 
 
 DAY = datetime.date(2024, 1, 1)
 ALL_NULL = (None,) * 6
-SO_A = typed([ALL_NULL, ALL_NULL, ("x", 1, 0.5, DAY, Decimal("1.50"), True), (None, 2, None, DAY, None, False),
-              ("y", None, 1.5, None, Decimal("2.00"), None), ("z", 3, 2.5, DAY, Decimal("3.00"), True)])
-SO_B = typed([ALL_NULL, ("x", 1, 0.5, DAY, Decimal("1.50"), True), (None, 2, None, DAY, None, False),
-              ("y", None, 1.5, None, Decimal("2.00"), None), ("w", 4, 9.5, None, None, False)])
-SO_C = typed([ALL_NULL, (None, 2, None, DAY, None, False), ("y", None, 1.5, None, Decimal("2.00"), None),
-              ("x", 1, 0.5, DAY, Decimal("1.50"), True), ("x", 1, 0.5, DAY, Decimal("1.50"), True)])
+SO_A = typed(
+    [
+        ALL_NULL,
+        ALL_NULL,
+        ("x", 1, 0.5, DAY, Decimal("1.50"), True),
+        (None, 2, None, DAY, None, False),
+        ("y", None, 1.5, None, Decimal("2.00"), None),
+        ("z", 3, 2.5, DAY, Decimal("3.00"), True),
+    ]
+)
+SO_B = typed(
+    [
+        ALL_NULL,
+        ("x", 1, 0.5, DAY, Decimal("1.50"), True),
+        (None, 2, None, DAY, None, False),
+        ("y", None, 1.5, None, Decimal("2.00"), None),
+        ("w", 4, 9.5, None, None, False),
+    ]
+)
+SO_C = typed(
+    [
+        ALL_NULL,
+        (None, 2, None, DAY, None, False),
+        ("y", None, 1.5, None, Decimal("2.00"), None),
+        ("x", 1, 0.5, DAY, Decimal("1.50"), True),
+        ("x", 1, 0.5, DAY, Decimal("1.50"), True),
+    ]
+)
 
 SO_STEP = pd.DataFrame({"n": [0, 1], "m": [1, 2]})  # the next count: a recursion counting without arithmetic
 
@@ -89,44 +114,74 @@ def check_recursive(cur, duck, strategy, case: dict) -> None:
 # ---------------------------------------------------------------------------------------------------------------
 
 JOINED = "SELECT r.s, t.lbl FROM oj_r r LEFT JOIN oj_e t ON t.src = r.s "
-TWICE = ("SELECT r.s, t.lbl, u.lbl AS next FROM oj_r r LEFT JOIN oj_e t ON t.src = r.s "
-         "LEFT JOIN oj_e u ON u.src = t.src + 1 ")
+TWICE = (
+    "SELECT r.s, t.lbl, u.lbl AS next FROM oj_r r LEFT JOIN oj_e t ON t.src = r.s "
+    "LEFT JOIN oj_e u ON u.src = t.src + 1 "
+)
 
 OUTER_JOIN_SUBQUERIES = [
     q(JOINED + "WHERE t.lbl IN (SELECT f.lbl FROM oj_e f)", id="in_over_the_nullable_side"),
     q(JOINED + "WHERE EXISTS (SELECT 1 FROM oj_e f WHERE f.lbl = t.lbl)", id="exists_over_the_nullable_side"),
     q(JOINED + "WHERE t.lbl NOT IN (SELECT f.lbl FROM oj_e f WHERE f.lbl <> 'b')", id="not_in_over_the_nullable_side"),
-    q(JOINED + "WHERE t.lbl NOT IN (SELECT f.lbl FROM oj_e f WHERE f.src > 10)",
-      id="not_in_an_empty_set_keeps_the_nulls_of_the_outer_join"),
-    q(JOINED + "WHERE NOT EXISTS (SELECT 1 FROM oj_e f WHERE f.lbl = t.lbl AND f.src <> 1)",
-      id="not_exists_over_the_nullable_side"),
-    q(JOINED + "WHERE EXISTS (SELECT 1 FROM oj_e f WHERE f.src > t.src)",
-      id="exists_correlated_by_an_inequality_over_the_nullable_side"),
-    q(JOINED + "WHERE t.lbl = (SELECT max(f.lbl) FROM oj_e f WHERE f.src < 3)",
-      id="scalar_subquery_compared_with_the_nullable_side"),
-    q(JOINED + "WHERE t.src = (SELECT min(f.src) FROM oj_e f WHERE f.lbl = t.lbl)",
-      id="scalar_subquery_correlated_with_the_nullable_side"),
-    q(JOINED + "WHERE coalesce(t.lbl, 'c') IN (SELECT f.lbl FROM oj_e f)",
-      id="in_over_an_expression_of_the_nullable_side_true_on_its_null"),
+    q(
+        JOINED + "WHERE t.lbl NOT IN (SELECT f.lbl FROM oj_e f WHERE f.src > 10)",
+        id="not_in_an_empty_set_keeps_the_nulls_of_the_outer_join",
+    ),
+    q(
+        JOINED + "WHERE NOT EXISTS (SELECT 1 FROM oj_e f WHERE f.lbl = t.lbl AND f.src <> 1)",
+        id="not_exists_over_the_nullable_side",
+    ),
+    q(
+        JOINED + "WHERE EXISTS (SELECT 1 FROM oj_e f WHERE f.src > t.src)",
+        id="exists_correlated_by_an_inequality_over_the_nullable_side",
+    ),
+    q(
+        JOINED + "WHERE t.lbl = (SELECT max(f.lbl) FROM oj_e f WHERE f.src < 3)",
+        id="scalar_subquery_compared_with_the_nullable_side",
+    ),
+    q(
+        JOINED + "WHERE t.src = (SELECT min(f.src) FROM oj_e f WHERE f.lbl = t.lbl)",
+        id="scalar_subquery_correlated_with_the_nullable_side",
+    ),
+    q(
+        JOINED + "WHERE coalesce(t.lbl, 'c') IN (SELECT f.lbl FROM oj_e f)",
+        id="in_over_an_expression_of_the_nullable_side_true_on_its_null",
+    ),
     q(JOINED + "WHERE r.s IN (SELECT f.src FROM oj_e f WHERE f.lbl IS NULL)", id="in_over_the_preserved_side"),
-    q(JOINED + "WHERE EXISTS (SELECT 1 FROM oj_e f WHERE f.src = r.s AND f.lbl = 'c')",
-      id="exists_over_the_preserved_side"),
-    q(JOINED + "WHERE r.s NOT IN (SELECT f.src FROM oj_e f WHERE f.src IS NOT NULL)",
-      id="not_in_over_the_preserved_side"),
+    q(
+        JOINED + "WHERE EXISTS (SELECT 1 FROM oj_e f WHERE f.src = r.s AND f.lbl = 'c')",
+        id="exists_over_the_preserved_side",
+    ),
+    q(
+        JOINED + "WHERE r.s NOT IN (SELECT f.src FROM oj_e f WHERE f.src IS NOT NULL)",
+        id="not_in_over_the_preserved_side",
+    ),
     q(JOINED + "WHERE r.s > (SELECT min(f.src) FROM oj_e f)", id="scalar_subquery_over_the_preserved_side"),
     q(TWICE + "WHERE u.lbl IN (SELECT f.lbl FROM oj_e f)", id="in_over_the_second_of_two_left_joins"),
-    q(TWICE + "WHERE t.lbl IN (SELECT f.lbl FROM oj_e f) AND NOT EXISTS (SELECT 1 FROM oj_e g WHERE g.lbl = u.lbl)",
-      id="exists_and_not_exists_over_two_left_joins"),
-    q("SELECT r.s, t.lbl FROM oj_r r LEFT JOIN oj_e t ON t.src = r.s LEFT SEMI JOIN oj_e f ON f.lbl = t.lbl",
-      "SELECT r.s, t.lbl FROM oj_r r LEFT JOIN oj_e t ON t.src = r.s SEMI JOIN oj_e f ON f.lbl = t.lbl",
-      id="semi_join_after_a_left_join"),
-    q("SELECT r.s FROM oj_r r WHERE EXISTS (SELECT 1 FROM oj_e a LEFT JOIN oj_e b ON b.src = a.src + 1 "
-      "WHERE a.src = r.s AND b.lbl IN (SELECT lbl FROM oj_e))", id="in_over_a_left_join_inside_a_subquery"),
-    q("SELECT r.s FROM oj_r r WHERE (SELECT max(f.lbl) FROM oj_e f WHERE f.src = r.s) IN "
-      "(SELECT lbl FROM oj_e WHERE src = 2)", id="in_over_a_correlated_scalar_subquery"),
-    q("SELECT r.s, t.lbl, (SELECT count(*) FROM oj_e f WHERE f.lbl = t.lbl) AS n FROM oj_r r "
-      "LEFT JOIN oj_e t ON t.src = r.s WHERE t.lbl IN (SELECT lbl FROM oj_e)",
-      id="scalar_subquery_selected_beside_an_in_over_the_nullable_side"),
+    q(
+        TWICE + "WHERE t.lbl IN (SELECT f.lbl FROM oj_e f) AND NOT EXISTS (SELECT 1 FROM oj_e g WHERE g.lbl = u.lbl)",
+        id="exists_and_not_exists_over_two_left_joins",
+    ),
+    q(
+        "SELECT r.s, t.lbl FROM oj_r r LEFT JOIN oj_e t ON t.src = r.s LEFT SEMI JOIN oj_e f ON f.lbl = t.lbl",
+        "SELECT r.s, t.lbl FROM oj_r r LEFT JOIN oj_e t ON t.src = r.s SEMI JOIN oj_e f ON f.lbl = t.lbl",
+        id="semi_join_after_a_left_join",
+    ),
+    q(
+        "SELECT r.s FROM oj_r r WHERE EXISTS (SELECT 1 FROM oj_e a LEFT JOIN oj_e b ON b.src = a.src + 1 "
+        "WHERE a.src = r.s AND b.lbl IN (SELECT lbl FROM oj_e))",
+        id="in_over_a_left_join_inside_a_subquery",
+    ),
+    q(
+        "SELECT r.s FROM oj_r r WHERE (SELECT max(f.lbl) FROM oj_e f WHERE f.src = r.s) IN "
+        "(SELECT lbl FROM oj_e WHERE src = 2)",
+        id="in_over_a_correlated_scalar_subquery",
+    ),
+    q(
+        "SELECT r.s, t.lbl, (SELECT count(*) FROM oj_e f WHERE f.lbl = t.lbl) AS n FROM oj_r r "
+        "LEFT JOIN oj_e t ON t.src = r.s WHERE t.lbl IN (SELECT lbl FROM oj_e)",
+        id="scalar_subquery_selected_beside_an_in_over_the_nullable_side",
+    ),
 ]
 
 
@@ -147,19 +202,29 @@ def test_they_hold_without_the_pass_making_outer_joins_inner(case, oj_tables, cu
 
 
 # a pivot (`root`, unchanged by the recursive branch) lets `decomposed` run these as one job
-WALK = ("WITH RECURSIVE w(root, n, l) AS (SELECT s, s, 'start' FROM oj_r WHERE s IS NOT NULL {union} "
-        "SELECT w.root, w.n + 1, t.lbl FROM w LEFT JOIN oj_e t ON t.src = w.n WHERE w.n < 5 AND {condition}) "
-        "SELECT root, n, l FROM w")
+WALK = (
+    "WITH RECURSIVE w(root, n, l) AS (SELECT s, s, 'start' FROM oj_r WHERE s IS NOT NULL {union} "
+    "SELECT w.root, w.n + 1, t.lbl FROM w LEFT JOIN oj_e t ON t.src = w.n WHERE w.n < 5 AND {condition}) "
+    "SELECT root, n, l FROM w"
+)
 
 OUTER_JOIN_SUBQUERIES_IN_RECURSION = [
-    q(WALK.format(union="UNION", condition="t.lbl IN (SELECT lbl FROM oj_e)"),
-      id="in_over_the_nullable_side_in_a_recursive_branch"),
-    q(WALK.format(union="UNION ALL", condition="EXISTS (SELECT 1 FROM oj_e f WHERE f.lbl = t.lbl)"),
-      id="exists_over_the_nullable_side_in_a_union_all_recursion"),
-    q(WALK.format(union="UNION", condition="NOT EXISTS (SELECT 1 FROM oj_e f WHERE f.lbl = t.lbl AND f.src > 1)"),
-      id="not_exists_over_the_nullable_side_in_a_recursive_branch"),
-    q(WALK.format(union="UNION", condition="t.lbl = (SELECT min(f.lbl) FROM oj_e f WHERE f.src = t.src)"),
-      id="scalar_subquery_over_the_nullable_side_in_a_recursive_branch"),
+    q(
+        WALK.format(union="UNION", condition="t.lbl IN (SELECT lbl FROM oj_e)"),
+        id="in_over_the_nullable_side_in_a_recursive_branch",
+    ),
+    q(
+        WALK.format(union="UNION ALL", condition="EXISTS (SELECT 1 FROM oj_e f WHERE f.lbl = t.lbl)"),
+        id="exists_over_the_nullable_side_in_a_union_all_recursion",
+    ),
+    q(
+        WALK.format(union="UNION", condition="NOT EXISTS (SELECT 1 FROM oj_e f WHERE f.lbl = t.lbl AND f.src > 1)"),
+        id="not_exists_over_the_nullable_side_in_a_recursive_branch",
+    ),
+    q(
+        WALK.format(union="UNION", condition="t.lbl = (SELECT min(f.lbl) FROM oj_e f WHERE f.src = t.src)"),
+        id="scalar_subquery_over_the_nullable_side_in_a_recursive_branch",
+    ),
 ]
 
 
@@ -171,8 +236,10 @@ def test_subquery_conditions_beside_outer_joins_in_recursion_match_duckdb(case, 
 
 def test_an_in_over_the_recursion_beside_an_outer_join_is_refused(oj_tables, cur):
     """A semi-join through the recursion is not evaluated: said so, not answered wrong."""
-    sql = ("WITH RECURSIVE w(n) AS (SELECT 1 UNION SELECT t.src + 1 FROM w LEFT JOIN oj_e t ON t.src = w.n "
-           "WHERE t.src IN (SELECT n FROM w)) SELECT n FROM w")
+    sql = (
+        "WITH RECURSIVE w(n) AS (SELECT 1 UNION SELECT t.src + 1 FROM w LEFT JOIN oj_e t ON t.src = w.n "
+        "WHERE t.src IN (SELECT n FROM w)) SELECT n FROM w"
+    )
     with pytest.raises(recsql.NotSupportedError, match="reads columns of a LEFT JOIN"):
         cur.execute(sql)
 
@@ -183,10 +250,13 @@ small = st.one_of(st.none(), st.integers(0, 3))
 @st.composite
 def keyed_tables(draw) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Two small tables of (k, v): NULLs, repeated rows, a few values."""
+
     def table():
         rows = draw(st.lists(st.tuples(small, small), max_size=6))
-        return pd.DataFrame({"k": pd.array([k for k, _ in rows], dtype="Int64"),
-                             "v": pd.array([v for _, v in rows], dtype="Int64")})
+        return pd.DataFrame(
+            {"k": pd.array([k for k, _ in rows], dtype="Int64"), "v": pd.array([v for _, v in rows], dtype="Int64")}
+        )
+
     return table(), table()
 
 
@@ -194,8 +264,7 @@ RANDOM_OUTER_JOIN_QUERIES = [
     "SELECT a.k, b.v FROM oj_a a LEFT JOIN oj_b b ON b.k = a.k WHERE b.v IN (SELECT v FROM oj_a)",
     "SELECT a.k, b.v FROM oj_a a LEFT JOIN oj_b b ON b.k = a.k WHERE b.v NOT IN (SELECT v FROM oj_a WHERE v > 1)",
     "SELECT a.k, b.v FROM oj_a a LEFT JOIN oj_b b ON b.k = a.k WHERE EXISTS (SELECT 1 FROM oj_a c WHERE c.k = b.v)",
-    "SELECT a.k, b.v FROM oj_a a LEFT JOIN oj_b b ON b.k = a.k "
-    "WHERE NOT EXISTS (SELECT 1 FROM oj_a c WHERE c.v = b.v)",
+    "SELECT a.k, b.v FROM oj_a a LEFT JOIN oj_b b ON b.k = a.k WHERE NOT EXISTS (SELECT 1 FROM oj_a c WHERE c.v = b.v)",
     "SELECT a.k, b.v, c.v FROM oj_a a LEFT JOIN oj_b b ON b.k = a.v LEFT JOIN oj_a c ON c.k = b.v "
     "WHERE c.v IN (SELECT k FROM oj_b) AND a.k IN (SELECT v FROM oj_b)",
     "SELECT a.k, b.v FROM oj_a a LEFT JOIN oj_b b ON b.k = a.k WHERE b.v >= (SELECT min(c.k) FROM oj_a c "
@@ -227,34 +296,60 @@ ALL_COLUMNS = "SELECT s, i, d, dt, dec, b FROM "
 SET_OPERATIONS = [
     q(f"{V} INTERSECT {V}", id="intersect_two_way_values"),
     q(f"{V} INTERSECT {V} INTERSECT {V}", id="intersect_three_way_values"),
-    q(f"{ALL_COLUMNS}so_a INTERSECT {ALL_COLUMNS}so_b INTERSECT {ALL_COLUMNS}so_c",
-      id="intersect_three_way_over_every_type"),
-    q("SELECT DISTINCT s, i FROM so_a INTERSECT SELECT DISTINCT s, i FROM so_b "
-      "INTERSECT SELECT DISTINCT s, i FROM so_c", id="intersect_of_three_select_distincts_as_tpcds_q38"),
-    q("SELECT dt FROM so_a INTERSECT SELECT dt FROM so_b INTERSECT SELECT dt FROM so_c INTERSECT SELECT dt FROM so_a",
-      id="intersect_four_way_dates"),
-    q("SELECT dec, b FROM so_a INTERSECT SELECT dec, b FROM so_c INTERSECT SELECT dec, b FROM so_b",
-      id="intersect_three_way_decimals_and_booleans"),
+    q(
+        f"{ALL_COLUMNS}so_a INTERSECT {ALL_COLUMNS}so_b INTERSECT {ALL_COLUMNS}so_c",
+        id="intersect_three_way_over_every_type",
+    ),
+    q(
+        "SELECT DISTINCT s, i FROM so_a INTERSECT SELECT DISTINCT s, i FROM so_b "
+        "INTERSECT SELECT DISTINCT s, i FROM so_c",
+        id="intersect_of_three_select_distincts_as_tpcds_q38",
+    ),
+    q(
+        "SELECT dt FROM so_a INTERSECT SELECT dt FROM so_b INTERSECT SELECT dt FROM so_c INTERSECT SELECT dt FROM so_a",
+        id="intersect_four_way_dates",
+    ),
+    q(
+        "SELECT dec, b FROM so_a INTERSECT SELECT dec, b FROM so_c INTERSECT SELECT dec, b FROM so_b",
+        id="intersect_three_way_decimals_and_booleans",
+    ),
     q(f"{ALL_COLUMNS}so_a EXCEPT {ALL_COLUMNS}so_c", id="except_two_way"),
-    q(f"{ALL_COLUMNS}so_a EXCEPT {ALL_COLUMNS}so_b EXCEPT {ALL_COLUMNS}so_c WHERE s IS NOT NULL",
-      id="except_three_way"),
-    q("SELECT s, d FROM so_a INTERSECT (SELECT s, d FROM so_b EXCEPT SELECT s, d FROM so_c WHERE i IS NULL)",
-      id="intersect_of_an_except"),
-    q("SELECT s, i FROM so_a EXCEPT (SELECT s, i FROM so_b INTERSECT SELECT s, i FROM so_c)",
-      id="except_of_an_intersect"),
-    q("(SELECT s, i FROM so_b UNION SELECT s, i FROM so_c) INTERSECT SELECT s, i FROM so_a INTERSECT "
-      "SELECT s, i FROM so_c", id="intersect_of_a_union"),
-    q("SELECT s, i FROM so_a UNION SELECT s, i FROM so_b INTERSECT SELECT s, i FROM so_c",
-      id="union_and_intersect_mixed"),
-    q("SELECT s, d FROM so_a UNION ALL SELECT s, d FROM so_b UNION ALL SELECT s, d FROM so_c",
-      id="union_all_three_way"),
-    q("SELECT s, d FROM so_a UNION ALL SELECT s, d FROM so_b UNION SELECT s, d FROM so_c",
-      id="union_all_then_union"),
+    q(
+        f"{ALL_COLUMNS}so_a EXCEPT {ALL_COLUMNS}so_b EXCEPT {ALL_COLUMNS}so_c WHERE s IS NOT NULL",
+        id="except_three_way",
+    ),
+    q(
+        "SELECT s, d FROM so_a INTERSECT (SELECT s, d FROM so_b EXCEPT SELECT s, d FROM so_c WHERE i IS NULL)",
+        id="intersect_of_an_except",
+    ),
+    q(
+        "SELECT s, i FROM so_a EXCEPT (SELECT s, i FROM so_b INTERSECT SELECT s, i FROM so_c)",
+        id="except_of_an_intersect",
+    ),
+    q(
+        "(SELECT s, i FROM so_b UNION SELECT s, i FROM so_c) INTERSECT SELECT s, i FROM so_a INTERSECT "
+        "SELECT s, i FROM so_c",
+        id="intersect_of_a_union",
+    ),
+    q(
+        "SELECT s, i FROM so_a UNION SELECT s, i FROM so_b INTERSECT SELECT s, i FROM so_c",
+        id="union_and_intersect_mixed",
+    ),
+    q(
+        "SELECT s, d FROM so_a UNION ALL SELECT s, d FROM so_b UNION ALL SELECT s, d FROM so_c",
+        id="union_all_three_way",
+    ),
+    q("SELECT s, d FROM so_a UNION ALL SELECT s, d FROM so_b UNION SELECT s, d FROM so_c", id="union_all_then_union"),
     q(f"{ALL_COLUMNS}so_a UNION {ALL_COLUMNS}so_b UNION {ALL_COLUMNS}so_c", id="union_three_way_over_every_type"),
-    q("SELECT count(*) AS n FROM (SELECT s, i FROM so_a INTERSECT SELECT s, i FROM so_c "
-      "INTERSECT SELECT s, i FROM so_b)", id="count_of_a_three_way_intersect"),
-    q("SELECT s FROM so_a WHERE i IN (SELECT i FROM so_b INTERSECT SELECT i FROM so_c "
-      "INTERSECT SELECT i FROM so_a)", id="in_over_a_three_way_intersect"),
+    q(
+        "SELECT count(*) AS n FROM (SELECT s, i FROM so_a INTERSECT SELECT s, i FROM so_c "
+        "INTERSECT SELECT s, i FROM so_b)",
+        id="count_of_a_three_way_intersect",
+    ),
+    q(
+        "SELECT s FROM so_a WHERE i IN (SELECT i FROM so_b INTERSECT SELECT i FROM so_c INTERSECT SELECT i FROM so_a)",
+        id="in_over_a_three_way_intersect",
+    ),
 ]
 
 
@@ -265,15 +360,22 @@ def test_set_operations_with_nulls_match_duckdb(case, oj_tables, cur, duck, stra
 
 
 # the labels of so_a (NULL among them) carried along a count to 3: a pivot for `decomposed`
-COUNT = ("WITH RECURSIVE w(s, n) AS (SELECT s, 0 FROM so_a UNION SELECT s, n + 1 FROM w WHERE n < 3) ")
+COUNT = "WITH RECURSIVE w(s, n) AS (SELECT s, 0 FROM so_a UNION SELECT s, n + 1 FROM w WHERE n < 3) "
 
 SET_OPERATIONS_AROUND_A_RECURSION = [
-    q(COUNT + "SELECT s, n FROM w INTERSECT SELECT s, n FROM w WHERE n > 0 INTERSECT SELECT s, 2 FROM so_b",
-      id="intersect_three_way_around_a_recursion"),
-    q(COUNT + "SELECT s, n FROM w EXCEPT SELECT s, 1 FROM so_c EXCEPT SELECT s, n FROM w WHERE n = 3",
-      id="except_three_way_around_a_recursion"),
-    q("WITH RECURSIVE w(s, n) AS (SELECT s, 0 FROM so_a UNION ALL SELECT s, n + 1 FROM w WHERE n < 2) "
-      "SELECT s, n FROM w UNION ALL SELECT s, i FROM so_b", id="union_all_around_a_union_all_recursion"),
+    q(
+        COUNT + "SELECT s, n FROM w INTERSECT SELECT s, n FROM w WHERE n > 0 INTERSECT SELECT s, 2 FROM so_b",
+        id="intersect_three_way_around_a_recursion",
+    ),
+    q(
+        COUNT + "SELECT s, n FROM w EXCEPT SELECT s, 1 FROM so_c EXCEPT SELECT s, n FROM w WHERE n = 3",
+        id="except_three_way_around_a_recursion",
+    ),
+    q(
+        "WITH RECURSIVE w(s, n) AS (SELECT s, 0 FROM so_a UNION ALL SELECT s, n + 1 FROM w WHERE n < 2) "
+        "SELECT s, n FROM w UNION ALL SELECT s, i FROM so_b",
+        id="union_all_around_a_union_all_recursion",
+    ),
 ]
 
 
@@ -286,11 +388,16 @@ def test_set_operations_with_nulls_around_a_recursion_match_duckdb(case, oj_tabl
 # a set operation inside a recursion is a relation of the recursive cycle: mutual recursion, which `decomposed`
 # runs as `distributed` does
 SET_OPERATIONS_INSIDE_A_RECURSION = [
-    q("WITH RECURSIVE w(s, n) AS (SELECT s, 0 FROM so_a UNION (SELECT * FROM (VALUES (NULL, 1), (NULL, 2), ('x', 1)) "
-      "AS v(s, n) INTERSECT SELECT w.s, st.m FROM w JOIN so_step st ON st.n = w.n)) SELECT s, n FROM w",
-      id="intersect_inside_a_recursion"),
-    q("WITH RECURSIVE w(s, n) AS (SELECT s, 0 FROM so_a UNION (SELECT w.s, st.m FROM w JOIN so_step st ON st.n = w.n "
-      "EXCEPT SELECT s, 2 FROM so_c)) SELECT s, n FROM w", id="except_inside_a_recursion"),
+    q(
+        "WITH RECURSIVE w(s, n) AS (SELECT s, 0 FROM so_a UNION (SELECT * FROM (VALUES (NULL, 1), (NULL, 2), ('x', 1)) "
+        "AS v(s, n) INTERSECT SELECT w.s, st.m FROM w JOIN so_step st ON st.n = w.n)) SELECT s, n FROM w",
+        id="intersect_inside_a_recursion",
+    ),
+    q(
+        "WITH RECURSIVE w(s, n) AS (SELECT s, 0 FROM so_a UNION (SELECT w.s, st.m FROM w JOIN so_step st ON st.n = w.n "
+        "EXCEPT SELECT s, 2 FROM so_c)) SELECT s, n FROM w",
+        id="except_inside_a_recursion",
+    ),
 ]
 
 
@@ -306,10 +413,13 @@ maybe_text = st.one_of(st.none(), st.sampled_from(["x", "y"]))
 @st.composite
 def pair_tables(draw) -> list[pa.Table]:
     """Three small tables of (a text, b integer): NULLs, repeated rows."""
+
     def table():
         rows = draw(st.lists(st.tuples(maybe_text, small), max_size=6))
-        return pa.table({"a": pa.array([a for a, _ in rows], pa.string()),
-                         "b": pa.array([b for _, b in rows], pa.int64())})
+        return pa.table(
+            {"a": pa.array([a for a, _ in rows], pa.string()), "b": pa.array([b for _, b in rows], pa.int64())}
+        )
+
     return [table() for _ in range(3)]
 
 
@@ -358,10 +468,13 @@ REFUSED_GROUPINGS = [
     ("SELECT s, grouping_id(s) FROM so_a GROUP BY s", "grouping_id()", "grouping"),
     ("SELECT s FROM so_a GROUP BY s HAVING grouping(s) = 0", "grouping()", "grouping"),
     ("SELECT s FROM so_a GROUP BY s ORDER BY grouping(s)", "grouping()", "grouping"),
-    ("SELECT i FROM so_b WHERE i IN (SELECT i FROM so_a GROUP BY i WITH ROLLUP)", "GROUP BY ... WITH ROLLUP",
-     "i WITH"),
-    ("WITH RECURSIVE w(n) AS (SELECT 1 UNION SELECT n + 1 FROM w WHERE n < 3) "
-     "SELECT n, count(*) FROM w GROUP BY CUBE (n)", "GROUP BY CUBE", "n)"),
+    ("SELECT i FROM so_b WHERE i IN (SELECT i FROM so_a GROUP BY i WITH ROLLUP)", "GROUP BY ... WITH ROLLUP", "i WITH"),
+    (
+        "WITH RECURSIVE w(n) AS (SELECT 1 UNION SELECT n + 1 FROM w WHERE n < 3) "
+        "SELECT n, count(*) FROM w GROUP BY CUBE (n)",
+        "GROUP BY CUBE",
+        "n)",
+    ),
 ]
 
 

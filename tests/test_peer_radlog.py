@@ -19,7 +19,6 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-
 from reference import (
     assert_same_rows,
     company_control,
@@ -30,9 +29,7 @@ from strategies import module_under
 
 pytestmark = module_under("distributed", "local")
 
-PEER_DIR = Path(
-    os.environ.get("RECSQL_PEER_DIR", Path(__file__).resolve().parents[2] / "shared" / "peer" / "radlog")
-)
+PEER_DIR = Path(os.environ.get("RECSQL_PEER_DIR", Path(__file__).resolve().parents[2] / "shared" / "peer" / "radlog"))
 PREFIX = "radlog_"
 
 
@@ -338,7 +335,9 @@ def test_company_control_peer_answer_on_reconstructed_input(conn, cur):
 
     conn.register(
         PREFIX + "ownedshares",
-        pd.DataFrame(RECONSTRUCTED_SHARES, columns=["x", "y", "p"]).astype({"x": "int64", "y": "int64", "p": "float64"}),
+        pd.DataFrame(RECONSTRUCTED_SHARES, columns=["x", "y", "p"]).astype(
+            {"x": "int64", "y": "int64", "p": "float64"}
+        ),
     )
     sql = prefixed(CONTROL_SHARES, ["ownedshares"])
     cur.execute(sql)

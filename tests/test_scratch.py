@@ -30,10 +30,9 @@ def test_directories_live_until_the_outermost_statement_ends():
 
 def test_a_failed_statement_leaves_nothing_behind():
     scratch = Scratch()
-    with pytest.raises(ZeroDivisionError):
-        with scratch.statement():
-            made = scratch.directory("parts-")
-            1 / 0
+    with pytest.raises(ZeroDivisionError), scratch.statement():
+        made = scratch.directory("parts-")
+        _ = 1 / 0
     assert not os.path.exists(made)
     with scratch.statement():  # the next statement starts afresh
         assert os.path.isdir(scratch.directory("parts-"))

@@ -16,9 +16,9 @@ import duckdb
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from strategies import under
 
 import recsql
-from strategies import under
 
 STRATEGIES = ("local", "decomposed", "distributed")
 RANDOM = settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -45,7 +45,8 @@ WINDOWS = [
     "SELECT x FROM (VALUES (1), (2), (3)) v(x) ORDER BY x OFFSET 1 ROWS FETCH FIRST 1 ROWS ONLY",
     "SELECT x FROM (VALUES (1), (2), (3)) v(x) ORDER BY x LIMIT 5 OFFSET 3",
     "SELECT x FROM (VALUES (1), (2), (3)) v(x) UNION SELECT 4 ORDER BY 1 LIMIT 2 OFFSET 2",
-    "WITH RECURSIVE t(n) AS (SELECT 1 UNION SELECT n + 1 FROM t WHERE n < 10) SELECT n FROM t ORDER BY n LIMIT 3 OFFSET 4",
+    "WITH RECURSIVE t(n) AS (SELECT 1 UNION SELECT n + 1 FROM t WHERE n < 10) SELECT n FROM t ORDER BY n "
+    "LIMIT 3 OFFSET 4",
 ]
 
 
@@ -88,29 +89,43 @@ def test_subquery_windows_match_duckdb(cur, weighted, sql):
     assert Counter(rows(cur, sql)) == Counter(weighted.sql(sql).fetchall())
 
 
-@pytest.mark.parametrize("sql, message", [
-    ("SELECT 1 OFFSET x", "OFFSET takes a non-negative integer"),
-    ("SELECT 1 FETCH FIRST 50 PERCENT ROWS ONLY", "FETCH FIRST takes a row count"),
-    ("SELECT a, (SELECT b FROM sc_weighted f WHERE f.a = sc_weighted.a ORDER BY b LIMIT 1) FROM sc_weighted",
-     "LIMIT / OFFSET in a correlated subquery are not supported"),
-    ("WITH RECURSIVE t(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM (SELECT n FROM t ORDER BY n LIMIT 1) s "
-     "WHERE n < 3) SELECT * FROM t", "LIMIT / OFFSET through recursion"),
-])
+@pytest.mark.parametrize(
+    "sql, message",
+    [
+        ("SELECT 1 OFFSET x", "OFFSET takes a non-negative integer"),
+        ("SELECT 1 FETCH FIRST 50 PERCENT ROWS ONLY", "FETCH FIRST takes a row count"),
+        (
+            "SELECT a, (SELECT b FROM sc_weighted f WHERE f.a = sc_weighted.a ORDER BY b LIMIT 1) FROM sc_weighted",
+            "LIMIT / OFFSET in a correlated subquery are not supported",
+        ),
+        (
+            "WITH RECURSIVE t(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM (SELECT n FROM t ORDER BY n LIMIT 1) s "
+            "WHERE n < 3) SELECT * FROM t",
+            "LIMIT / OFFSET through recursion",
+        ),
+    ],
+)
 def test_row_windows_refused(cur, weighted, sql, message):
     with pytest.raises(recsql.Error, match=message):
         cur.execute(sql)
 
 
-@pytest.mark.parametrize("sql, expected", [
-    # an endless count: its first rows
-    ("WITH RECURSIVE t(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM t) SELECT * FROM t LIMIT 10", 10),
-    ("WITH RECURSIVE t(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM t) SELECT n FROM t LIMIT 3 OFFSET 2", 3),
-    # rows that double every iteration
-    ("WITH RECURSIVE t(n) AS (SELECT 1 UNION ALL SELECT n FROM t UNION ALL SELECT n + 1 FROM t) "
-     "SELECT * FROM t LIMIT 50", 50),
-    # set semantics, DISTINCT over a set relation
-    ("WITH RECURSIVE t(n) AS (SELECT 1 UNION SELECT n + 1 FROM t) SELECT DISTINCT n FROM t LIMIT 4", 4),
-])
+@pytest.mark.parametrize(
+    "sql, expected",
+    [
+        # an endless count: its first rows
+        ("WITH RECURSIVE t(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM t) SELECT * FROM t LIMIT 10", 10),
+        ("WITH RECURSIVE t(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM t) SELECT n FROM t LIMIT 3 OFFSET 2", 3),
+        # rows that double every iteration
+        (
+            "WITH RECURSIVE t(n) AS (SELECT 1 UNION ALL SELECT n FROM t UNION ALL SELECT n + 1 FROM t) "
+            "SELECT * FROM t LIMIT 50",
+            50,
+        ),
+        # set semantics, DISTINCT over a set relation
+        ("WITH RECURSIVE t(n) AS (SELECT 1 UNION SELECT n + 1 FROM t) SELECT DISTINCT n FROM t LIMIT 4", 4),
+    ],
+)
 @under(*STRATEGIES)
 def test_limit_stops_an_endless_recursion(cur, sql, expected):
     """Each row returned is one of the recursion's (n counts up from 1 by steps of one, each a value n >= 1
@@ -127,7 +142,9 @@ def test_limit_over_an_ordered_endless_recursion_still_fails(cur):
     cur.execute("SET recsql.max_iterations = 30")
     try:
         with pytest.raises(recsql.OperationalError, match="recsql.max_iterations"):
-            cur.execute("WITH RECURSIVE t(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM t) SELECT n FROM t ORDER BY n LIMIT 3")
+            cur.execute(
+                "WITH RECURSIVE t(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM t) SELECT n FROM t ORDER BY n LIMIT 3"
+            )
     finally:
         cur.execute("SET recsql.max_iterations = 10000")
 
@@ -138,10 +155,15 @@ def test_rows_that_double_stop_before_passing_max_rows(cur):
     not after the iteration deriving the next 2 ** 10."""
     cur.execute("SET recsql.max_rows = 1500")
     try:
-        with pytest.raises(recsql.OperationalError, match=r"is bound to derive more than 1500 rows by iteration 10: "
-                                                          r"1023 rows by iteration 9"):
-            cur.execute("WITH RECURSIVE t(n) AS (SELECT 1 UNION ALL SELECT n FROM t UNION ALL SELECT n + 1 FROM t) "
-                        "SELECT count(*) FROM t")
+        with pytest.raises(
+            recsql.OperationalError,
+            match=r"is bound to derive more than 1500 rows by iteration 10: "
+            r"1023 rows by iteration 9",
+        ):
+            cur.execute(
+                "WITH RECURSIVE t(n) AS (SELECT 1 UNION ALL SELECT n FROM t UNION ALL SELECT n + 1 FROM t) "
+                "SELECT count(*) FROM t"
+            )
     finally:
         cur.execute("SET recsql.max_rows = 100000000")
 
@@ -149,6 +171,7 @@ def test_rows_that_double_stop_before_passing_max_rows(cur):
 # ---------------------------------------------------------------------------------------------------------------
 # SEARCH DEPTH / BREADTH FIRST
 # ---------------------------------------------------------------------------------------------------------------
+
 
 def random_tree(seed: int, nodes: int) -> list[tuple[int, int | None]]:
     """(id, parent) of a random tree over 1..nodes with root 1, ids shuffled so that order tells nothing."""
@@ -169,8 +192,10 @@ def root_paths(tree: list[tuple[int, int | None]]) -> dict[int, list[int]]:
     return paths
 
 
-TREE_WALK = ("WITH RECURSIVE t(id) AS (SELECT id FROM sc_tree WHERE parent IS NULL UNION ALL "
-             "SELECT sc_tree.id FROM t JOIN sc_tree ON sc_tree.parent = t.id) {clause} SELECT * FROM t ORDER BY seq")
+TREE_WALK = (
+    "WITH RECURSIVE t(id) AS (SELECT id FROM sc_tree WHERE parent IS NULL UNION ALL "
+    "SELECT sc_tree.id FROM t JOIN sc_tree ON sc_tree.parent = t.id) {clause} SELECT * FROM t ORDER BY seq"
+)
 
 
 def walked(cur, seed: int, nodes: int, kind: str) -> tuple[dict[int, list[int]], list[tuple]]:
@@ -202,6 +227,7 @@ def test_search_breadth_first_orders_level_by_level(cur, seed, nodes):
 # CYCLE
 # ---------------------------------------------------------------------------------------------------------------
 
+
 def walks_to_first_repeat(edges: list[tuple[int, int]], start: int) -> Counter:
     """(a, b, closes a cycle, path) of every walk along `edges` from the edges leaving `start`, a walk stopping
     at the first edge already on it (that edge's row marked)."""
@@ -222,9 +248,12 @@ def walks_to_first_repeat(edges: list[tuple[int, int]], start: int) -> Counter:
 @under(*STRATEGIES)
 def test_cycle_marks_the_row_closing_a_cycle_and_stops_there(cur, edges):
     fill(cur, "sc_graph", "a INT, b INT", edges)
-    found = rows(cur, "WITH RECURSIVE p(a, b) AS (SELECT a, b FROM sc_graph WHERE a = 1 UNION ALL "
-                      "SELECT sc_graph.a, sc_graph.b FROM p JOIN sc_graph ON p.b = sc_graph.a) "
-                      "CYCLE a, b SET closes USING path SELECT * FROM p")
+    found = rows(
+        cur,
+        "WITH RECURSIVE p(a, b) AS (SELECT a, b FROM sc_graph WHERE a = 1 UNION ALL "
+        "SELECT sc_graph.a, sc_graph.b FROM p JOIN sc_graph ON p.b = sc_graph.a) "
+        "CYCLE a, b SET closes USING path SELECT * FROM p",
+    )
     walked = Counter((a, b, closes, tuple((step["a"], step["b"]) for step in path)) for a, b, closes, path in found)
     assert walked == walks_to_first_repeat(edges, 1)
 
@@ -232,22 +261,41 @@ def test_cycle_marks_the_row_closing_a_cycle_and_stops_there(cur, edges):
 @under(*STRATEGIES)
 def test_search_and_cycle_together_with_marks_of_their_own(cur):
     fill(cur, "sc_ring", "a INT, b INT", [(1, 2), (2, 3), (3, 1), (2, 4)])
-    found = rows(cur, "WITH RECURSIVE p(n) AS (SELECT a FROM sc_ring WHERE a = 1 UNION ALL "
-                      "SELECT sc_ring.b FROM p JOIN sc_ring ON p.n = sc_ring.a) "
-                      "SEARCH DEPTH FIRST BY n SET s CYCLE n SET c TO 'Y' DEFAULT 'N' USING route "
-                      "SELECT n, s, c, route FROM p ORDER BY s")
-    assert found == [(1, [1], "N", [1]), (2, [1, 2], "N", [1, 2]), (3, [1, 2, 3], "N", [1, 2, 3]),
-                     (1, [1, 2, 3, 1], "Y", [1, 2, 3, 1]), (4, [1, 2, 4], "N", [1, 2, 4])]
+    found = rows(
+        cur,
+        "WITH RECURSIVE p(n) AS (SELECT a FROM sc_ring WHERE a = 1 UNION ALL "
+        "SELECT sc_ring.b FROM p JOIN sc_ring ON p.n = sc_ring.a) "
+        "SEARCH DEPTH FIRST BY n SET s CYCLE n SET c TO 'Y' DEFAULT 'N' USING route "
+        "SELECT n, s, c, route FROM p ORDER BY s",
+    )
+    assert found == [
+        (1, [1], "N", [1]),
+        (2, [1, 2], "N", [1, 2]),
+        (3, [1, 2, 3], "N", [1, 2, 3]),
+        (1, [1, 2, 3, 1], "Y", [1, 2, 3, 1]),
+        (4, [1, 2, 4], "N", [1, 2, 4]),
+    ]
 
 
-@pytest.mark.parametrize("sql, message", [
-    ("WITH RECURSIVE t(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM t WHERE n < 3) SEARCH DEPTH FIRST BY m SET s "
-     "SELECT * FROM t", "SEARCH column 'm' is not a column of the CTE"),
-    ("WITH RECURSIVE t(n) AS (SELECT 1 UNION ALL SELECT a.n + b.n FROM t a, t b WHERE a.n < 3) "
-     "CYCLE n SET c USING p SELECT * FROM t", "reads 't' once per branch"),
-    ("WITH RECURSIVE t(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM t) SEARCH n SET s SELECT * FROM t",
-     "Expected DEPTH or BREADTH after SEARCH"),
-])
+@pytest.mark.parametrize(
+    "sql, message",
+    [
+        (
+            "WITH RECURSIVE t(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM t WHERE n < 3) SEARCH DEPTH FIRST BY m SET s "
+            "SELECT * FROM t",
+            "SEARCH column 'm' is not a column of the CTE",
+        ),
+        (
+            "WITH RECURSIVE t(n) AS (SELECT 1 UNION ALL SELECT a.n + b.n FROM t a, t b WHERE a.n < 3) "
+            "CYCLE n SET c USING p SELECT * FROM t",
+            "reads 't' once per branch",
+        ),
+        (
+            "WITH RECURSIVE t(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM t) SEARCH n SET s SELECT * FROM t",
+            "Expected DEPTH or BREADTH after SEARCH",
+        ),
+    ],
+)
 def test_search_and_cycle_errors_say_what_and_where(cur, sql, message):
     with pytest.raises(recsql.Error, match=message) as error:
         cur.execute(sql)

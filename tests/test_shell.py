@@ -14,7 +14,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from spark_processes import java_home_wrapper, java_started, spark_jvm_running
 from terminal import Terminal
 
@@ -25,8 +24,14 @@ LONG_QUERY = "WITH RECURSIVE n(x) AS (SELECT 1 UNION SELECT x + 1 FROM n WHERE x
 
 
 def shell_env(home: Path, **extra: str) -> dict[str, str]:
-    return {**os.environ, "HOME": str(home), "RECSQL_WAREHOUSE": str(home / "warehouse"), "TERM": "xterm-256color",
-            "PROMPT_TOOLKIT_NO_CPR": "1", **extra}
+    return {
+        **os.environ,
+        "HOME": str(home),
+        "RECSQL_WAREHOUSE": str(home / "warehouse"),
+        "TERM": "xterm-256color",
+        "PROMPT_TOOLKIT_NO_CPR": "1",
+        **extra,
+    }
 
 
 @pytest.fixture(scope="module")
@@ -55,7 +60,7 @@ def table_rows(screen: str) -> list[tuple[str, ...]]:
     lines = screen.splitlines()
     rule = max(i for i, line in enumerate(lines) if line.strip().startswith("─"))
     rows = []
-    for line in lines[rule + 1:]:
+    for line in lines[rule + 1 :]:
         if re.match(r"^\d+ rows?\b", line):
             return rows
         rows.append(tuple(line.split()))
@@ -98,13 +103,20 @@ def test_a_local_query_is_answered_while_spark_starts(tmp_path):
 
 def test_multi_line_recursive_query_and_its_result(shell):
     values = ", ".join(f"({a}, {b})" for a, b in EDGES)
-    run(shell, f"CREATE TABLE edge (src INT, dst INT);\nINSERT INTO edge VALUES {values};\n",
-        r"INSERT \(5 rows, \d+\.\d\d s\)")
-    screen = run(shell, "WITH RECURSIVE reach(src, dst) AS (\n"
-                        "  SELECT src, dst FROM edge\n"
-                        "  UNION\n"
-                        "  SELECT reach.src, edge.dst FROM reach JOIN edge ON reach.dst = edge.src)\n"
-                        "SELECT src, dst FROM reach ORDER BY src, dst;\n", r"\d+ rows")
+    run(
+        shell,
+        f"CREATE TABLE edge (src INT, dst INT);\nINSERT INTO edge VALUES {values};\n",
+        r"INSERT \(5 rows, \d+\.\d\d s\)",
+    )
+    screen = run(
+        shell,
+        "WITH RECURSIVE reach(src, dst) AS (\n"
+        "  SELECT src, dst FROM edge\n"
+        "  UNION\n"
+        "  SELECT reach.src, edge.dst FROM reach JOIN edge ON reach.dst = edge.src)\n"
+        "SELECT src, dst FROM reach ORDER BY src, dst;\n",
+        r"\d+ rows",
+    )
     lines = screen.splitlines()
     assert lines[0] == "recsql> WITH RECURSIVE reach(src, dst) AS ("
     assert [line[:8] for line in lines[1:5]] == ["   ...> "] * 4  # each new line continues the statement
@@ -130,8 +142,12 @@ def test_tab_completes_table_and_column_names(shell):
 
 
 def test_describe_lists_tables_and_the_columns_of_one(shell):
-    run(shell, "CREATE VIEW hops AS WITH RECURSIVE h(node, min() AS n) AS (SELECT 1, 0) UNION "
-               "(SELECT edge.dst, h.n + 1 FROM h, edge WHERE h.node = edge.src) SELECT * FROM h;\n", "CREATE VIEW")
+    run(
+        shell,
+        "CREATE VIEW hops AS WITH RECURSIVE h(node, min() AS n) AS (SELECT 1, 0) UNION "
+        "(SELECT edge.dst, h.n + 1 FROM h, edge WHERE h.node = edge.src) SELECT * FROM h;\n",
+        "CREATE VIEW",
+    )
     tables = run(shell, "\\d\n", r"hops\s+view")
     assert re.search(r"edge\s+table\s+\[src, dst\]", tables)
     assert re.search(r"hops\s+view\s+\[node, n\]", tables)
@@ -156,9 +172,13 @@ def test_load_a_csv_file_and_query_it(shell, tmp_path):
     path.write_text("origin,destination,minutes\nAMS,LHR,75\nLHR,JFK,480\nJFK,SFO,390\n")
     screen = run(shell, f"\\load flights {path}\n", r"flights: 3 rows from")
     assert "(origin string, destination string, minutes int)" in " ".join(screen.split())
-    screen = run(shell, "WITH RECURSIVE r(city, min() AS minutes) AS (SELECT 'AMS', 0) UNION "
-                        "(SELECT f.destination, r.minutes + f.minutes FROM r, flights f WHERE r.city = f.origin)\n"
-                        "SELECT * FROM r ORDER BY minutes;\n", r"4 rows")
+    screen = run(
+        shell,
+        "WITH RECURSIVE r(city, min() AS minutes) AS (SELECT 'AMS', 0) UNION "
+        "(SELECT f.destination, r.minutes + f.minutes FROM r, flights f WHERE r.city = f.origin)\n"
+        "SELECT * FROM r ORDER BY minutes;\n",
+        r"4 rows",
+    )
     assert table_rows(screen) == [("AMS", "0"), ("LHR", "75"), ("JFK", "555"), ("SFO", "945")]
 
 
@@ -214,8 +234,15 @@ def test_set_changes_a_setting(shell):
 
 def test_help_and_unknown_commands(shell):
     screen = run(shell, "\\help\n", r"\\q")
-    for command in ("\\d [NAME]", "\\load NAME PATH", "\\i FILE", "\\explain [on|off]", "\\timing [on|off]",
-                    "\\set [KEY VALUE]", "\\format [table|csv|json]"):
+    for command in (
+        "\\d [NAME]",
+        "\\load NAME PATH",
+        "\\i FILE",
+        "\\explain [on|off]",
+        "\\timing [on|off]",
+        "\\set [KEY VALUE]",
+        "\\format [table|csv|json]",
+    ):
         assert command in screen
     assert "unknown command \\nope" in run(shell, "\\nope\n", "unknown command")
 
@@ -298,10 +325,12 @@ def test_an_unreachable_master_is_said_plainly(tmp_path):
 
 def test_script_progress_only_on_a_terminal(tmp_path):
     script = tmp_path / "count.sql"
-    script.write_text("WITH RECURSIVE n(x) AS (SELECT 1 UNION SELECT x + 1 FROM n WHERE x < 30)\n"
-                      "SELECT count(*) AS n FROM n;\n")
-    done = subprocess.run([RECSQL, "run", str(script), *OPTIONS], capture_output=True, text=True, timeout=300,
-                          env=shell_env(tmp_path))
+    script.write_text(
+        "WITH RECURSIVE n(x) AS (SELECT 1 UNION SELECT x + 1 FROM n WHERE x < 30)\nSELECT count(*) AS n FROM n;\n"
+    )
+    done = subprocess.run(
+        [RECSQL, "run", str(script), *OPTIONS], capture_output=True, text=True, timeout=300, env=shell_env(tmp_path)
+    )
     assert (done.returncode, done.stderr) == (0, "")
     assert re.search(r"^\s*30\s*$", done.stdout, re.MULTILINE) and "iteration" not in done.stdout
 
@@ -320,6 +349,12 @@ def test_script_on_a_terminal_shows_progress_and_stops_at_ctrl_c(tmp_path):
 
 
 def test_piped_input_runs_as_a_script(tmp_path):
-    done = subprocess.run([RECSQL, *OPTIONS, "--format", "csv"], input="SELECT 1 AS a;\nSELECT 2 AS b;\n",
-                          capture_output=True, text=True, timeout=300, env=shell_env(tmp_path))
+    done = subprocess.run(
+        [RECSQL, *OPTIONS, "--format", "csv"],
+        input="SELECT 1 AS a;\nSELECT 2 AS b;\n",
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=shell_env(tmp_path),
+    )
     assert (done.returncode, done.stdout, done.stderr) == (0, "a\n1\nb\n2\n", "")

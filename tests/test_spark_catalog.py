@@ -42,8 +42,9 @@ def spark_tables(conn):
 
 
 @pytest.mark.strategies("distributed", "local", "decomposed")
-@pytest.mark.parametrize("table", ["sv_edges", "global_temp.gv_edges", "db1.edges", "spark_catalog.db1.edges",
-                                   "DB1.Edges"])
+@pytest.mark.parametrize(
+    "table", ["sv_edges", "global_temp.gv_edges", "db1.edges", "spark_catalog.db1.edges", "DB1.Edges"]
+)
 def test_recursion_over_a_table_spark_knows(cur, spark_tables, strategy, table):
     cur.execute(TC.format(table=table))
     assert_same_rows(cur.fetchall(), CLOSURE, context=table)
@@ -122,8 +123,9 @@ def test_show_tables_and_describe(cur, spark_tables):
     kinds = {name: kind for name, kind, *_ in cur.fetchall()}
     assert kinds["sv_edges"] == "spark"
     cur.execute("SHOW TABLES IN db1")
-    assert [(name, kind, list(columns), reflects) for name, kind, columns, reflects in cur.fetchall()] == \
-        [("db1.edges", "spark", ["src", "dst"], None)]
+    assert [(name, kind, list(columns), reflects) for name, kind, columns, reflects in cur.fetchall()] == [
+        ("db1.edges", "spark", ["src", "dst"], None)
+    ]
     cur.execute("DESCRIBE db1.edges")
     assert cur.fetchall() == [("src", "int"), ("dst", "int")]
 
@@ -179,8 +181,9 @@ def test_hive_metastore_table(tmp_path):
     import hive_session
 
     for mode in ("create", "query"):
-        finished = subprocess.run([sys.executable, str(HIVE_SESSION), str(tmp_path), mode],
-                                  capture_output=True, text=True, timeout=300)
+        finished = subprocess.run(
+            [sys.executable, str(HIVE_SESSION), str(tmp_path), mode], capture_output=True, text=True, timeout=300
+        )
         assert finished.returncode == 0, finished.stderr[-3000:]
     rows = [json.loads(line[3:]) for line in finished.stdout.splitlines() if line.startswith("@@ ")]
     assert_same_rows([tuple(row) for row in rows[0]], sorted(transitive_closure(hive_session.EDGES)))
@@ -189,10 +192,20 @@ def test_hive_metastore_table(tmp_path):
 def test_connect_prints_nothing(tmp_path):
     """Spark's start-up lines go to the log file; asked for a log level, they come to the terminal."""
     environment = {**os.environ, "RECSQL_LOG": str(tmp_path / "spark.log"), "RECSQL_WAREHOUSE": str(tmp_path)}
-    quiet = subprocess.run([sys.executable, "-c", "import recsql; recsql.connect().spark_session"],
-                           capture_output=True, text=True, timeout=300, env=environment)
+    quiet = subprocess.run(
+        [sys.executable, "-c", "import recsql; recsql.connect().spark_session"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=environment,
+    )
     assert (quiet.returncode, quiet.stdout, quiet.stderr) == (0, "", "")
     assert "log4j" in (tmp_path / "spark.log").read_text()
-    verbose = subprocess.run([sys.executable, "-c", "import recsql; recsql.connect(log_level='warn').spark_session"],
-                             capture_output=True, text=True, timeout=300, env=environment)
+    verbose = subprocess.run(
+        [sys.executable, "-c", "import recsql; recsql.connect(log_level='warn').spark_session"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=environment,
+    )
     assert verbose.returncode == 0 and "log4j" in verbose.stderr

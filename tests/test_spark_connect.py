@@ -37,14 +37,27 @@ def server(tmp_path_factory):
     """The URL of a Spark Connect server on local[2], stopped after the module's tests."""
     directory = tmp_path_factory.mktemp("connect")
     port = free_port()
-    environment = {**os.environ, "SPARK_LOG_DIR": str(directory), "SPARK_PID_DIR": str(directory),
-                   "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_IDENT_STRING": f"recsql-test-{port}",
-                   "PYSPARK_PYTHON": worker_python(directory / "python")}
-    conf = [argument for key, value in {**SERVER_CONF, "spark.connect.grpc.binding.port": str(port)}.items()
-            for argument in ("--conf", f"{key}={value}")]
+    environment = {
+        **os.environ,
+        "SPARK_LOG_DIR": str(directory),
+        "SPARK_PID_DIR": str(directory),
+        "SPARK_LOCAL_IP": "127.0.0.1",
+        "SPARK_IDENT_STRING": f"recsql-test-{port}",
+        "PYSPARK_PYTHON": worker_python(directory / "python"),
+    }
+    conf = [
+        argument
+        for key, value in {**SERVER_CONF, "spark.connect.grpc.binding.port": str(port)}.items()
+        for argument in ("--conf", f"{key}={value}")
+    ]
     sbin = spark_home() / "sbin"
-    subprocess.run([str(sbin / "start-connect-server.sh"), "--master", "local[2]", *conf], env=environment,
-                   check=True, capture_output=True, timeout=120)
+    subprocess.run(
+        [str(sbin / "start-connect-server.sh"), "--master", "local[2]", *conf],
+        env=environment,
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
     try:
         wait_for_port(port, next(directory.glob("*.out"), directory / "server.out"))
         yield f"sc://127.0.0.1:{port}", directory
@@ -59,9 +72,14 @@ def client_environment(url: str) -> dict[str, str]:
 def test_the_recursion_suites_run_over_spark_connect(server):
     """Every case of the recursion suites, under every strategy they name, over the Connect server."""
     url, _ = server
-    finished = subprocess.run([sys.executable, "-m", "pytest", "-o", "addopts=", "-q", "-p", "no:cacheprovider",
-                               *SUITES], cwd=ROOT, env=client_environment(url), capture_output=True, text=True,
-                              timeout=1200)
+    finished = subprocess.run(
+        [sys.executable, "-m", "pytest", "-o", "addopts=", "-q", "-p", "no:cacheprovider", *SUITES],
+        cwd=ROOT,
+        env=client_environment(url),
+        capture_output=True,
+        text=True,
+        timeout=1200,
+    )
     summary = finished.stdout.strip().splitlines()[-1] if finished.stdout.strip() else ""
     assert finished.returncode == 0, finished.stdout[-6000:] + finished.stderr[-2000:]
     passed = re.search(r"(\d+) passed", summary)
@@ -70,9 +88,13 @@ def test_the_recursion_suites_run_over_spark_connect(server):
 
 def test_spark_names_errors_and_cancelling_over_spark_connect(server):
     url, directory = server
-    finished = subprocess.run([sys.executable, str(DRIVER), url, str(directory / "warehouse"),
-                               str(directory / "edges.parquet")], env=client_environment(url),
-                              capture_output=True, text=True, timeout=600)
+    finished = subprocess.run(
+        [sys.executable, str(DRIVER), url, str(directory / "warehouse"), str(directory / "edges.parquet")],
+        env=client_environment(url),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert finished.returncode == 0, finished.stderr[-4000:]
     result = json.loads(next(line[3:] for line in finished.stdout.splitlines() if line.startswith("@@ ")))
     view = sorted(transitive_closure([(1, 2), (2, 3), (3, 1), (5, 6)]))
@@ -93,11 +115,21 @@ def test_spark_names_errors_and_cancelling_over_spark_connect(server):
 
 def test_the_shell_runs_over_spark_connect(server):
     url, _ = server
-    finished = subprocess.run(["recsql", "--remote", url, "--format", "csv", "-c",
-                               "WITH RECURSIVE n(i) AS (SELECT 1 UNION SELECT i + 1 FROM n WHERE i < 4) "
-                               "SELECT sum(i) AS total FROM n"],
-                              env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True,
-                              timeout=300)
+    finished = subprocess.run(
+        [
+            "recsql",
+            "--remote",
+            url,
+            "--format",
+            "csv",
+            "-c",
+            "WITH RECURSIVE n(i) AS (SELECT 1 UNION SELECT i + 1 FROM n WHERE i < 4) SELECT sum(i) AS total FROM n",
+        ],
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert (finished.returncode, finished.stdout.split(), finished.stderr) == (0, ["total", "10"], "")
 
 
@@ -110,6 +142,6 @@ def test_a_server_that_is_not_there_is_reported_at_once():
 
 def test_a_process_with_a_spark_driver_cannot_open_a_connect_session(conn, server):
     url, _ = server
-    conn.spark_session  # the suite's Spark driver runs
+    _ = conn.spark_session  # the suite's Spark driver runs
     with pytest.raises(recsql.OperationalError, match="already runs a Spark driver"):
         recsql.connect(remote=url)

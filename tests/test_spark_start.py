@@ -14,10 +14,16 @@ Driver stacktrace:
 
 
 def test_a_failed_java_call_says_its_deepest_cause():
-    assert first_line(CALL_FAILED) == ("Job aborted due to stage failure: Lost task 0.0 in stage 1.0: "
-                                       "TaskResultLost (result lost from block manager)")
-    assert first_line("An error occurred while calling o1.sql.\n: org.apache.spark.sql.AnalysisException: "
-                      "[TABLE_OR_VIEW_NOT_FOUND] no table t\n\tat x") == "no table t"
+    assert first_line(CALL_FAILED) == (
+        "Job aborted due to stage failure: Lost task 0.0 in stage 1.0: TaskResultLost (result lost from block manager)"
+    )
+    assert (
+        first_line(
+            "An error occurred while calling o1.sql.\n: org.apache.spark.sql.AnalysisException: "
+            "[TABLE_OR_VIEW_NOT_FOUND] no table t\n\tat x"
+        )
+        == "no table t"
+    )
 
 
 def test_an_embedded_driver_gets_a_share_of_the_machine_unless_told(monkeypatch):

@@ -20,9 +20,18 @@ from recsql.engine.types.spark_types import NotInferred, expression_type
 from translator import dialect
 
 COLUMNS = {
-    "i": T.IntegerType(), "l": T.LongType(), "s": T.ShortType(), "t": T.ByteType(),
-    "d": T.DoubleType(), "f": T.FloatType(), "m": T.DecimalType(10, 2), "w": T.DecimalType(38, 10),
-    "n": T.DecimalType(5, 0), "str": T.StringType(), "ok": T.BooleanType(), "day": T.DateType(),
+    "i": T.IntegerType(),
+    "l": T.LongType(),
+    "s": T.ShortType(),
+    "t": T.ByteType(),
+    "d": T.DoubleType(),
+    "f": T.FloatType(),
+    "m": T.DecimalType(10, 2),
+    "w": T.DecimalType(38, 10),
+    "n": T.DecimalType(5, 0),
+    "str": T.StringType(),
+    "ok": T.BooleanType(),
+    "day": T.DateType(),
 }
 
 
@@ -42,27 +51,130 @@ def inferred_type(sql: str) -> T.DataType:
 
 
 INFERRED = [
-    "i", "i + l", "s * t", "i - s", "t + t", "d + i", "f + f", "f * d", "m + m", "m + i", "m * n", "w * w",
-    "w + m", "m - l", "m + d", "-m", "i / l", "d / i", "i % s", "l div i", "7", "3000000000", "1.5", "0.05",
-    "1e3", "'x'", "NULL", "TRUE", "i = l", "m < d", "str <> 'a'", "i IS NULL", "NOT ok", "ok AND i > 1",
-    "i IN (1, 2, l)", "i BETWEEN 1 AND l", "day < DATE '2024-01-01'", "CAST(i AS BIGINT)", "CAST(i AS STRING)",
-    "CAST(0 AS DECIMAL(10,2))", "CAST(l AS DECIMAL(5,1))", "CAST(m AS DOUBLE)", "CAST(m AS DECIMAL(12,4))",
-    "CAST(NULL AS INT)", "0.0D", "10L", "CASE WHEN ok THEN i ELSE l END", "CASE WHEN ok THEN m END",
-    "CASE WHEN ok THEN m ELSE i END", "COALESCE(i, s, l)", "COALESCE(m, w)", "COALESCE(NULL, d)",
-    "COALESCE(w, -(i + w))", "CASE WHEN ok THEN w ELSE l + w END", "greatest(w, m * m)",
-    "least(i, l)", "greatest(m, n)", "count(*)", "count(DISTINCT i)", "sum(i)", "sum(s)", "sum(d)", "sum(f)",
-    "sum(m)", "sum(w)", "min(str)", "max(m)", "avg(i)", "avg(d)", "sum(i) + 1", "max(i) * 2",
-    "m / m", "m / i", "w / n", "m / 7.0", "m + 1", "1 - m", "100.00 * m", "-1 * m", "m * 3000000000", "avg(m)",
-    "avg(w)", "0.2 * avg(m)", "sum(m) / sum(n)", "day + interval '3' month", "day - interval '90' day",
-    "day + interval '1' year", "extract(year FROM day)", "month(day)", "day(day)", "substring(str, 1, 2)",
-    "substr(str, 3)", "str LIKE 'a%'", "str NOT LIKE '%b_'", "NULL / m", "m / NULL", "NULL / i", "i / NULL",
-    "NULL * m", "NULL + m", "m - NULL", "NULL + i", "NULL / w", "i + (NULL / m)", "-((i + (NULL / m)))",
+    "i",
+    "i + l",
+    "s * t",
+    "i - s",
+    "t + t",
+    "d + i",
+    "f + f",
+    "f * d",
+    "m + m",
+    "m + i",
+    "m * n",
+    "w * w",
+    "w + m",
+    "m - l",
+    "m + d",
+    "-m",
+    "i / l",
+    "d / i",
+    "i % s",
+    "l div i",
+    "7",
+    "3000000000",
+    "1.5",
+    "0.05",
+    "1e3",
+    "'x'",
+    "NULL",
+    "TRUE",
+    "i = l",
+    "m < d",
+    "str <> 'a'",
+    "i IS NULL",
+    "NOT ok",
+    "ok AND i > 1",
+    "i IN (1, 2, l)",
+    "i BETWEEN 1 AND l",
+    "day < DATE '2024-01-01'",
+    "CAST(i AS BIGINT)",
+    "CAST(i AS STRING)",
+    "CAST(0 AS DECIMAL(10,2))",
+    "CAST(l AS DECIMAL(5,1))",
+    "CAST(m AS DOUBLE)",
+    "CAST(m AS DECIMAL(12,4))",
+    "CAST(NULL AS INT)",
+    "0.0D",
+    "10L",
+    "CASE WHEN ok THEN i ELSE l END",
+    "CASE WHEN ok THEN m END",
+    "CASE WHEN ok THEN m ELSE i END",
+    "COALESCE(i, s, l)",
+    "COALESCE(m, w)",
+    "COALESCE(NULL, d)",
+    "COALESCE(w, -(i + w))",
+    "CASE WHEN ok THEN w ELSE l + w END",
+    "greatest(w, m * m)",
+    "least(i, l)",
+    "greatest(m, n)",
+    "count(*)",
+    "count(DISTINCT i)",
+    "sum(i)",
+    "sum(s)",
+    "sum(d)",
+    "sum(f)",
+    "sum(m)",
+    "sum(w)",
+    "min(str)",
+    "max(m)",
+    "avg(i)",
+    "avg(d)",
+    "sum(i) + 1",
+    "max(i) * 2",
+    "m / m",
+    "m / i",
+    "w / n",
+    "m / 7.0",
+    "m + 1",
+    "1 - m",
+    "100.00 * m",
+    "-1 * m",
+    "m * 3000000000",
+    "avg(m)",
+    "avg(w)",
+    "0.2 * avg(m)",
+    "sum(m) / sum(n)",
+    "day + interval '3' month",
+    "day - interval '90' day",
+    "day + interval '1' year",
+    "extract(year FROM day)",
+    "month(day)",
+    "day(day)",
+    "substring(str, 1, 2)",
+    "substr(str, 3)",
+    "str LIKE 'a%'",
+    "str NOT LIKE '%b_'",
+    "NULL / m",
+    "m / NULL",
+    "NULL / i",
+    "i / NULL",
+    "NULL * m",
+    "NULL + m",
+    "m - NULL",
+    "NULL + i",
+    "NULL / w",
+    "i + (NULL / m)",
+    "-((i + (NULL / m)))",
 ]
 
 DECLINED = [
-    "concat(str, 'x')", "date_add(day, 1)", "CAST(str AS INT)", "CAST(d AS INT)", "substring(str, 0, 2)",
-    "substring(str, i, 2)", "str LIKE 'a\\\\%'", "str LIKE str", "day + interval '1' hour", "extract(hour FROM day)",
-    "i = str", "str + 1", "f * i", "upper(str)", "CASE WHEN ok THEN i ELSE str END", "sum(DISTINCT i)",
+    "concat(str, 'x')",
+    "date_add(day, 1)",
+    "CAST(str AS INT)",
+    "CAST(d AS INT)",
+    "substring(str, 0, 2)",
+    "substring(str, i, 2)",
+    "str LIKE 'a\\\\%'",
+    "str LIKE str",
+    "day + interval '1' hour",
+    "extract(hour FROM day)",
+    "i = str",
+    "str + 1",
+    "f * i",
+    "upper(str)",
+    "CASE WHEN ok THEN i ELSE str END",
+    "sum(DISTINCT i)",
 ]
 
 
@@ -87,11 +199,14 @@ def expressions(depth: int) -> st.SearchStrategy[str]:
     inner = expressions(depth - 1)
     return st.one_of(
         leaves,
-        st.tuples(inner, st.sampled_from(["+", "-", "*", "/", "%", "div"]), inner).map(lambda t: f"({t[0]} {t[1]} {t[2]})"),
+        st.tuples(inner, st.sampled_from(["+", "-", "*", "/", "%", "div"]), inner).map(
+            lambda t: f"({t[0]} {t[1]} {t[2]})"
+        ),
         st.tuples(inner, inner, inner).map(lambda t: f"CASE WHEN {t[0]} > 0 THEN {t[1]} ELSE {t[2]} END"),
         st.tuples(inner, inner).map(lambda t: f"coalesce({t[0]}, {t[1]})"),
-        st.tuples(inner, st.sampled_from(["INT", "BIGINT", "DOUBLE", "DECIMAL(12,3)", "STRING"]))
-          .map(lambda t: f"CAST({t[0]} AS {t[1]})"),
+        st.tuples(inner, st.sampled_from(["INT", "BIGINT", "DOUBLE", "DECIMAL(12,3)", "STRING"])).map(
+            lambda t: f"CAST({t[0]} AS {t[1]})"
+        ),
         inner.map(lambda e: f"-({e})"),
     )
 
@@ -110,18 +225,25 @@ def test_random_expressions(typed, sql):
 # --- recursive strata, iteration by iteration ---------------------------------------------------------------
 
 TABLES = {
-    "ty_edge": pa.table({
-        "src": pa.array([1, 2, 3, 4, 2], pa.int32()), "dst": pa.array([2, 3, 4, 5, 5], pa.int32()),
-        "w": pa.array([1, 2, 3, 1, 7], pa.int32()), "big": pa.array([10, 20, 30, 40, 50], pa.int64()),
-        "dbl": pa.array([0.5, 1.25, 2.0, 0.125, 1.0]),
-        "dec": pa.array([Decimal(x) for x in ("1.10", "2.25", "0.05", "3.00", "1.00")], pa.decimal128(10, 2)),
-    }),
+    "ty_edge": pa.table(
+        {
+            "src": pa.array([1, 2, 3, 4, 2], pa.int32()),
+            "dst": pa.array([2, 3, 4, 5, 5], pa.int32()),
+            "w": pa.array([1, 2, 3, 1, 7], pa.int32()),
+            "big": pa.array([10, 20, 30, 40, 50], pa.int64()),
+            "dbl": pa.array([0.5, 1.25, 2.0, 0.125, 1.0]),
+            "dec": pa.array([Decimal(x) for x in ("1.10", "2.25", "0.05", "3.00", "1.00")], pa.decimal128(10, 2)),
+        }
+    ),
 }
 
 STRATA = [
-    "WITH RECURSIVE r(x, y) AS (SELECT src, dst FROM ty_edge UNION SELECT r.x, e.dst FROM r JOIN ty_edge e ON r.y = e.src) "
-    "SELECT * FROM r WHERE x = 1",
-    "WITH RECURSIVE sp(n, min() AS d) AS (SELECT 1, 0 UNION SELECT e.dst, sp.d + e.big FROM sp, ty_edge e WHERE sp.n = e.src) "
+    "WITH RECURSIVE r(x, y) AS (SELECT src, dst FROM ty_edge UNION SELECT r.x, e.dst FROM r JOIN ty_edge e "
+    "ON r.y = e.src) "
+    "SELECT * FROM r WHERE x = "
+    "1",
+    "WITH RECURSIVE sp(n, min() AS d) AS (SELECT 1, 0 UNION SELECT e.dst, sp.d + e.big FROM sp, "
+    "ty_edge e WHERE sp.n = e.src) "
     "SELECT * FROM sp",
     "WITH RECURSIVE sp(n, min() AS d) AS (SELECT 1, CAST(0 AS DECIMAL(10,2)) UNION SELECT e.dst, sp.d + e.dec "
     "FROM sp, ty_edge e WHERE sp.n = e.src) SELECT * FROM sp",
@@ -129,13 +251,17 @@ STRATA = [
     "SELECT * FROM c",
     "WITH RECURSIVE s(n, sum() AS v) AS (SELECT dst, dec FROM ty_edge UNION SELECT e.src, s.v FROM s, ty_edge e "
     "WHERE s.n = e.dst) SELECT * FROM s",
-    "WITH RECURSIVE s(n, sum() AS v) AS (SELECT dst, dbl FROM ty_edge UNION SELECT e.src, s.v * 0.5 FROM s, ty_edge e "
+    "WITH RECURSIVE s(n, sum() AS v) AS (SELECT dst, dbl FROM ty_edge UNION SELECT e.src, s.v * 0.5 FROM s, "
+    "ty_edge e "
     "WHERE s.n = e.dst) SELECT * FROM s",
-    "WITH RECURSIVE m(n, max() AS v) AS (SELECT 1, 0 UNION SELECT e.dst, m.v + e.w FROM m, ty_edge e WHERE m.n = e.src) "
-    "SELECT * FROM m",
+    "WITH RECURSIVE m(n, max() AS v) AS (SELECT 1, 0 UNION SELECT e.dst, m.v + e.w FROM m, ty_edge e "
+    "WHERE m.n = e.src) "
+    "SELECT * FROM "
+    "m",
     "WITH RECURSIVE p(n, k) AS (SELECT 1, 0 UNION ALL SELECT e.dst, p.k + e.big FROM p JOIN ty_edge e ON e.src = p.n) "
     "SELECT * FROM p",
-    "WITH RECURSIVE a(x, y) AS (SELECT src, dst FROM ty_edge UNION SELECT b.x, e.dst FROM b JOIN ty_edge e ON b.y = e.src), "
+    "WITH RECURSIVE a(x, y) AS (SELECT src, dst FROM ty_edge UNION SELECT b.x, e.dst FROM b JOIN "
+    "ty_edge e ON b.y = e.src), "
     "b(x, y) AS (SELECT x, y FROM a UNION SELECT a.x, e.dst * 2 FROM a JOIN ty_edge e ON a.y = e.src) SELECT * FROM b",
     "WITH RECURSIVE r(n, v) AS (SELECT id, 0 FROM range(3) UNION SELECT r.n + 1, r.v + 1 FROM r WHERE r.n < 5) "
     "SELECT * FROM r",

@@ -105,4 +105,8 @@ def test_large_arrow_tables_get_approximate_statistics(monkeypatch):
     assert approximate.rows == exact.rows == 20_000
     for close, right in zip(approximate.columns, exact.columns):
         assert abs(close.distinct - right.distinct) <= 0.05 * right.distinct
-        assert (close.null_fraction, close.minimum, close.maximum) == (right.null_fraction, right.minimum, right.maximum)
+        assert (close.null_fraction, close.minimum, close.maximum) == (
+            right.null_fraction,
+            right.minimum,
+            right.maximum,
+        )

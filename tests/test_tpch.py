@@ -9,11 +9,11 @@ from __future__ import annotations
 import pyarrow.parquet as pq
 import pytest
 import sqlglot
+from conftest import TEST_CONF
+from spark_jobs import spark_jobs
 from sqlglot import exp
 
 import recsql
-from conftest import TEST_CONF
-from spark_jobs import spark_jobs
 from tpch.check import difference, ordered
 from tpch.data import create_tables, duckdb_views, generate, paths
 from tpch.queries import queries
@@ -95,7 +95,8 @@ def test_tpch_over_files_in_process_is_spark_exactly(over_files, on_spark, numbe
     spark_description, spark_rows = spark_answer(on_spark, number)
     assert description == spark_description
     assert (rows if ordered(sql) else sorted(rows, key=repr)) == (
-        spark_rows if ordered(sql) else sorted(spark_rows, key=repr))
+        spark_rows if ordered(sql) else sorted(spark_rows, key=repr)
+    )
 
 
 @pytest.mark.parametrize("number", sorted(QUERIES))

@@ -7,10 +7,10 @@ import textwrap
 import pytest
 
 from recsql import analysis
-from recsql.planner import plan as planner
 from recsql.optimizer import optimize
 from recsql.optimizer.join_search import CostModel
 from recsql.optimizer.outer_joins import simplify_program
+from recsql.planner import plan as planner
 from recsql.settings import Settings
 from translator.dialect import RecursiveCTE, parse_one
 from translator.errors import TranslationError
@@ -48,10 +48,14 @@ def golden(text: str) -> str:
 
 
 def test_rasql_header_aggregate_and_recursion_level_parse():
-    cte = parse_one(
-        "WITH RECURSIVE sp(node, min() AS dist) MAX RECURSION LEVEL 7 AS (SELECT 1, 0) UNION "
-        "(SELECT warc.dst, sp.dist + warc.cost FROM sp, warc WHERE sp.node = warc.src) SELECT * FROM sp"
-    ).args["with_"].expressions[0]
+    cte = (
+        parse_one(
+            "WITH RECURSIVE sp(node, min() AS dist) MAX RECURSION LEVEL 7 AS (SELECT 1, 0) UNION "
+            "(SELECT warc.dst, sp.dist + warc.cost FROM sp, warc WHERE sp.node = warc.src) SELECT * FROM sp"
+        )
+        .args["with_"]
+        .expressions[0]
+    )
     assert isinstance(cte, RecursiveCTE)
     assert cte.args["aggregates"] == {"dist": "min"}
     assert int(cte.args["max_level"].this) == 7
@@ -174,7 +178,9 @@ def test_strata_order_and_delta_variants():
     components = analysis.stratify(program)
     assert [c.relations for c in components] == [("sg",), ("answer",)]
     assert components[0].recursive and not components[1].recursive
-    plan = planner.plan(optimize(program, FakeCatalog(), Settings(), CostModel()), components, Settings(strategy="distributed"))
+    plan = planner.plan(
+        optimize(program, FakeCatalog(), Settings(), CostModel()), components, Settings(strategy="distributed")
+    )
     variants = [str(v) for v in plan.strata[0].variants]
     assert variants == [  # each delta drives its variant's joins
         "sg(X, Y1) :- Δsg(X, Y), old sg(Y, Y1).",
@@ -185,7 +191,8 @@ def test_strata_order_and_delta_variants():
 def test_mutual_recursion_is_one_component():
     program = translate(
         parse_one(
-            "WITH RECURSIVE even(x, y) AS (SELECT a, a FROM arc UNION SELECT odd.x, arc.b FROM odd, arc WHERE odd.y = arc.a), "
+            "WITH RECURSIVE even(x, y) AS (SELECT a, a FROM arc UNION SELECT odd.x, arc.b FROM odd, arc "
+            "WHERE odd.y = arc.a), "
             "odd(x, y) AS (SELECT even.x, arc.b FROM even, arc WHERE even.y = arc.a) SELECT x, y FROM even"
         ),
         FakeCatalog(),
@@ -196,8 +203,10 @@ def test_mutual_recursion_is_one_component():
 
 def test_header_aggregate_recorded_on_the_relation():
     program = translate(
-        parse_one("WITH RECURSIVE c(x, count() AS n) AS (SELECT a, 1 FROM arc) UNION (SELECT arc.b, c.n FROM c, arc "
-                  "WHERE c.x = arc.a) SELECT * FROM c"),
+        parse_one(
+            "WITH RECURSIVE c(x, count() AS n) AS (SELECT a, 1 FROM arc) UNION (SELECT arc.b, c.n FROM c, arc "
+            "WHERE c.x = arc.a) SELECT * FROM c"
+        ),
         FakeCatalog(),
     )
     assert program.relations["c"].aggregate == HeaderAggregate("count", 1)
@@ -226,9 +235,7 @@ def simplified(sql: str) -> str:
 def test_scalar_subquery_compared_in_where_becomes_an_inner_join():
     """A correlated scalar subquery is an outer join (NULL without a row); a comparison with it rejects that
     NULL, so the join is inner, on the correlation columns as shared variables (TPC-H Q2, Q17, Q20)."""
-    assert simplified(
-        "SELECT t.x FROM t WHERE t.y > (SELECT max(u.w) FROM u WHERE u.x = t.x)"
-    ) == golden("""
+    assert simplified("SELECT t.x FROM t WHERE t.y > (SELECT max(u.w) FROM u WHERE u.x = t.x)") == golden("""
         % agg(g0, a0)
         agg(X1, max<W>) :- u(X1, W).
         % scalar(MAX(u.w), corr0)
@@ -239,12 +246,15 @@ def test_scalar_subquery_compared_in_where_becomes_an_inner_join():
     """)
 
 
-@pytest.mark.parametrize("sql", [
-    "SELECT t.x, (SELECT max(u.w) FROM u WHERE u.x = t.x) AS m FROM t",  # NULL kept in the answer
-    "SELECT t.x FROM t WHERE coalesce((SELECT max(u.w) FROM u WHERE u.x = t.x), 0) < 5",  # NULL made 0
-    "SELECT t.x FROM t WHERE (SELECT max(u.w) FROM u WHERE u.x = t.x) IS NULL",
-    "SELECT t.x FROM t LEFT JOIN u ON u.x = t.x WHERE u.w > 1 OR t.y > 1",  # true for some NULLs
-])
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT t.x, (SELECT max(u.w) FROM u WHERE u.x = t.x) AS m FROM t",  # NULL kept in the answer
+        "SELECT t.x FROM t WHERE coalesce((SELECT max(u.w) FROM u WHERE u.x = t.x), 0) < 5",  # NULL made 0
+        "SELECT t.x FROM t WHERE (SELECT max(u.w) FROM u WHERE u.x = t.x) IS NULL",
+        "SELECT t.x FROM t LEFT JOIN u ON u.x = t.x WHERE u.w > 1 OR t.y > 1",  # true for some NULLs
+    ],
+)
 def test_outer_joins_that_keep_rows_without_a_match_stay(sql):
     assert simplified(sql) == datalog(sql)
 

@@ -18,13 +18,10 @@ from collections import Counter
 import duckdb
 import pandas as pd
 import pytest
+from duckdb_reference import check, q, reference_fixtures
+from strategies import under
 
-pytest.register_assert_rewrite("duckdb_reference")  # before its import: its asserts explain themselves like ours
-
-from duckdb_reference import check, q, reference_fixtures  # noqa: E402
-from strategies import under  # noqa: E402
-
-import recsql  # noqa: E402
+import recsql
 
 ALL_STRATEGIES = ("local", "decomposed", "distributed")
 IN_ONE_PROCESS_AND_ON_SPARK = ("local", "distributed")  # a query without recursion: DuckDB, or Spark SQL
@@ -53,14 +50,23 @@ MIXED = [
 ]
 
 RECURSIVE_MIXED = [  # DuckDB accepts the recursion only in the last branch
-    q(f"WITH RECURSIVE r(n) AS ({T} UNION {T} UNION ALL SELECT n + 1 FROM r WHERE n < 5) SELECT n FROM r",
-      id="set_base_bag_iteration"),
-    q(f"WITH RECURSIVE r(n) AS ({T} UNION ALL {T} UNION SELECT n + 1 FROM r WHERE n < 5) SELECT n FROM r",
-      id="bag_base_set_iteration"),
-    q(f"WITH RECURSIVE r(n) AS ({T} UNION ALL {T} UNION ALL SELECT n + 1 FROM r WHERE n < 4) SELECT n FROM r",
-      id="bag_base_bag_iteration"),
-    q("WITH RECURSIVE r(s, n) AS (SELECT s, 1 FROM ul_seed UNION SELECT s, 1 FROM ul_seed UNION ALL "
-      "SELECT s, n + 1 FROM r WHERE n < 4) SELECT s, n FROM r", id="pivoted_set_base_bag_iteration"),
+    q(
+        f"WITH RECURSIVE r(n) AS ({T} UNION {T} UNION ALL SELECT n + 1 FROM r WHERE n < 5) SELECT n FROM r",
+        id="set_base_bag_iteration",
+    ),
+    q(
+        f"WITH RECURSIVE r(n) AS ({T} UNION ALL {T} UNION SELECT n + 1 FROM r WHERE n < 5) SELECT n FROM r",
+        id="bag_base_set_iteration",
+    ),
+    q(
+        f"WITH RECURSIVE r(n) AS ({T} UNION ALL {T} UNION ALL SELECT n + 1 FROM r WHERE n < 4) SELECT n FROM r",
+        id="bag_base_bag_iteration",
+    ),
+    q(
+        "WITH RECURSIVE r(s, n) AS (SELECT s, 1 FROM ul_seed UNION SELECT s, 1 FROM ul_seed UNION ALL "
+        "SELECT s, n + 1 FROM r WHERE n < 4) SELECT s, n FROM r",
+        id="pivoted_set_base_bag_iteration",
+    ),
 ]
 
 
@@ -80,8 +86,10 @@ def test_a_union_inside_a_union_all_recursion_is_refused(cur):
     """The recursion in a UNION below the UNION ALL would remove duplicates per iteration (DuckDB refuses a
     recursive reference outside the last branch)."""
     with pytest.raises(recsql.NotSupportedError, match="removes duplicates .* inside the UNION ALL recursion"):
-        cur.execute("WITH RECURSIVE r(n) AS (SELECT 1 UNION SELECT n + 1 FROM r WHERE n < 3 "
-                    "UNION ALL SELECT n + 1 FROM r WHERE n < 3) SELECT n FROM r")
+        cur.execute(
+            "WITH RECURSIVE r(n) AS (SELECT 1 UNION SELECT n + 1 FROM r WHERE n < 3 "
+            "UNION ALL SELECT n + 1 FROM r WHERE n < 3) SELECT n FROM r"
+        )
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -111,14 +119,24 @@ def test_a_window_inside_the_recursion_is_refused(cur, sql):
         cur.execute(sql)
 
 
-@pytest.mark.parametrize("case", [
-    q("WITH RECURSIVE r(n) AS ((SELECT x FROM ul_t ORDER BY x OFFSET 3) UNION ALL SELECT n + 1 FROM r "
-      "WHERE n < 5) SELECT n FROM r", id="windowed_base_branch"),
-    q("WITH RECURSIVE b(n) AS ((SELECT x FROM ul_t UNION ALL SELECT 7) ORDER BY x DESC LIMIT 2), "
-      "r(n) AS (SELECT n FROM b UNION SELECT n + 1 FROM r WHERE n < 9) SELECT n FROM r", id="windowed_cte_before",
-      duck="WITH RECURSIVE r(n) AS (SELECT n FROM ((SELECT x FROM ul_t UNION ALL SELECT 7) ORDER BY x DESC LIMIT 2) "
-      "b(n) UNION SELECT n + 1 FROM r WHERE n < 9) SELECT n FROM r"),  # DuckDB: every CTE there is recursive
-])
+@pytest.mark.parametrize(
+    "case",
+    [
+        q(
+            "WITH RECURSIVE r(n) AS ((SELECT x FROM ul_t ORDER BY x OFFSET 3) UNION ALL SELECT n + 1 FROM r "
+            "WHERE n < 5) SELECT n FROM r",
+            id="windowed_base_branch",
+        ),
+        q(
+            "WITH RECURSIVE b(n) AS ((SELECT x FROM ul_t UNION ALL SELECT 7) ORDER BY x DESC LIMIT 2), "
+            "r(n) AS (SELECT n FROM b UNION SELECT n + 1 FROM r WHERE n < 9) SELECT n FROM r",
+            id="windowed_cte_before",
+            duck="WITH RECURSIVE r(n) AS (SELECT n FROM ((SELECT x FROM ul_t UNION ALL SELECT 7) ORDER BY x "
+            "DESC LIMIT 2) "
+            "b(n) UNION SELECT n + 1 FROM r WHERE n < 9) SELECT n FROM r",
+        ),  # DuckDB: every CTE there is recursive
+    ],
+)
 @under(*ALL_STRATEGIES)
 def test_a_window_before_the_recursion_keeps_its_rows(cur, duck, case):
     check(cur, duck, **case)
@@ -137,24 +155,56 @@ def each_once(rows, valid):
     return all(s in SEEDS and n >= 1 and valid(s, n) for s, n in rows) and len(set(rows)) == len(rows)
 
 
-@pytest.mark.parametrize("sql, limit, valid", [
-    pytest.param(f"{ENDLESS} SELECT s, n FROM (SELECT s, n FROM r WHERE n % 2 = 0) q LIMIT 5", 5,
-                 lambda rows: each_once(rows, lambda s, n: n % 2 == 0), id="filtered_subquery"),
-    pytest.param(f"{ENDLESS}, e AS (SELECT s, n * 10 AS m FROM r WHERE n > 3) SELECT s, m FROM e LIMIT 4", 4,
-                 lambda rows: each_once(rows, lambda s, m: m % 10 == 0 and m > 30), id="computed_cte"),
-    pytest.param(f"{ENDLESS} SELECT n FROM r WHERE s = 2 LIMIT 3 OFFSET 2", 3,
-                 lambda rows: len(set(rows)) == len(rows) and all(n >= 1 for (n,) in rows), id="filter_offset"),
-    pytest.param(f"{ENDLESS} SELECT s, n FROM r WHERE n % 3 = 0 UNION ALL SELECT s, n FROM r WHERE n % 5 = 0 "
-                 "LIMIT 6", 6, lambda rows: all(n % 3 == 0 or n % 5 == 0 for _, n in rows)
-                 and all(count <= 2 for count in Counter(rows).values()), id="union_all_of_filters"),
-    pytest.param("WITH RECURSIVE a(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM b), b(n) AS (SELECT n + 1 FROM a) "
-                 "SELECT n FROM a WHERE n % 4 = 1 LIMIT 3", 3,  # a holds the odd numbers; Spark: a job an iteration
-                 lambda rows: all(n % 4 == 1 for (n,) in rows) and len(set(rows)) == 3, id="mutual_recursion"),
-    pytest.param(f"{ENDLESS} SELECT count(*) FROM (SELECT n FROM r WHERE s <> 2 LIMIT 7) q", 1,
-                 lambda rows: rows == [(7,)], id="aggregate_over_a_limited_subquery"),
-    pytest.param(f"{ENDLESS}, w AS (SELECT n FROM r WHERE n > 2 LIMIT 4) SELECT n FROM w ORDER BY n", 4,
-                 lambda rows: all(n > 2 for (n,) in rows) and rows == sorted(rows), id="limited_cte"),
-])
+@pytest.mark.parametrize(
+    "sql, limit, valid",
+    [
+        pytest.param(
+            f"{ENDLESS} SELECT s, n FROM (SELECT s, n FROM r WHERE n % 2 = 0) q LIMIT 5",
+            5,
+            lambda rows: each_once(rows, lambda s, n: n % 2 == 0),
+            id="filtered_subquery",
+        ),
+        pytest.param(
+            f"{ENDLESS}, e AS (SELECT s, n * 10 AS m FROM r WHERE n > 3) SELECT s, m FROM e LIMIT 4",
+            4,
+            lambda rows: each_once(rows, lambda s, m: m % 10 == 0 and m > 30),
+            id="computed_cte",
+        ),
+        pytest.param(
+            f"{ENDLESS} SELECT n FROM r WHERE s = 2 LIMIT 3 OFFSET 2",
+            3,
+            lambda rows: len(set(rows)) == len(rows) and all(n >= 1 for (n,) in rows),
+            id="filter_offset",
+        ),
+        pytest.param(
+            f"{ENDLESS} SELECT s, n FROM r WHERE n % 3 = 0 UNION ALL SELECT s, n FROM r WHERE n % 5 = 0 LIMIT 6",
+            6,
+            lambda rows: (
+                all(n % 3 == 0 or n % 5 == 0 for _, n in rows) and all(count <= 2 for count in Counter(rows).values())
+            ),
+            id="union_all_of_filters",
+        ),
+        pytest.param(
+            "WITH RECURSIVE a(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM b), b(n) AS (SELECT n + 1 FROM a) "
+            "SELECT n FROM a WHERE n % 4 = 1 LIMIT 3",
+            3,  # a holds the odd numbers; Spark: a job an iteration
+            lambda rows: all(n % 4 == 1 for (n,) in rows) and len(set(rows)) == 3,
+            id="mutual_recursion",
+        ),
+        pytest.param(
+            f"{ENDLESS} SELECT count(*) FROM (SELECT n FROM r WHERE s <> 2 LIMIT 7) q",
+            1,
+            lambda rows: rows == [(7,)],
+            id="aggregate_over_a_limited_subquery",
+        ),
+        pytest.param(
+            f"{ENDLESS}, w AS (SELECT n FROM r WHERE n > 2 LIMIT 4) SELECT n FROM w ORDER BY n",
+            4,
+            lambda rows: all(n > 2 for (n,) in rows) and rows == sorted(rows),
+            id="limited_cte",
+        ),
+    ],
+)
 @under(*ALL_STRATEGIES)
 def test_a_limit_stops_an_endless_recursion_through_its_readers(cur, sql, limit, valid):
     cur.execute("SET recsql.max_iterations = 60")
@@ -170,16 +220,22 @@ def test_a_limit_stops_an_endless_recursion_through_its_readers(cur, sql, limit,
 ENDS = "WITH RECURSIVE r(s, n) AS (SELECT s, 1 FROM ul_seed UNION ALL SELECT s, n + 1 FROM r WHERE n < 8)"
 
 
-@pytest.mark.parametrize("case", [
-    q(f"{ENDS} SELECT count(*), max(n) FROM r LIMIT 1", id="aggregate"),
-    q(f"{ENDS} SELECT s, count(*) FROM r WHERE n > 2 GROUP BY s LIMIT 5", id="grouped"),
-    q(f"{ENDS} SELECT DISTINCT n FROM r LIMIT 20", id="distinct"),
-    q(f"{ENDS} SELECT s, n FROM r ORDER BY n DESC, s LIMIT 2", id="order_by", ordered=True),
-    q(f"{ENDS} SELECT * FROM (SELECT s, n FROM r ORDER BY n DESC, s LIMIT 2) q LIMIT 5", id="ordered_subquery"),
-    q(f"{ENDS} SELECT a.s, a.n FROM r a JOIN r b ON a.s = b.s AND a.n = b.n + 7 LIMIT 5", id="join"),
-    q(f"{ENDS} SELECT s, n FROM r a WHERE NOT EXISTS (SELECT 1 FROM r b WHERE b.s = a.s AND b.n = a.n + 1) "
-      "LIMIT 5", id="negation"),
-])
+@pytest.mark.parametrize(
+    "case",
+    [
+        q(f"{ENDS} SELECT count(*), max(n) FROM r LIMIT 1", id="aggregate"),
+        q(f"{ENDS} SELECT s, count(*) FROM r WHERE n > 2 GROUP BY s LIMIT 5", id="grouped"),
+        q(f"{ENDS} SELECT DISTINCT n FROM r LIMIT 20", id="distinct"),
+        q(f"{ENDS} SELECT s, n FROM r ORDER BY n DESC, s LIMIT 2", id="order_by", ordered=True),
+        q(f"{ENDS} SELECT * FROM (SELECT s, n FROM r ORDER BY n DESC, s LIMIT 2) q LIMIT 5", id="ordered_subquery"),
+        q(f"{ENDS} SELECT a.s, a.n FROM r a JOIN r b ON a.s = b.s AND a.n = b.n + 7 LIMIT 5", id="join"),
+        q(
+            f"{ENDS} SELECT s, n FROM r a WHERE NOT EXISTS (SELECT 1 FROM r b WHERE b.s = a.s AND b.n = a.n + 1) "
+            "LIMIT 5",
+            id="negation",
+        ),
+    ],
+)
 @under(*ALL_STRATEGIES)
 def test_a_limit_needing_the_whole_recursion_does_not_stop_it(cur, duck, case):
     """Each answer differs from what the first rows of the recursion would give."""

@@ -8,10 +8,10 @@ import json
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from conftest import TEST_CONF
 from deltalake import DeltaTable
 
 import recsql
-from conftest import TEST_CONF
 
 
 def format_1_warehouse(root):
@@ -21,13 +21,36 @@ def format_1_warehouse(root):
     (root / "catalog").mkdir()
     pq.write_table(pa.table({"a": pa.array([1, 2], pa.int32()), "b": ["x", "y"]}), data / "part-1.parquet")
     pq.write_table(pa.table({"a": pa.array([3], pa.int32()), "b": [None]}), data / "part-2.parquet")
-    schema = {"type": "struct", "fields": [{"name": "a", "type": "integer", "nullable": True, "metadata": {}},
-                                           {"name": "b", "type": "string", "nullable": True, "metadata": {}}]}
-    entry = {"name": "old", "kind": "table", "schema": schema, "path": str(data), "format": "parquet",
-             "options": {}, "sql": None, "statistics": None, "inferred_from": None}
+    schema = {
+        "type": "struct",
+        "fields": [
+            {"name": "a", "type": "integer", "nullable": True, "metadata": {}},
+            {"name": "b", "type": "string", "nullable": True, "metadata": {}},
+        ],
+    }
+    entry = {
+        "name": "old",
+        "kind": "table",
+        "schema": schema,
+        "path": str(data),
+        "format": "parquet",
+        "options": {},
+        "sql": None,
+        "statistics": None,
+        "inferred_from": None,
+    }
     (root / "catalog" / "old.json").write_text(json.dumps(entry))
-    view = {"name": "old_view", "kind": "view", "schema": None, "path": None, "format": "parquet", "options": {},
-            "sql": "CREATE VIEW old_view AS SELECT a FROM old WHERE a > 1", "statistics": None, "inferred_from": None}
+    view = {
+        "name": "old_view",
+        "kind": "view",
+        "schema": None,
+        "path": None,
+        "format": "parquet",
+        "options": {},
+        "sql": "CREATE VIEW old_view AS SELECT a FROM old WHERE a > 1",
+        "statistics": None,
+        "inferred_from": None,
+    }
     (root / "catalog" / "old_view.json").write_text(json.dumps(view))
 
 

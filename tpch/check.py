@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import datetime
 import math
+from collections.abc import Sequence
 from decimal import Decimal
-from typing import Any, Sequence
+from typing import Any
 
 import sqlglot
 

@@ -20,9 +20,10 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import recsql
 from tpch.check import difference, ordered
@@ -50,7 +51,7 @@ def median_seconds(
     right after the other. `settle` runs before each run, untimed."""
     times: dict[str, list[float]] = {name: [] for name in runs}
     results: dict[str, Any] = {}
-    for name, run in runs.items():
+    for run in runs.values():
         settle()
         run()
     for _ in range(repeat):
@@ -102,9 +103,9 @@ def main(argv: list[str] | None = None) -> int:
 
     timings = []
     for number, sql in selected.items():
-        runs = {"recsql": lambda: through_recsql(sql)}
+        runs = {"recsql": lambda sql=sql: through_recsql(sql)}
         if args.compare_spark:
-            runs["spark"] = lambda: through_spark(sql)
+            runs["spark"] = lambda sql=sql: through_spark(sql)
         measured = median_seconds(runs, args.repeat, settle)
         seconds, rows = measured["recsql"]
         timing = Timing(number, seconds, measured["spark"][0] if args.compare_spark else None)

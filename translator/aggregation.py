@@ -61,7 +61,8 @@ class AggregationMixin(TranslatorCore):
         if not keys and not calls:  # HAVING alone: the one group every query without GROUP BY has, rows or not
             calls = [exp.Count(this=exp.Star())]
         relation = self.new_relation(
-            "agg", tuple([f"g{i}" for i in range(len(keys))] + [f"a{i}" for i in range(len(calls))]),
+            "agg",
+            tuple([f"g{i}" for i in range(len(keys))] + [f"a{i}" for i in range(len(calls))]),
             distinct=not calls,  # grouping without aggregates: one row per group all the same
         )
         self.add_rule(block.rule(relation, keys + calls), select)
@@ -69,7 +70,7 @@ class AggregationMixin(TranslatorCore):
         call_vars = [self.fresh_variable(f"agg_{i}") for i in range(len(calls))]
         aggregated = Block(Scope(parent=block.scope.parent), [Atom(relation, tuple(key_vars + call_vars))])
         aggregated.correlations = [
-            (var(v), outer) for v, (_, outer) in zip(key_vars[len(group_terms):], block.correlations)
+            (var(v), outer) for v, (_, outer) in zip(key_vars[len(group_terms) :], block.correlations)
         ]
         replacements = {text_of(term): v for term, v in zip(group_terms, key_vars)}
         replacements.update(zip(aggregate_calls, call_vars))
@@ -130,15 +131,20 @@ class AggregationMixin(TranslatorCore):
 
 GROUPING_SETS = "recsql does not implement grouping sets yet"
 GROUPING_FORMS = {
-    exp.Rollup: "GROUP BY ROLLUP", exp.Cube: "GROUP BY CUBE", exp.GroupingSets: "GROUP BY GROUPING SETS",
-    exp.Grouping: "grouping()", exp.GroupingId: "grouping_id()",
+    exp.Rollup: "GROUP BY ROLLUP",
+    exp.Cube: "GROUP BY CUBE",
+    exp.GroupingSets: "GROUP BY GROUPING SETS",
+    exp.Grouping: "grouping()",
+    exp.GroupingId: "grouping_id()",
 }
 # the arguments of exp.Group that sqlglot fills for the other spellings (MySQL's, Hive's, ClickHouse's), and
 # Spark's GROUP BY ALL (every item without an aggregate a key), with why each is refused
 GROUP_MODIFIERS = {
-    "rollup": ("GROUP BY ... WITH ROLLUP", GROUPING_SETS), "cube": ("GROUP BY ... WITH CUBE", GROUPING_SETS),
+    "rollup": ("GROUP BY ... WITH ROLLUP", GROUPING_SETS),
+    "cube": ("GROUP BY ... WITH CUBE", GROUPING_SETS),
     "grouping_sets": ("GROUP BY ... GROUPING SETS", GROUPING_SETS),
-    "totals": ("GROUP BY ... WITH TOTALS", GROUPING_SETS), "all": ("GROUP BY ALL", "list the grouping columns"),
+    "totals": ("GROUP BY ... WITH TOTALS", GROUPING_SETS),
+    "all": ("GROUP BY ALL", "list the grouping columns"),
 }
 
 

@@ -39,8 +39,11 @@ class ConditionsMixin(TranslatorCore):
         """`a.x = b.y` between columns of this block joins by sharing one variable. Sides that are one
         variable already (`a.x = a.x`, or joined before) stay a condition: it is not true on NULL, where a
         shared variable would require nothing."""
-        if not (isinstance(conjunct, exp.EQ) and isinstance(conjunct.this, exp.Column)
-                and isinstance(conjunct.expression, exp.Column)):
+        if not (
+            isinstance(conjunct, exp.EQ)
+            and isinstance(conjunct.this, exp.Column)
+            and isinstance(conjunct.expression, exp.Column)
+        ):
             return False
         left, left_depth = block.scope.resolve(conjunct.this)
         right, right_depth = block.scope.resolve(conjunct.expression)
@@ -112,11 +115,13 @@ class ConditionsMixin(TranslatorCore):
         if probe_variable is not None and negated:
             # x NOT IN (...) holds only when no member equals x, is NULL, or meets a NULL x (SQL's three values)
             member = self.fresh_variable("member")
-            conditions.append(exp.or_(
-                exp.EQ(this=var(member), expression=var(probe_variable)),
-                exp.Is(this=var(member), expression=exp.Null()),
-                exp.Is(this=var(probe_variable), expression=exp.Null()),
-            ))
+            conditions.append(
+                exp.or_(
+                    exp.EQ(this=var(member), expression=var(probe_variable)),
+                    exp.Is(this=var(member), expression=exp.Null()),
+                    exp.Is(this=var(probe_variable), expression=exp.Null()),
+                )
+            )
             args.append(member)
         elif probe_variable is not None:
             args.append(probe_variable)
@@ -197,8 +202,7 @@ class ConditionsMixin(TranslatorCore):
         empty = value_over_no_rows(subquery.this) if keys else None
         if empty is None:
             return result
-        return exp.Case(ifs=[exp.If(this=exp.Is(this=var(keys[0]), expression=exp.Null()), true=empty)],
-                        default=result)
+        return exp.Case(ifs=[exp.If(this=exp.Is(this=var(keys[0]), expression=exp.Null()), true=empty)], default=result)
 
     def counted_rows(self, relation: str) -> str:
         """A relation of a scalar subquery's value and correlation keys with its number of rows per key
@@ -278,4 +282,5 @@ def null_for_sure(value: exp.Expression) -> bool:
     if isinstance(value, exp.Null):
         return True
     return isinstance(value, NULL_PROPAGATING) and any(
-        null_for_sure(operand) for operand in (value.this, value.args.get("expression")) if operand is not None)
+        null_for_sure(operand) for operand in (value.this, value.args.get("expression")) if operand is not None
+    )

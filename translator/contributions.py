@@ -12,8 +12,8 @@ derivation trees (path counts, subtree sizes, bonus roll-ups). DeALS writes the 
 
 from __future__ import annotations
 
+from collections.abc import Collection, Mapping
 from dataclasses import replace
-from typing import Collection, Mapping
 
 from sqlglot import exp
 
@@ -32,8 +32,11 @@ def contributor(rule: Rule, relations: Mapping[str, Relation], own: Collection[s
         aggregate = relations[atom.relation].aggregate if atom.relation in own else None
         if aggregate is not None:
             values.add(atom.args[aggregate.column])
-    groups = {term.name for position, term in enumerate(rule.terms)
-              if isinstance(term, exp.Column) and not aggregated_column(rule, relations, position)}
+    groups = {
+        term.name
+        for position, term in enumerate(rule.terms)
+        if isinstance(term, exp.Column) and not aggregated_column(rule, relations, position)
+    }
     bound = set().union(*(atom.variables() for atom in named.atoms if not atom.filters))
     return named, tuple(sorted(bound - values - groups))
 

@@ -16,7 +16,6 @@ from sqlglot import exp
 from translator.errors import TranslationError
 from translator.ir import Program, Relation, Rule
 
-
 PATH_FORMATS = ("parquet", "csv", "json", "orc", "delta")  # `parquet.`/data/edges``: a path table
 
 

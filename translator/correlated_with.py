@@ -39,8 +39,9 @@ NamesOf = dict[int, set[str] | None]  # the column names of FROM items (by id), 
 
 
 class CorrelatedWithMixin(TranslatorCore):
-    def parameterized_with(self, select: exp.Select, outer: Scope, env: dict[str, str]
-                           ) -> tuple[exp.Select, dict[str, str]]:
+    def parameterized_with(
+        self, select: exp.Select, outer: Scope, env: dict[str, str]
+    ) -> tuple[exp.Select, dict[str, str]]:
         """`select` with its WITH's CTEs carrying the outer values they read, and the names its
         translation reads (the domain of those values added); as it is when they read none."""
         select = select.copy()
@@ -69,23 +70,28 @@ class CorrelatedWithMixin(TranslatorCore):
         for rule in self.program.rules:
             reads.setdefault(rule.head, set()).update(atom.relation for atom in rule.atoms)
         relations = {outer.source(alias).relation for alias in aliases}
-        return any(relation in self.recursing or reachable(relation, reads) & self.recursing
-                   for relation in relations)
+        return any(relation in self.recursing or reachable(relation, reads) & self.recursing for relation in relations)
 
-    def correlated_set_operation(self, query: exp.SetOperation, outer: Scope, env: dict[str, str]
-                                 ) -> exp.Select | None:
+    def correlated_set_operation(self, query: exp.SetOperation, outer: Scope, env: dict[str, str]) -> exp.Select | None:
         """A subquery's set operation that reads the outer query's columns (in its branches or its WITH) as
         the SELECT of a CTE holding it (`SELECT c0 AS name, ... FROM __subquery`), whose WITH
         parameterized_with then carries them through; None when it reads none."""
         names = self.branch_columns(query, required=False)
         positions = [f"c{i}" for i in range(len(names or ()))]
-        select = select_from_holder(query, [exp.alias_(exp.column(position, table=HOLDER), name, quoted=True)
-                                            for position, name in zip(positions, names or ())], positions)
+        select = select_from_holder(
+            query,
+            [
+                exp.alias_(exp.column(position, table=HOLDER), name, quoted=True)
+                for position, name in zip(positions, names or ())
+            ],
+            positions,
+        )
         if not self.outer_references(select.args["with_"], outer, env):
             return None
         if names is None:
-            raise UnsupportedError.at_node("a set operation reading columns of the outer query lists its columns, "
-                                           "not *", query)
+            raise UnsupportedError.at_node(
+                "a set operation reading columns of the outer query lists its columns, not *", query
+            )
         return select
 
     def outer_references(self, with_: exp.With, outer: Scope, env: dict[str, str]) -> list[Reference]:
@@ -102,8 +108,9 @@ class CorrelatedWithMixin(TranslatorCore):
                 references.append((column, (source.alias, column.name.lower())))
         return references
 
-    def named_inside(self, column: exp.Column, with_: exp.With, ctes: dict[str, exp.CTE], env: dict[str, str],
-                     names: NamesOf) -> bool:
+    def named_inside(
+        self, column: exp.Column, with_: exp.With, ctes: dict[str, exp.CTE], env: dict[str, str], names: NamesOf
+    ) -> bool:
         """Whether a FROM item of a query around `column` inside `with_` has it (its alias, when qualified);
         a FROM item whose columns only its translation knows (a `SELECT *`) is taken to have it. A CTE's
         query does not see the FROM items of the query its WITH belongs to."""
@@ -150,8 +157,12 @@ class CorrelatedWithMixin(TranslatorCore):
             names = [self.fresh_variable(column) for column in source.columns]
             body.append(Atom(source.relation, tuple(names), call_args=source.call_args))
             variables |= {(alias, column.lower()): name for column, name in zip(source.columns, names)}
-        relation = self.new_relation("outer_values", tuple(parameter(i) for i in range(len(keys))), distinct=True,
-                                     outer_columns=", ".join(f"{alias}.{column}" for alias, column in keys))
+        relation = self.new_relation(
+            "outer_values",
+            tuple(parameter(i) for i in range(len(keys))),
+            distinct=True,
+            outer_columns=", ".join(f"{alias}.{column}" for alias, column in keys),
+        )
         self.add_rule(Rule(relation, tuple(var(variables[key]) for key in keys), tuple(body)), node)
         return relation
 
@@ -180,11 +191,15 @@ def from_items(select: exp.Select) -> list[tuple[exp.Expression, exp.Join | None
 def carrying_ctes(with_: exp.With, references: set[int]) -> set[str]:
     """The CTEs that read outer columns, or read a CTE that does (directly or not)."""
     reading = {cte.alias_or_name.lower(): cte for cte in with_.expressions}
-    carrying = {name for name, cte in reading.items()
-                if any(id(column) in references for column in cte.find_all(exp.Column))}
+    carrying = {
+        name for name, cte in reading.items() if any(id(column) in references for column in cte.find_all(exp.Column))
+    }
     while True:
-        more = {name for name, cte in reading.items()
-                if name not in carrying and any(table.name.lower() in carrying for table in cte.find_all(exp.Table))}
+        more = {
+            name
+            for name, cte in reading.items()
+            if name not in carrying and any(table.name.lower() in carrying for table in cte.find_all(exp.Table))
+        }
         if not more:
             return carrying
         carrying |= more
@@ -192,8 +207,9 @@ def carrying_ctes(with_: exp.With, references: set[int]) -> set[str]:
 
 def carrying_reads(select: exp.Select, names: set[str]) -> list[tuple[exp.Table, exp.Join | None]]:
     """The FROM items of `select` (not of its subqueries) that read one of `names`, with their JOIN."""
-    return [(item, join) for item, join in from_items(select)
-            if isinstance(item, exp.Table) and item.name.lower() in names]
+    return [
+        (item, join) for item, join in from_items(select) if isinstance(item, exp.Table) and item.name.lower() in names
+    ]
 
 
 def refuse_other_reads(select: exp.Select, names: set[str], star: bool) -> None:
@@ -204,10 +220,12 @@ def refuse_other_reads(select: exp.Select, names: set[str], star: bool) -> None:
         if isinstance(node, exp.Table) and node.name.lower() in names and not any(node is read for read in reads):
             raise UnsupportedError.at_node(
                 f"'{node.name}' reads columns of the outer query: read it in the FROM clause of a query of its WITH",
-                node)
+                node,
+            )
     if star and any(item.is_star for item in select.expressions):
-        raise UnsupportedError.at_node("a query of a WITH reading columns of the outer query lists its columns, "
-                                       "not *", select)
+        raise UnsupportedError.at_node(
+            "a query of a WITH reading columns of the outer query lists its columns, not *", select
+        )
 
 
 def refuse_unrestricted_rows(branch: exp.Select, references: list[exp.Column]) -> None:
@@ -215,18 +233,31 @@ def refuse_unrestricted_rows(branch: exp.Select, references: list[exp.Column]) -
     of them, an aggregate without GROUP BY (one row over all, where each outer row has its own, even over
     no rows), an outer column inside a derived table (which no outer value reaches)."""
     if branch.args.get("limit") or branch.args.get("offset"):
-        raise UnsupportedError.at_node("LIMIT / OFFSET in a CTE reading columns of the outer query are not "
-                                       "supported", branch)
+        raise UnsupportedError.at_node(
+            "LIMIT / OFFSET in a CTE reading columns of the outer query are not supported", branch
+        )
     aggregating = branch.args.get("having") or any(outermost_aggregates(item) for item in branch.expressions)
     if aggregating and branch.args.get("group") is None:
-        raise UnsupportedError.at_node("a CTE reading columns of the outer query aggregates only with GROUP BY; "
-                                       "aggregate in the subquery's own query", branch)
+        raise UnsupportedError.at_node(
+            "a CTE reading columns of the outer query aggregates only with GROUP BY; "
+            "aggregate in the subquery's own query",
+            branch,
+        )
     for column in references:
-        derived = next((node for node in ancestors(column, branch) if isinstance(node, exp.Subquery)
-                        and isinstance(node.parent, (exp.From, exp.Join))), None)
+        derived = next(
+            (
+                node
+                for node in ancestors(column, branch)
+                if isinstance(node, exp.Subquery) and isinstance(node.parent, (exp.From, exp.Join))
+            ),
+            None,
+        )
         if derived is not None:
-            raise UnsupportedError.at_node(f"a derived table in a WITH cannot read the outer query's column "
-                                           f"'{column.sql()}'; make it a CTE of that WITH", derived)
+            raise UnsupportedError.at_node(
+                f"a derived table in a WITH cannot read the outer query's column "
+                f"'{column.sql()}'; make it a CTE of that WITH",
+                derived,
+            )
 
 
 def ancestors(node: exp.Expression, root: exp.Expression) -> list[exp.Expression]:
@@ -253,14 +284,16 @@ def restrict(select: exp.Select, item: exp.Table, join: exp.Join | None, equalit
     if not filtering_join(join):
         select.where(*equalities, copy=False)
     elif join.args.get("using"):
-        raise UnsupportedError.at_node(f"'{item.name}' reads columns of the outer query: join it with ON, "
-                                       "not USING", join)
+        raise UnsupportedError.at_node(
+            f"'{item.name}' reads columns of the outer query: join it with ON, not USING", join
+        )
     else:
         join.set("on", exp.and_(join.args.get("on"), *equalities) if join.args.get("on") else exp.and_(*equalities))
 
 
-def carry_values(cte: exp.CTE, keys: list[OuterColumn], carrying: set[str], outer: dict[int, OuterColumn],
-                 labelled: bool) -> bool:
+def carry_values(
+    cte: exp.CTE, keys: list[OuterColumn], carrying: set[str], outer: dict[int, OuterColumn], labelled: bool
+) -> bool:
     """The outer values as the leading columns of each branch of `cte`, the outer columns read by them;
     `labelled`: a branch whose conjuncts equate each outer value with an expression of its own takes the
     values from those expressions rather than from the domain. Whether a branch reads the domain."""
@@ -284,21 +317,31 @@ def carry_values(cte: exp.CTE, keys: list[OuterColumn], carrying: set[str], oute
             column.replace(exp.alias_(value, column.name) if column.parent is branch else value)
         for item, join in reads:
             if first is None or item is not first[0]:
-                restrict(branch, item, join, [exp.EQ(this=exp.column(parameter(i), table=item.alias_or_name),
-                                                     expression=value.copy()) for i, value in enumerate(values)])
-        branch.set("expressions", [exp.alias_(value, parameter(i)) for i, value in enumerate(values)]
-                   + branch.expressions)
+                restrict(
+                    branch,
+                    item,
+                    join,
+                    [
+                        exp.EQ(this=exp.column(parameter(i), table=item.alias_or_name), expression=value.copy())
+                        for i, value in enumerate(values)
+                    ],
+                )
+        branch.set(
+            "expressions", [exp.alias_(value, parameter(i)) for i, value in enumerate(values)] + branch.expressions
+        )
         if branch.args.get("group") is not None:
-            branch.set("group", exp.Group(expressions=[value.copy() for value in values]
-                                          + branch.args["group"].expressions))
+            branch.set(
+                "group", exp.Group(expressions=[value.copy() for value in values] + branch.args["group"].expressions)
+            )
     alias = cte.args.get("alias")
     if alias is not None and alias.columns:
         alias.set("columns", [exp.to_identifier(parameter(i)) for i in range(len(keys))] + alias.columns)
     return domain_read
 
 
-def equated_values(branch: exp.Select, keys: list[OuterColumn], outer: dict[int, OuterColumn],
-                   references: list[exp.Column]) -> list[exp.Expression] | None:
+def equated_values(
+    branch: exp.Select, keys: list[OuterColumn], outer: dict[int, OuterColumn], references: list[exp.Column]
+) -> list[exp.Expression] | None:
     """Per outer value, an expression over the branch's own columns that a conjunct of its WHERE (or of an
     inner join's ON) equates the value with, when every value has one and the branch reads them at its
     own level only: each row of the branch belongs to the outer value it equals, so the branch holds the
@@ -321,15 +364,20 @@ def equated_values(branch: exp.Select, keys: list[OuterColumn], outer: dict[int,
 def inner_conjuncts(select: exp.Select) -> list[exp.Expression]:
     """The conjuncts every row of `select` satisfies: its WHERE's and its inner joins' ON conditions'."""
     conditions = [select.args["where"].this] if select.args.get("where") else []
-    conditions += [join.args["on"] for join in select.args.get("joins") or ()
-                   if join.args.get("on") is not None and not filtering_join(join)]
+    conditions += [
+        join.args["on"]
+        for join in select.args.get("joins") or ()
+        if join.args.get("on") is not None and not filtering_join(join)
+    ]
     return [conjunct for condition in conditions for conjunct in split_conjuncts(condition)]
 
 
 def own_expression(expression: exp.Expression, outer: dict[int, OuterColumn]) -> bool:
     """An expression of a branch's own columns, one value per row: no outer column, subquery or aggregate."""
-    return not any(isinstance(node, (exp.Query, exp.AggFunc)) or (isinstance(node, exp.Column) and id(node) in outer)
-                   for node in expression.walk())
+    return not any(
+        isinstance(node, (exp.Query, exp.AggFunc)) or (isinstance(node, exp.Column) and id(node) in outer)
+        for node in expression.walk()
+    )
 
 
 def read_domain(branch: exp.Select) -> None:
@@ -348,8 +396,17 @@ def correlate(select: exp.Select, keys: list[OuterColumn], carrying: set[str]) -
     refuse_other_reads(select, carrying, star=bool(reads))
     for item, join in reads:
         if filtering_join(join):  # its ON condition would read the outer query
-            raise UnsupportedError.at_node(f"'{item.name}' reads columns of the outer query: read it in the FROM "
-                                           f"clause or an inner join, not a {filtering_join(join)} JOIN", join)
-        select.where(*(exp.EQ(this=exp.column(parameter(i), table=item.alias_or_name),
-                              expression=exp.column(column, table=alias)) for i, (alias, column) in enumerate(keys)),
-                     copy=False)
+            raise UnsupportedError.at_node(
+                f"'{item.name}' reads columns of the outer query: read it in the FROM "
+                f"clause or an inner join, not a {filtering_join(join)} JOIN",
+                join,
+            )
+        select.where(
+            *(
+                exp.EQ(
+                    this=exp.column(parameter(i), table=item.alias_or_name), expression=exp.column(column, table=alias)
+                )
+                for i, (alias, column) in enumerate(keys)
+            ),
+            copy=False,
+        )

@@ -20,10 +20,10 @@ Its generator writes a RaSQL CTE back in this syntax, so that a statement holdin
 
 from __future__ import annotations
 
-from sqlglot import exp, tokens
-from sqlglot.dialects.spark import Spark
 import re
 
+from sqlglot import exp, tokens
+from sqlglot.dialects.spark import Spark
 from sqlglot.errors import ParseError, TokenError
 from sqlglot.generators.spark import SparkGenerator
 from sqlglot.parsers.spark import SparkParser
@@ -32,8 +32,13 @@ from translator.errors import TranslationError, UnsupportedError
 
 HEADER_AGGREGATES = ("min", "max", "sum", "count")
 # the tokens a parenthesized query may start with (a CTE's body, told apart from its column list)
-QUERY_STARTS = {tokens.TokenType.SELECT, tokens.TokenType.WITH, tokens.TokenType.VALUES, tokens.TokenType.FROM,
-                tokens.TokenType.L_PAREN}
+QUERY_STARTS = {
+    tokens.TokenType.SELECT,
+    tokens.TokenType.WITH,
+    tokens.TokenType.VALUES,
+    tokens.TokenType.FROM,
+    tokens.TokenType.L_PAREN,
+}
 
 
 class RecursiveCTE(exp.CTE):
@@ -84,8 +89,12 @@ def recursive_cte_sql(generator: SparkGenerator, cte: RecursiveCTE) -> str:
     """`name(column, min() AS column) MAX RECURSION LEVEL n AS (query)`, as `RecSQL.Parser` reads it."""
     alias = cte.args["alias"]
     aggregates = cte.args.get("aggregates") or {}
-    columns = [f"{aggregates[column.name]}() AS {generator.sql(column)}" if column.name in aggregates
-               else generator.sql(column) for column in alias.columns]
+    columns = [
+        f"{aggregates[column.name]}() AS {generator.sql(column)}"
+        if column.name in aggregates
+        else generator.sql(column)
+        for column in alias.columns
+    ]
     head = generator.sql(alias, "this") + (f"({', '.join(columns)})" if columns else "")
     level = f" MAX RECURSION LEVEL {generator.sql(cte, 'max_level')}" if cte.args.get("max_level") else ""
     clauses = "".join(f" {generator.sql(cte, clause)}" for clause in ("search", "cycle") if cte.args.get(clause))
@@ -101,21 +110,34 @@ def order_key_sql(generator: SparkGenerator, key: OrderKey) -> str:
 
 
 def search_sql(generator: SparkGenerator, search: Search) -> str:
-    return (f"SEARCH {search.args['kind']} FIRST BY {generator.expressions(search, flat=True)} "
-            f"SET {generator.sql(search, 'this')}")
+    return (
+        f"SEARCH {search.args['kind']} FIRST BY {generator.expressions(search, flat=True)} "
+        f"SET {generator.sql(search, 'this')}"
+    )
 
 
 def cycle_sql(generator: SparkGenerator, cycle: Cycle) -> str:
-    marks = (f" TO {generator.sql(cycle, 'to')} DEFAULT {generator.sql(cycle, 'default')}"
-             if cycle.args.get("to") is not None else "")
-    return (f"CYCLE {generator.expressions(cycle, flat=True)} SET {generator.sql(cycle, 'this')}{marks} "
-            f"USING {generator.sql(cycle, 'path')}")
+    marks = (
+        f" TO {generator.sql(cycle, 'to')} DEFAULT {generator.sql(cycle, 'default')}"
+        if cycle.args.get("to") is not None
+        else ""
+    )
+    return (
+        f"CYCLE {generator.expressions(cycle, flat=True)} SET {generator.sql(cycle, 'this')}{marks} "
+        f"USING {generator.sql(cycle, 'path')}"
+    )
 
 
 class RecSQL(Spark):
     class Generator(SparkGenerator):
-        TRANSFORMS = {**SparkGenerator.TRANSFORMS, RecursiveCTE: recursive_cte_sql, Search: search_sql,
-                      Cycle: cycle_sql, CteValue: cte_value_sql, OrderKey: order_key_sql}
+        TRANSFORMS = {
+            **SparkGenerator.TRANSFORMS,
+            RecursiveCTE: recursive_cte_sql,
+            Search: search_sql,
+            Cycle: cycle_sql,
+            CteValue: cte_value_sql,
+            OrderKey: order_key_sql,
+        }
 
     class Tokenizer(Spark.Tokenizer):
         KEYWORDS = {**Spark.Tokenizer.KEYWORDS, "EXPLAIN": tokens.TokenType.VAR, "VACUUM": tokens.TokenType.VAR}
@@ -182,8 +204,9 @@ class RecSQL(Spark):
             self._match_r_paren()
             if not self._match(tokens.TokenType.ALIAS):
                 self.raise_error("Expected AS after the column list of a RECURSIVE VIEW")
-            cte = RecursiveCTE(this=self._parse_statement(),
-                               alias=exp.TableAlias(this=view.this.copy(), columns=columns))
+            cte = RecursiveCTE(
+                this=self._parse_statement(), alias=exp.TableAlias(this=view.this.copy(), columns=columns)
+            )
             query = exp.select("*").from_(exp.Table(this=view.this.copy()))
             query.set("with_", exp.With(expressions=[cte], recursive=True))
             return self.expression(exp.Create(this=view, kind="VIEW", expression=query, replace=replace))
@@ -195,10 +218,16 @@ class RecSQL(Spark):
                 return item
             names = [value.name]
             # more names, as long as the next comma does not start another assignment (SET a = 1, b = 2)
-            while (self._curr and self._curr.token_type == tokens.TokenType.COMMA and self._next
-                   and self._next.token_type == tokens.TokenType.VAR
-                   and not (self._index + 2 < len(self._tokens)
-                            and self._tokens[self._index + 2].token_type == tokens.TokenType.EQ)):
+            while (
+                self._curr
+                and self._curr.token_type == tokens.TokenType.COMMA
+                and self._next
+                and self._next.token_type == tokens.TokenType.VAR
+                and not (
+                    self._index + 2 < len(self._tokens)
+                    and self._tokens[self._index + 2].token_type == tokens.TokenType.EQ
+                )
+            ):
                 self._advance()
                 names.append(self._parse_id_var().name)
             value.set("this", ",".join(names))
@@ -229,7 +258,9 @@ class RecSQL(Spark):
             if self._match_text_seq("USING", "KEY"):
                 raise UnsupportedError(
                     "DuckDB's USING KEY recursive CTEs are not supported; to keep one row per key, declare an "
-                    "aggregate in the column list, as in t(a, min() AS b)", *_token_position(using))
+                    "aggregate in the column list, as in t(a, min() AS b)",
+                    *_token_position(using),
+                )
             if not self._match(tokens.TokenType.ALIAS) and not self._body_follows():
                 self.raise_error("Expected AS after the CTE name")
             body = self._parse_wrapped(self._parse_statement)
@@ -243,8 +274,14 @@ class RecSQL(Spark):
             alias = exp.TableAlias(this=name, columns=columns or None)
             search = self._parse_search()
             return self.expression(
-                RecursiveCTE(this=body, alias=alias, aggregates=aggregates or None, max_level=max_level,
-                             search=search, cycle=self._parse_cycle())
+                RecursiveCTE(
+                    this=body,
+                    alias=alias,
+                    aggregates=aggregates or None,
+                    max_level=max_level,
+                    search=search,
+                    cycle=self._parse_cycle(),
+                )
             )
 
         def _parse_search(self) -> Search | None:
@@ -275,13 +312,14 @@ class RecSQL(Spark):
                 default = self._parse_bitwise()
             if not self._match_text_seq("USING"):
                 self.raise_error("Expected USING path after CYCLE ... SET mark")
-            return self.expression(Cycle(expressions=columns, this=mark, to=to, default=default,
-                                         path=self._parse_id_var()))
+            return self.expression(
+                Cycle(expressions=columns, this=mark, to=to, default=default, path=self._parse_id_var())
+            )
 
         def _body_follows(self) -> bool:
             """Whether the CTE's parenthesized query starts here: Spark makes the AS before it optional, so
             `name (SELECT ...)` is a CTE without a column list."""
-            ahead = [token.token_type for token in self._tokens[self._index:self._index + 2]]
+            ahead = [token.token_type for token in self._tokens[self._index : self._index + 2]]
             return len(ahead) == 2 and ahead[0] == tokens.TokenType.L_PAREN and ahead[1] in QUERY_STARTS
 
         def _parse_cte_column(self) -> tuple[exp.Identifier, str | None]:

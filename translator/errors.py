@@ -19,7 +19,7 @@ class TranslationError(Exception):
         self.column = column
 
     @classmethod
-    def at_node(cls, message: str, node: exp.Expression | None) -> "TranslationError":
+    def at_node(cls, message: str, node: exp.Expression | None) -> TranslationError:
         """An error positioned at the first token of `node` that sqlglot recorded a position for."""
         line, column = position_of(node)
         return cls(message, line, column)

@@ -146,8 +146,9 @@ class FromMixin(TranslatorCore):
             relation = self.translate_view(name, view, node)
             return relation, self.program.relations[relation].columns
         if isinstance(node, exp.Table) and node.db.lower() == "recurring" and node.name.lower() in env:
-            raise UnsupportedError.at_node(f"'{name}' names the rows of a DuckDB USING KEY recursive CTE, "
-                                           "which recsql does not support", node)
+            raise UnsupportedError.at_node(
+                f"'{name}' names the rows of a DuckDB USING KEY recursive CTE, which recsql does not support", node
+            )
         raise TranslationError.at_node(f"table or view '{name}' not found", node)
 
     def table_version(self, name: str, version: exp.Version, env: dict[str, str]) -> str:

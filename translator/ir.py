@@ -16,9 +16,9 @@ Two kinds of aggregation live in the IR:
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Iterable, Iterator
 
 from sqlglot import exp
 
@@ -199,9 +199,15 @@ class Window:
 
     def __str__(self) -> str:
         keys = ", ".join(f"#{key.column}" + (" desc" if key.descending else "") for key in self.order_by)
-        return " ".join(part for part in (keys and f"order by {keys}",
-                                          self.limit is not None and f"limit {self.limit}",
-                                          self.offset and f"offset {self.offset}") if part)
+        return " ".join(
+            part
+            for part in (
+                keys and f"order by {keys}",
+                self.limit is not None and f"limit {self.limit}",
+                self.offset and f"offset {self.offset}",
+            )
+            if part
+        )
 
 
 @dataclass(frozen=True)

@@ -86,7 +86,7 @@ def sort_keys(
     columns = [c.lower() for c in answer_columns]
     visible = len(columns) - len(hidden)
     select = query if isinstance(query, exp.Select) else None
-    shown = select.expressions[:len(select.expressions) - len(hidden)] if select is not None else []
+    shown = select.expressions[: len(select.expressions) - len(hidden)] if select is not None else []
     selected = [text_of(e.unalias()) for e in shown]
     keys = []
     hidden_sql = [text_of(h) for h in hidden]

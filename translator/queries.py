@@ -24,7 +24,13 @@ from translator.order_limit import hidden_order_columns, limit_value, offset_val
 from translator.scope import Scope
 from translator.search_cycle import bind_values, expand_search_cycle, resolve_values
 from translator.sql_helpers import (
-    cte_groups, outermost_aggregates, output_name, split_conjuncts, top_union, union_branches, windowed,
+    cte_groups,
+    outermost_aggregates,
+    output_name,
+    split_conjuncts,
+    top_union,
+    union_branches,
+    windowed,
 )
 
 
@@ -32,7 +38,11 @@ class QueriesMixin(CorrelatedWithMixin):
     """Every query form as a relation, each SELECT block as a rule."""
 
     def translate_query(
-        self, query: exp.Expression, env: dict[str, str], outer: Scope | None, name_hint: str = "q",
+        self,
+        query: exp.Expression,
+        env: dict[str, str],
+        outer: Scope | None,
+        name_hint: str = "q",
         correlations: Correlation | None = None,
     ) -> str:
         """Translate any query node into a relation; returns the relation's name."""
@@ -55,8 +65,14 @@ class QueriesMixin(CorrelatedWithMixin):
             return self.translate_values(query, name_hint)
         raise UnsupportedError.at_node(f"unsupported query form {query.key.upper()}", query)
 
-    def translate_windowed(self, query: exp.Query, env: dict[str, str], outer: Scope | None, name_hint: str,
-                           correlations: Correlation | None) -> str:
+    def translate_windowed(
+        self,
+        query: exp.Query,
+        env: dict[str, str],
+        outer: Scope | None,
+        name_hint: str,
+        correlations: Correlation | None,
+    ) -> str:
         """A subquery with LIMIT / OFFSET (ORDER BY): a relation of its rows whose window keeps those the
         clauses say; the ORDER BY expressions that are not output columns are hidden columns of it, which
         a copy without them drops."""
@@ -73,11 +89,13 @@ class QueriesMixin(CorrelatedWithMixin):
         if source in known:  # the query is a relation that exists already: its window goes on a copy
             source = self.copy_of(source, relation.columns, query)
             relation = self.program.relations[source]
-        window = Window(sort_keys(query, order, hidden, relation.columns) if order is not None else (),
-                        limit_value(limit) if limit is not None else None,
-                        offset_value(offset) if offset is not None else 0)
+        window = Window(
+            sort_keys(query, order, hidden, relation.columns) if order is not None else (),
+            limit_value(limit) if limit is not None else None,
+            offset_value(offset) if offset is not None else 0,
+        )
         self.program.relations[source] = replace(relation, window=window)
-        visible = relation.columns[:len(relation.columns) - len(hidden)]
+        visible = relation.columns[: len(relation.columns) - len(hidden)]
         return self.copy_of(source, visible, query) if hidden else source
 
     def copy_of(self, source: str, columns: tuple[str, ...], node: exp.Expression) -> str:
@@ -117,8 +135,7 @@ class QueriesMixin(CorrelatedWithMixin):
         """`target` gets the rows of `source` (their first columns, as many as `target` has)."""
         variables = [self.fresh_variable(c) for c in self.program.relations[source].columns]
         width = len(self.program.relations[target].columns)
-        self.add_rule(Rule(target, tuple(var(v) for v in variables[:width]), (Atom(source, tuple(variables)),)),
-                      node)
+        self.add_rule(Rule(target, tuple(var(v) for v in variables[:width]), (Atom(source, tuple(variables)),)), node)
 
     def translate_branch(self, branch: exp.Expression, relation: str, env: dict[str, str]) -> None:
         """Add the rules of one UNION branch to `relation`."""
@@ -139,7 +156,9 @@ class QueriesMixin(CorrelatedWithMixin):
         right = self.translate_query(node.expression, env, None, name_hint=f"{name_hint}_right")
         columns = self.program.relations[left].columns
         if len(self.program.relations[right].columns) != len(columns):
-            raise TranslationError.at_node(f"both sides of {node.key.upper()} must have the same number of columns", node)
+            raise TranslationError.at_node(
+                f"both sides of {node.key.upper()} must have the same number of columns", node
+            )
         relation = self.new_relation(name_hint, columns, distinct=True)
         variables = tuple(self.fresh_variable(c) for c in columns)
         negated = isinstance(node, exp.Except)
@@ -151,8 +170,10 @@ class QueriesMixin(CorrelatedWithMixin):
         rows = values.expressions
         alias = values.args.get("alias")
         width = len(rows[0].expressions) if rows else 0
-        columns = tuple(c.name for c in alias.columns) if alias and alias.columns else tuple(
-            f"col{i + 1}" for i in range(width)
+        columns = (
+            tuple(c.name for c in alias.columns)
+            if alias and alias.columns
+            else tuple(f"col{i + 1}" for i in range(width))
         )
         relation = self.new_relation(alias.name if alias and alias.name else name_hint, columns)
         for row in rows:
@@ -237,13 +258,20 @@ class QueriesMixin(CorrelatedWithMixin):
             if self.program.relations[relation].iteration is Iteration.BAG:
                 self.iterate_as_recursion(relation, cte)
 
-    def next_to_declare(self, undeclared: list[tuple[exp.CTE, str]], unknown: set[str],
-                        pending: dict[str, list[exp.Expression]]) -> tuple[exp.CTE, str]:
+    def next_to_declare(
+        self, undeclared: list[tuple[exp.CTE, str]], unknown: set[str], pending: dict[str, list[exp.Expression]]
+    ) -> tuple[exp.CTE, str]:
         """The CTE without a column list whose columns can be known next: its first branch names them, or
         reads no CTE of the recursion whose columns are `unknown` (the first, which cannot, otherwise)."""
-        return next((entry for entry in undeclared
-                     if self.branch_columns(pending[entry[1]][0], required=False) is not None
-                     or not self.reads_any(pending[entry[1]][0], unknown)), undeclared[0])
+        return next(
+            (
+                entry
+                for entry in undeclared
+                if self.branch_columns(pending[entry[1]][0], required=False) is not None
+                or not self.reads_any(pending[entry[1]][0], unknown)
+            ),
+            undeclared[0],
+        )
 
     def declare_columns(
         self, cte: exp.CTE, relation: str, branches: list[exp.Expression], unknown: set[str], env: dict[str, str]
@@ -252,8 +280,9 @@ class QueriesMixin(CorrelatedWithMixin):
         branch first when only its translation knows them (SELECT *, VALUES): possible when it reads no CTE
         of the recursion whose columns are `unknown`. Returns the branches still to translate."""
         anchor = branches[0]
-        columns, source = self.leading_columns(anchor, env, f"{cte.alias_or_name.lower()}_anchor",
-                                               required=self.reads_any(anchor, unknown))
+        columns, source = self.leading_columns(
+            anchor, env, f"{cte.alias_or_name.lower()}_anchor", required=self.reads_any(anchor, unknown)
+        )
         self.program.relations[relation] = replace(self.program.relations[relation], columns=columns)
         if source is None:
             return branches
@@ -267,12 +296,18 @@ class QueriesMixin(CorrelatedWithMixin):
         for member in sorted(self.program.recursion_of(relation) - self.set_iterations):
             info = self.program.relations[member]
             if info.distinct:
-                what = f"'{info.label}' removes duplicates (DISTINCT, GROUP BY or UNION)" if info.label else (
-                    "a subquery removes duplicates (DISTINCT, GROUP BY or UNION, or the matches of EXISTS / IN, "
-                    "kept once)")
+                what = (
+                    f"'{info.label}' removes duplicates (DISTINCT, GROUP BY or UNION)"
+                    if info.label
+                    else (
+                        "a subquery removes duplicates (DISTINCT, GROUP BY or UNION, or the matches of EXISTS / IN, "
+                        "kept once)"
+                    )
+                )
                 raise UnsupportedError.at_node(
                     f"{what} inside the UNION ALL recursion of '{cte.alias_or_name}'; use UNION for the recursion, "
-                    "or keep duplicates inside it", cte
+                    "or keep duplicates inside it",
+                    cte,
                 )
             self.program.relations[member] = replace(info, iteration=Iteration.BAG)
 
@@ -340,8 +375,9 @@ class QueriesMixin(CorrelatedWithMixin):
         locks = select.args.get("locks")
         if locks:
             kind = "UPDATE" if locks[0].args.get("update") else "SHARE"
-            raise UnsupportedError.at_node(f"SELECT ... FOR {kind} is not supported: recsql takes no row locks; "
-                                           "leave the clause out", select)
+            raise UnsupportedError.at_node(
+                f"SELECT ... FOR {kind} is not supported: recsql takes no row locks; leave the clause out", select
+            )
         if select.args.get("with_") is not None and outer is not None:
             select, env = self.parameterized_with(select, outer, env)
         env = self.translate_with(select.args.get("with_"), env)

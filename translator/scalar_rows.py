@@ -35,8 +35,11 @@ def at_most_one_row(program: Program, relation: str, keys: frozenset[int], seen:
     rule = rules[0]
     key_variables = {term.name for i, term in enumerate(rule.terms) if i in keys and isinstance(term, exp.Column)}
     if rule.is_aggregate:
-        return all(i in keys or variables_of(term) <= key_variables
-                   for i, term in enumerate(rule.terms) if not term.find(exp.AggFunc))
+        return all(
+            i in keys or variables_of(term) <= key_variables
+            for i, term in enumerate(rule.terms)
+            if not term.find(exp.AggFunc)
+        )
     joined = [atom for atom in rule.atoms if not atom.filters]
     if not joined:
         return True

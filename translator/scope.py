@@ -27,7 +27,7 @@ class Source:
 @dataclass
 class Scope:
     sources: list[Source] = field(default_factory=list)
-    parent: "Scope | None" = None
+    parent: Scope | None = None
     # the columns `*` lists and unqualified names find, in order, as (source, position): a column a JOIN's
     # USING names appears once, first, as its left side's
     columns: list[tuple[Source, int]] = field(default_factory=list)
@@ -53,18 +53,22 @@ class Scope:
             shared.append(entry)
             source, position = entry
             name = source.columns[position]
-            equalities.append(exp.EQ(this=exp.column(name, table=source.alias, quoted=True),
-                                     expression=exp.column(name, table=right.alias, quoted=True)))
+            equalities.append(
+                exp.EQ(
+                    this=exp.column(name, table=source.alias, quoted=True),
+                    expression=exp.column(name, table=right.alias, quoted=True),
+                )
+            )
         merged = {identifier.name.lower() for identifier in names}
-        self.columns = shared + [entry for entry in left if entry not in shared] + [
-            (right, i) for i, name in enumerate(right.columns) if name.lower() not in merged
-        ]
+        self.columns = (
+            shared
+            + [entry for entry in left if entry not in shared]
+            + [(right, i) for i, name in enumerate(right.columns) if name.lower() not in merged]
+        )
         return equalities
 
     @staticmethod
-    def _using_column(
-        identifier: exp.Identifier, left: list[tuple[Source, int]], right: Source
-    ) -> tuple[Source, int]:
+    def _using_column(identifier: exp.Identifier, left: list[tuple[Source, int]], right: Source) -> tuple[Source, int]:
         """The one column of the left side that a USING name names, checked to be a column of `right` too."""
         name = identifier.name.lower()
         found = [(source, i) for source, i in left if source.columns[i].lower() == name]
@@ -96,8 +100,9 @@ class Scope:
         name = column.name.lower()
         if column.table:
             qualifier = column.table.lower()
-            entries = [(source, i) for source in self.sources if source.alias == qualifier
-                       for i in range(len(source.columns))]
+            entries = [
+                (source, i) for source in self.sources if source.alias == qualifier for i in range(len(source.columns))
+            ]
         else:
             entries = self.columns
         matches = [(source, i) for source, i in entries if source.columns[i].lower() == name]

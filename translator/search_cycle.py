@@ -16,7 +16,7 @@ from sqlglot import exp
 
 from translator.dialect import CteValue, Cycle, Search
 from translator.errors import TranslationError, UnsupportedError
-from translator.sql_helpers import union_branches, output_name
+from translator.sql_helpers import output_name, union_branches
 
 DEPTH = "depth"  # the level field of a breadth-first sequence
 
@@ -78,7 +78,8 @@ def column_position(value: CteValue, columns: list[str]) -> int:
     """Where the column a CteValue names is among `columns`."""
     if value.name.lower() not in columns:
         raise TranslationError.at_node(
-            f"{value.args['clause']} column '{value.name}' is not a column of the CTE", value.this)
+            f"{value.args['clause']} column '{value.name}' is not a column of the CTE", value.this
+        )
     return columns.index(value.name.lower())
 
 
@@ -109,7 +110,9 @@ def resolve_values(items: list[tuple[str, exp.Expression]]) -> list[tuple[str, e
         if position >= len(selected):
             raise TranslationError.at_node(
                 f"a branch of the CTE selects {len(selected)} columns, too few for {node.args['clause']} "
-                f"column '{node.name}'", node.this)
+                f"column '{node.name}'",
+                node.this,
+            )
         return selected[position][1].copy()
 
     return [(name, expression.transform(value)) for name, expression in items]
@@ -121,8 +124,7 @@ def extended_row(branch: exp.Select, name: str, clause: exp.Expression) -> exp.I
     if not reads:
         return None
     if len(reads) > 1:
-        raise UnsupportedError.at_node(f"SEARCH / CYCLE need a recursion that reads '{name}' once per branch",
-                                       clause)
+        raise UnsupportedError.at_node(f"SEARCH / CYCLE need a recursion that reads '{name}' once per branch", clause)
     return exp.to_identifier(reads[0].alias_or_name)
 
 
@@ -138,12 +140,14 @@ def element(clause: exp.Expression, values: list[exp.Expression]) -> exp.Express
 
 
 def struct(fields: list[tuple[str, exp.Expression]]) -> exp.Expression:
-    return exp.Struct(expressions=[exp.PropertyEQ(this=exp.to_identifier(name), expression=value.copy())
-                                   for name, value in fields])
+    return exp.Struct(
+        expressions=[exp.PropertyEQ(this=exp.to_identifier(name), expression=value.copy()) for name, value in fields]
+    )
 
 
-def path(clause: exp.Expression, values: list[exp.Expression], extended: exp.Identifier | None,
-         column: exp.Identifier) -> exp.Expression:
+def path(
+    clause: exp.Expression, values: list[exp.Expression], extended: exp.Identifier | None, column: exp.Identifier
+) -> exp.Expression:
     here = exp.Array(expressions=[element(clause, values)])
     if extended is None:
         return here
@@ -153,9 +157,14 @@ def path(clause: exp.Expression, values: list[exp.Expression], extended: exp.Ide
 def sequence(search: Search, values: list[exp.Expression], extended: exp.Identifier | None) -> exp.Expression:
     if search.args["kind"] == "DEPTH":
         return path(search, values, extended, search.this)
-    depth = exp.Literal.number(0) if extended is None else exp.Add(
-        this=exp.Dot(this=field_of(extended, search.this), expression=exp.to_identifier(DEPTH)),
-        expression=exp.Literal.number(1))
+    depth = (
+        exp.Literal.number(0)
+        if extended is None
+        else exp.Add(
+            this=exp.Dot(this=field_of(extended, search.this), expression=exp.to_identifier(DEPTH)),
+            expression=exp.Literal.number(1),
+        )
+    )
     return struct([(DEPTH, depth), *((column.name, value) for column, value in zip(search.expressions, values))])
 
 
@@ -166,15 +175,16 @@ def marks(cycle: Cycle) -> tuple[exp.Expression, exp.Expression]:
     return cycle.args["to"], cycle.args["default"]
 
 
-def cycle_columns(cycle: Cycle, values: list[exp.Expression], extended: exp.Identifier | None
-                  ) -> list[exp.Expression]:
+def cycle_columns(cycle: Cycle, values: list[exp.Expression], extended: exp.Identifier | None) -> list[exp.Expression]:
     on_cycle, off_cycle = marks(cycle)
     mark = off_cycle.copy()
     if extended is not None:
         seen = exp.ArrayContains(this=field_of(extended, cycle.args["path"]), expression=element(cycle, values))
         mark = exp.If(this=seen, true=on_cycle.copy(), false=off_cycle.copy())
-    return [exp.alias_(mark, cycle.this.name), exp.alias_(path(cycle, values, extended, cycle.args["path"]),
-                                                          cycle.args["path"].name)]
+    return [
+        exp.alias_(mark, cycle.this.name),
+        exp.alias_(path(cycle, values, extended, cycle.args["path"]), cycle.args["path"].name),
+    ]
 
 
 def not_marked(cycle: Cycle, extended: exp.Identifier) -> exp.Expression:

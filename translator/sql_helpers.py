@@ -56,8 +56,7 @@ def _branches(query: exp.Expression, distinct: bool) -> list[exp.Expression]:
 HOLDER = "__subquery"  # the CTE holding a subquery's query that is not a SELECT
 
 
-def select_from_holder(query: exp.Query, items: list[exp.Expression], columns: list[str] | None = None
-                       ) -> exp.Select:
+def select_from_holder(query: exp.Query, items: list[exp.Expression], columns: list[str] | None = None) -> exp.Select:
     """`WITH <query's own CTEs>, __subquery[(columns)] AS (query) SELECT items FROM __subquery`: a query other
     than a SELECT (a set operation, VALUES) as a SELECT, whose items and correlation are those of a SELECT."""
     body = query.copy()
@@ -127,8 +126,10 @@ def cte_groups(ctes: list[exp.CTE]) -> list[tuple[list[exp.CTE], bool]]:
     """The CTEs of a WITH RECURSIVE in groups, each reading only its own and earlier groups' CTEs (a CTE
     may read one written after it), CTEs that read each other in one group; with whether the group recurses."""
     by_name = {cte.alias_or_name.lower(): cte for cte in ctes}
-    reads = {name: {table.name.lower() for table in cte.this.find_all(exp.Table)} & by_name.keys()
-             for name, cte in by_name.items()}
+    reads = {
+        name: {table.name.lower() for table in cte.this.find_all(exp.Table)} & by_name.keys()
+        for name, cte in by_name.items()
+    }
     reach = {name: reachable(name, reads) for name in by_name}
     done: set[str] = set()
     groups = []

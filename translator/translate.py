@@ -58,4 +58,4 @@ class Translator(QueriesMixin, FromMixin, ConditionsMixin, AggregationMixin):
         return self.program
 
 
-__all__ = ["translate", "SchemaProvider", "Translator"]
+__all__ = ["SchemaProvider", "Translator", "translate"]

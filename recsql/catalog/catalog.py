@@ -26,8 +26,8 @@ import json
 import re
 import shutil
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
@@ -35,31 +35,43 @@ from pyspark.sql.types import StructType
 from sqlglot import exp
 
 from recsql import statistics
-from recsql.storage.commits import AfterCommits
-from recsql.storage.entries import Entry, EntryStore, Kind, view_query_of
-from recsql.storage.delta import Commit, DataFile, ManagedTable, Snapshot
-from recsql.errors import ProgrammingError
 from recsql.catalog.file_reads import FileReads
-from recsql.storage.kept_rows import INDEX_BUDGET_BYTES, KeptRows
-from recsql.spark.lazy import LazySpark
 from recsql.catalog.path_tables import PathTables
 from recsql.catalog.readers import FileTable, Refused
 from recsql.catalog.registered import Registered
-from recsql.spark.defaults import TIME_ZONE
-from recsql.spark.session_kinds import arrow_frame
 from recsql.catalog.spark_tables import SparkTables
-from recsql.storage.names import FILE_COLUMN, FILES_MARK, split_state, split_version, version_name
+from recsql.errors import ProgrammingError
+from recsql.spark.defaults import TIME_ZONE
+from recsql.spark.lazy import LazySpark
+from recsql.spark.session_kinds import arrow_frame
 from recsql.statistics import ColumnStatistics, TableStatistics
-from recsql.storage.statistics_files import StatisticsFiles
-from recsql.storage.files import (data_files, data_version, local_path, read_external, snapshot_frame, spark_options,
-                                with_file_column)
-from recsql.storage.writes import Rows, write_rows
+from recsql.storage.commits import AfterCommits
+from recsql.storage.delta import Commit, DataFile, ManagedTable, Snapshot
+from recsql.storage.entries import Entry, EntryStore, Kind, view_query_of
+from recsql.storage.files import (
+    data_files,
+    data_version,
+    local_path,
+    read_external,
+    snapshot_frame,
+    spark_options,
+    with_file_column,
+)
 from recsql.storage.format import upgrade
+from recsql.storage.kept_rows import INDEX_BUDGET_BYTES, KeptRows
+from recsql.storage.names import FILE_COLUMN, FILES_MARK, split_state, split_version, version_name
+from recsql.storage.statistics_files import StatisticsFiles
+from recsql.storage.writes import Rows, write_rows
 from translator import dialect
 
 DELTA_KINDS = (Kind.TABLE, Kind.MATERIALIZED)  # names whose rows are Delta tables recsql keeps
-DESCRIPTIONS = {Kind.VIEW: "a view", Kind.MATERIALIZED: "a materialized view", Kind.EXTERNAL: "a table over external files",
-                Kind.REGISTERED: "a registered DataFrame", Kind.SPARK: "a table of Spark's catalog or files"}
+DESCRIPTIONS = {
+    Kind.VIEW: "a view",
+    Kind.MATERIALIZED: "a materialized view",
+    Kind.EXTERNAL: "a table over external files",
+    Kind.REGISTERED: "a registered DataFrame",
+    Kind.SPARK: "a table of Spark's catalog or files",
+}
 NOT_A_NAME = re.compile(r"\W")  # characters of relation names that Spark view names cannot hold
 
 
@@ -154,10 +166,12 @@ class Catalog:
             try:
                 instant = datetime.datetime.fromisoformat(str(value))
             except ValueError:
-                raise ProgrammingError(f"TIMESTAMP AS OF takes a timestamp such as '2026-01-31 12:00:00', "
-                                       f"not {value!r}") from None
-            version = table.version_at(instant.replace(tzinfo=None) if instant.tzinfo is None
-                                       else instant.astimezone().replace(tzinfo=None))
+                raise ProgrammingError(
+                    f"TIMESTAMP AS OF takes a timestamp such as '2026-01-31 12:00:00', not {value!r}"
+                ) from None
+            version = table.version_at(
+                instant.replace(tzinfo=None) if instant.tzinfo is None else instant.astimezone().replace(tzinfo=None)
+            )
         else:
             version = int(value)
         table.snapshot(version)  # an error now if the table has no such version
@@ -194,8 +208,15 @@ class Catalog:
         another kind of name gets."""
         base = split_version(name)[0]
         entry = self.entry_of(base)
-        kind = (Kind.REGISTERED if base in self.registered else entry.kind if entry is not None else
-                Kind.SPARK if base in self.spark_tables else None)
+        kind = (
+            Kind.REGISTERED
+            if base in self.registered
+            else entry.kind
+            if entry is not None
+            else Kind.SPARK
+            if base in self.spark_tables
+            else None
+        )
         if kind is None:
             raise ProgrammingError(f"table '{base}' not found")
         part = split_state(base)[1]
@@ -309,8 +330,11 @@ class Catalog:
     def small(self, name: str) -> bool:
         """Whether a table's files are small enough to be read in this process for their statistics."""
         entry = self.stored(name)
-        size = (self.snapshot(name).bytes if entry.kind in DELTA_KINDS else
-                sum(file.stat().st_size for file in data_files(entry.path)))
+        size = (
+            self.snapshot(name).bytes
+            if entry.kind in DELTA_KINDS
+            else sum(file.stat().st_size for file in data_files(entry.path))
+        )
         return size <= self.ARROW_STATISTICS_BYTES
 
     def schema(self, name: str) -> StructType:
@@ -379,27 +403,39 @@ class Catalog:
         """Register a Spark DataFrame, or Arrow data, under `name`."""
         self.registered.add(name.lower(), frame, data)
 
-    def create_table(self, name: str, schema: StructType, rows: Rows | None = None, replace: bool = False,
-                     statement: str = "") -> int:
+    def create_table(
+        self, name: str, schema: StructType, rows: Rows | None = None, replace: bool = False, statement: str = ""
+    ) -> int:
         """CREATE [OR REPLACE] TABLE [AS SELECT]: one commit. Replacing a managed table is a new version
         of it (the old ones stay readable); a new table appears under its name only once complete.
         Returns the rows written."""
         name = name.lower()
         existing = self.entries.absent_unless(name, replace)
-        operation = ("CREATE OR REPLACE TABLE" if replace else
-                     "CREATE TABLE AS SELECT" if rows is not None else "CREATE TABLE")
+        operation = (
+            "CREATE OR REPLACE TABLE" if replace else "CREATE TABLE AS SELECT" if rows is not None else "CREATE TABLE"
+        )
         parts = [rows] if rows is not None else []
         if existing is not None and existing.kind == Kind.TABLE:
             table = self.managed(name)
             before = table.snapshot()
-            return write_rows(table, parts, schema, lambda files: table.commit(
-                before, files, before.files, schema, operation, statement), self.timezone)
+            return write_rows(
+                table,
+                parts,
+                schema,
+                lambda files: table.commit(before, files, before.files, schema, operation, statement),
+                self.timezone,
+            )
         with self.new_data(name, existing) as relative:
             root = self.warehouse / relative
             table = ManagedTable(name, root)
             root.mkdir(parents=True)
-            written = write_rows(table, parts, schema, lambda files: ManagedTable.create(
-                name, root, schema, files, operation, statement), self.timezone)
+            written = write_rows(
+                table,
+                parts,
+                schema,
+                lambda files: ManagedTable.create(name, root, schema, files, operation, statement),
+                self.timezone,
+            )
             self.entries.publish(Entry(name, Kind.TABLE, path=relative.as_posix()), replace=existing is not None)
         return written
 
@@ -425,17 +461,34 @@ class Catalog:
         """Append rows (columns in the table's order) in one commit; returns their number."""
         table = self.insertable(name)
         before = table.snapshot()
-        written = write_rows(table, [rows], before.schema, lambda files: table.append(
-            files, before.schema, operation, statement), self.timezone)
+        written = write_rows(
+            table,
+            [rows],
+            before.schema,
+            lambda files: table.append(files, before.schema, operation, statement),
+            self.timezone,
+        )
         self.after_commits.appended(name, table, before, rows, written)
         return written
 
-    def rewrite(self, name: str, snapshot: Snapshot, removed: tuple[DataFile, ...], parts: list[Rows],
-                operation: str, statement: str) -> None:
+    def rewrite(
+        self,
+        name: str,
+        snapshot: Snapshot,
+        removed: tuple[DataFile, ...],
+        parts: list[Rows],
+        operation: str,
+        statement: str,
+    ) -> None:
         """Replace the files `removed` of `snapshot` by the rows `parts` in one commit (DELETE, UPDATE, MERGE)."""
         table = self.insertable(name)
-        written = write_rows(table, parts, snapshot.schema, lambda files: table.commit(
-            snapshot, files, removed, snapshot.schema, operation, statement), self.timezone)
+        written = write_rows(
+            table,
+            parts,
+            snapshot.schema,
+            lambda files: table.commit(snapshot, files, removed, snapshot.schema, operation, statement),
+            self.timezone,
+        )
         self.after_commits.rewritten(name, table, snapshot, removed, parts, written, operation)
 
     def insert_schema(self, name: str) -> StructType:
@@ -477,8 +530,11 @@ class Catalog:
             self.registered.remove(name)
             return
         entry = self.entry(name)
-        wanted = {Kind.TABLE: (Kind.TABLE, Kind.EXTERNAL), Kind.VIEW: (Kind.VIEW,),
-                  Kind.MATERIALIZED: (Kind.MATERIALIZED,)}[kind]
+        wanted = {
+            Kind.TABLE: (Kind.TABLE, Kind.EXTERNAL),
+            Kind.VIEW: (Kind.VIEW,),
+            Kind.MATERIALIZED: (Kind.MATERIALIZED,),
+        }[kind]
         if entry is not None and entry.kind == Kind.MATERIALIZED and kind != Kind.MATERIALIZED:
             raise ProgrammingError(f"'{name}' is a materialized view: DROP MATERIALIZED VIEW {name} drops it")
         if entry is None or entry.kind not in wanted:

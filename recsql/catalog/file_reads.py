@@ -22,8 +22,9 @@ class FileReads:
         # by what is read (format, path, options, schema, time zone): the version of the files and the read
         self.kept: OrderedDict[tuple[str, ...], tuple[str, FileTable | Refused]] = OrderedDict()
 
-    def load(self, format: str, path: str, options: dict[str, str], declared: StructType | None,
-             timezone: str) -> FileTable | Refused:
+    def load(
+        self, format: str, path: str, options: dict[str, str], declared: StructType | None, timezone: str
+    ) -> FileTable | Refused:
         """The files' rows and schema as Spark gives them, or why they are Spark's to read."""
         key = (format, path, json.dumps(options, sort_keys=True), declared.json() if declared else "", timezone)
         version = data_version(path)

@@ -9,19 +9,19 @@ the statement first read it.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
 from recsql import statistics
-from recsql.storage.delta import ManagedTable, Snapshot
-from recsql.errors import NotSupportedError
 from recsql.catalog.file_reads import FileReads
 from recsql.catalog.readers import FileTable, Refused
+from recsql.errors import NotSupportedError
 from recsql.statistics import TableStatistics
+from recsql.storage.delta import ManagedTable, Snapshot
 from recsql.storage.files import data_version, snapshot_frame
 
 DELTA = "delta"
@@ -84,8 +84,11 @@ class PathTables:
         if known is None or known[0] != version:
             format, path = self.paths[name]
             spark = self.spark()
-            frame = (snapshot_frame(spark, self.snapshot(name), False) if format == DELTA
-                     else spark.read.format(format).load(path))
+            frame = (
+                snapshot_frame(spark, self.snapshot(name), False)
+                if format == DELTA
+                else spark.read.format(format).load(path)
+            )
             self.frames[name] = known = (version, frame)
         return known[1]
 

@@ -3,7 +3,7 @@ stored table of the same name, never written to the warehouse."""
 
 from __future__ import annotations
 
-from typing import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 
 import pyarrow as pa
 from pyspark.sql import DataFrame
@@ -58,7 +58,7 @@ class Registered(Mapping[str, DataFrame]):
         return self.versions[name]
 
     def arrow_table(self, name: str) -> pa.Table | str:
-        return self.arrow[name] if name in self.arrow else "a registered Spark DataFrame"
+        return self.arrow.get(name, "a registered Spark DataFrame")
 
     def schema(self, name: str) -> StructType:
         """The Spark schema of registered data (of Arrow data: the one Spark gives it)."""

@@ -72,7 +72,7 @@ class SparkTables:
             return None
         try:
             frame = self.spark.table(name)
-            frame.columns  # analysed now (a Spark Connect frame is analysed lazily)
+            _ = frame.columns  # analysed now (a Spark Connect frame is analysed lazily)
         except AnalysisException:
             return None
         return frame
@@ -97,8 +97,11 @@ class SparkTables:
         listed = [table for table in self.spark.catalog.listTables(database) if not is_internal(table.name)]
         if database is None:
             return [table.name.lower() for table in listed]
-        return [f"{database}.{table.name}".lower() for table in listed
-                if not table.isTemporary or (table.namespace or [None])[0] == database]
+        return [
+            f"{database}.{table.name}".lower()
+            for table in listed
+            if not table.isTemporary or (table.namespace or [None])[0] == database
+        ]
 
     # ------------------------------------------------------------------ statistics
 
@@ -132,14 +135,16 @@ class SparkTables:
         return TableStatistics(total, tuple(columns))
 
     def column_statistics(self, name: str, column: str, rows: int) -> ColumnStatistics | None:
-        described = {row[0]: row[1] for row in
-                     self.spark.sql(f"DESCRIBE TABLE EXTENDED {name} `{column}`").collect()}
+        described = {row[0]: row[1] for row in self.spark.sql(f"DESCRIBE TABLE EXTENDED {name} `{column}`").collect()}
         distinct, nulls = described.get("distinct_count"), described.get("num_nulls")
         if distinct in (None, "NULL") or nulls in (None, "NULL"):
             return None
-        return ColumnStatistics(int(distinct), int(nulls) / rows if rows else 0.0,
-                                statistics.numeric(described.get("min")), statistics.numeric(described.get("max")))
-
+        return ColumnStatistics(
+            int(distinct),
+            int(nulls) / rows if rows else 0.0,
+            statistics.numeric(described.get("min")),
+            statistics.numeric(described.get("max")),
+        )
 
     # ------------------------------------------------------------------ changes
 

@@ -17,7 +17,7 @@ class Answer:
     table: pa.Table  # columns c0 .. cN
 
     @classmethod
-    def of(cls, frame: DataFrame) -> "Answer":
+    def of(cls, frame: DataFrame) -> Answer:
         """Collect a Spark answer (one Spark job)."""
         names = list(frame.columns)
         types = [field.dataType for field in frame.schema.fields]

@@ -24,10 +24,10 @@ from recsql.engine.types.plan_types import PlanTyping
 from recsql.engine.types.result_types import row_of
 from recsql.engine.types.spark_types import NotInferred, Row
 from recsql.planner.plan import Plan
-from recsql.spark.lazy import LazySpark
 from recsql.settings import Settings, Strategy
 from recsql.spark.defaults import TIME_ZONE
 from recsql.spark.errors import lost_checkpoint
+from recsql.spark.lazy import LazySpark
 
 RESTARTS = 2  # evaluations started again after losing local checkpoints
 
@@ -61,7 +61,7 @@ class Executor:
             try:
                 result = self.result(plan)
                 return result if isinstance(result, Answer) else Answer.of(result)
-            except Exception as error:  # noqa: BLE001 - Spark's failure, classified
+            except Exception as error:
                 if restarts == RESTARTS or not lost_checkpoint(error):
                     raise
                 restarts += 1
@@ -110,16 +110,26 @@ class Executor:
 
     def run(self, plan: Plan) -> DataFrame:
         """The answer of the plan's program on Spark, as a DataFrame named after the output columns."""
-        return SparkRun(self.spark.session(), self.source, self.settings, plan, self.scratch, self.progress, self.trace,
-                        self.outgrown).answer()
+        return SparkRun(
+            self.spark.session(),
+            self.source,
+            self.settings,
+            plan,
+            self.scratch,
+            self.progress,
+            self.trace,
+            self.outgrown,
+        ).answer()
 
     def typing(self, plan: Plan) -> PlanTyping:
         return PlanTyping(plan.program, self.spark_settings().timezone)
 
     def spark_settings(self) -> SparkSettings:
         """The Spark settings that decide what expressions mean, as Spark has or will have them."""
-        return SparkSettings(ansi=(self.spark.get_setting(ANSI) or "").lower() == "true",
-                             timezone=self.spark.get_setting(TIME_ZONE) or "UTC")
+        return SparkSettings(
+            ansi=(self.spark.get_setting(ANSI) or "").lower() == "true",
+            timezone=self.spark.get_setting(TIME_ZONE) or "UTC",
+        )
 
     def table_types(self, plan: Plan) -> dict[str, Row]:
         return {name: row_of(self.source.schema(name)) for name in base_tables(plan)}

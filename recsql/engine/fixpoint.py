@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import functools
 import time
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Generic, Iterable, Mapping, Protocol, Sequence
+from typing import Generic, Protocol
 
 from sqlglot import exp
 
@@ -206,8 +207,14 @@ class Fixpoint(Generic[Facts]):
     rules, derived elsewhere (a part of them, under the decomposed strategy); `reached`: where another
     evaluation of the component stopped, to go on from (its new facts being the seeds)."""
 
-    def __init__(self, engine: RuleEngine[Facts], program: Program, stratum: Stratum,
-                 seeds: Mapping[str, Facts] | None = None, reached: Reached | None = None):
+    def __init__(
+        self,
+        engine: RuleEngine[Facts],
+        program: Program,
+        stratum: Stratum,
+        seeds: Mapping[str, Facts] | None = None,
+        reached: Reached | None = None,
+    ):
         self.engine = engine
         self.program = program
         self.stratum = stratum
@@ -225,10 +232,14 @@ class Fixpoint(Generic[Facts]):
         try:
             iterate(self, limits, progress, self.iterations)
         except CapacityExceeded as exceeded:
-            exceeded.reached = Reached({name: state.old for name, state in self.states.items()},
-                                       {name: state.delta for name, state in self.states.items()},
-                                       self.iterations, time.monotonic() - started, exceeded.facts,
-                                       exceeded.expected)
+            exceeded.reached = Reached(
+                {name: state.old for name, state in self.states.items()},
+                {name: state.delta for name, state in self.states.items()},
+                self.iterations,
+                time.monotonic() - started,
+                exceeded.facts,
+                exceeded.expected,
+            )
             raise
         return {name: state.full for name, state in self.states.items()}
 
@@ -286,8 +297,9 @@ class Fixpoint(Generic[Facts]):
             if isinstance(self.states[rule.head], SumState):
                 named, contributors = contributor_terms(self.program, self.stratum, rule)
                 derived = self.engine.derive(named, versions, contributors)
-                contributions = q.contributions_of(self.program.relations[rule.head],
-                                                   self.rule_ids[rule_key(rule)], len(contributors))
+                contributions = q.contributions_of(
+                    self.program.relations[rule.head], self.rule_ids[rule_key(rule)], len(contributors)
+                )
                 derived = self.engine.contribute(contributions, derived)
             else:
                 derived = self.engine.derive(rule, versions, ())

@@ -3,8 +3,8 @@ line, EXPLAIN ANALYZE's trace)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Callable, Mapping
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import shutil
 import tempfile
-from typing import Iterator
+from collections.abc import Iterator
 
 
 class Scratch:

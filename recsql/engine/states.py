@@ -131,8 +131,9 @@ class SumState(State):
     def absorb(self, candidates: object) -> None:
         first = self.contributions is None
         known = {} if first else {q.CONTRIBUTIONS: self.contributions}
-        merged = self.run(self.first_merge if first else self.next_merge, Result.CONTRIBUTIONS,
-                          **{q.CANDIDATES: candidates}, **known)
+        merged = self.run(
+            self.first_merge if first else self.next_merge, Result.CONTRIBUTIONS, **{q.CANDIDATES: candidates}, **known
+        )
         if not first and self.relation.group_key:
             self.delta = self.run(self.changed_totals, Result.DELTA, **{q.MERGED: merged}, **known)
             self.full = self.run(self.replace, Result.FULL, **{q.FULL: self.full, q.DELTA: self.delta})

@@ -4,4 +4,4 @@ can show the program after every pass with its estimates (explain.py)."""
 
 from recsql.optimizer.pipeline import PASS_NAMES, PASSES, Optimized, optimize
 
-__all__ = ["PASS_NAMES", "PASSES", "Optimized", "optimize"]
+__all__ = ["PASSES", "PASS_NAMES", "Optimized", "optimize"]

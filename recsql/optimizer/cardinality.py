@@ -68,10 +68,7 @@ class Estimator:
             return self.scaled(name, self.cache[name])
         if name in self.in_progress:  # a recursive reference while estimating its own component
             return self.in_progress[name]
-        if name in self.program.relations:
-            estimate = self.derived(name)
-        else:
-            estimate = self.table(name)
+        estimate = self.derived(name) if name in self.program.relations else self.table(name)
         self.cache[name] = estimate
         return self.scaled(name, estimate)
 
@@ -236,7 +233,9 @@ def join_estimate(atoms: list[AtomEstimate], conditions: list[Condition]) -> Ato
     return AtomEstimate(rows, {v: min(d, max(rows, 1.0)) for v, d in distinct.items()}, ranges)
 
 
-def selectivity(expression: exp.Expression, distinct: dict[str, float], ranges: dict[str, tuple[float, float]]) -> float:
+def selectivity(
+    expression: exp.Expression, distinct: dict[str, float], ranges: dict[str, tuple[float, float]]
+) -> float:
     """The fraction of rows a condition keeps."""
     if isinstance(expression, exp.Paren):
         return selectivity(expression.this, distinct, ranges)
@@ -255,8 +254,11 @@ def selectivity(expression: exp.Expression, distinct: dict[str, float], ranges: 
         if not columns:
             return DEFAULT_SELECTIVITY
         # a value compared with itself is equal to it wherever it is not NULL
-        equal = 1.0 if expression.left == expression.right else \
-            1 / max(max(distinct.get(c.name, 1.0) for c in columns), 1.0)
+        equal = (
+            1.0
+            if expression.left == expression.right
+            else 1 / max(max(distinct.get(c.name, 1.0) for c in columns), 1.0)
+        )
         return equal if isinstance(expression, exp.EQ) else 1 - equal
     if isinstance(expression, (exp.LT, exp.LTE, exp.GT, exp.GTE)):
         return range_selectivity(expression, ranges)

@@ -8,8 +8,9 @@ switch off any of them by name.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable, Protocol
+from typing import Protocol
 
 from recsql.optimizer.cardinality import Estimator, StatisticsProvider
 from recsql.optimizer.join_search import CostModel

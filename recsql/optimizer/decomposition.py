@@ -43,10 +43,14 @@ def decompose(program: Program, component: Component, recursive_rules: list[Rule
     for choice in product(*candidates):
         pivots = dict(zip(component.relations, choice))
         if all(keeps_pivot(rule, pivots) for rule in recursive_rules):
-            broadcast = sorted({
-                atom.relation for rule in recursive_rules for atom in rule.atoms
-                if atom.relation not in component and not atom.call_args
-            })
+            broadcast = sorted(
+                {
+                    atom.relation
+                    for rule in recursive_rules
+                    for atom in rule.atoms
+                    if atom.relation not in component and not atom.call_args
+                }
+            )
             return Decomposition(pivots, tuple(broadcast))
     return NotDecomposable("no column passes unchanged through every recursive rule (no pivot)")
 
@@ -58,7 +62,5 @@ def keeps_pivot(rule: Rule, pivots: dict[str, int]) -> bool:
         return False
     recursive = [atom for atom in rule.atoms if atom.relation in pivots and not atom.call_args]
     return all(
-        not atom.filters and not atom.optional and atom.args[pivots[atom.relation]] == term.name
-        for atom in recursive
+        not atom.filters and not atom.optional and atom.args[pivots[atom.relation]] == term.name for atom in recursive
     )
-

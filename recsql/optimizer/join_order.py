@@ -16,6 +16,7 @@ from recsql.optimizer.context import Context, Outcome
 from recsql.optimizer.join_search import CostModel, JoinPlan, JoinSpace, best_plan
 from translator.ir import Atom, Condition, Literal, Program, Rule
 
+
 @dataclass(frozen=True)
 class OrderedBody:
     literals: tuple[Literal, ...]
@@ -26,7 +27,8 @@ class OrderedBody:
 
 def inner_atom_positions(rule: Rule) -> list[int]:
     return [
-        i for i, literal in enumerate(rule.body)
+        i
+        for i, literal in enumerate(rule.body)
         if isinstance(literal, Atom) and not literal.filters and not literal.optional
     ]
 

@@ -136,4 +136,3 @@ def plan_of_order(space: JoinSpace, order: tuple[int, ...]) -> JoinPlan:
 def admissible(space: JoinSpace, order: tuple[int, ...]) -> bool:
     """Whether `order` joins cross products only when nothing connects (the space `best_plan` searches)."""
     return all(order[k] in space.candidates(frozenset(order[:k])) for k in range(1, len(order)))
-

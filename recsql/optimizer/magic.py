@@ -24,7 +24,7 @@ from dataclasses import dataclass, field, replace
 
 from sqlglot import exp
 
-from recsql.analysis import AnalysisError, strongly_connected_components, stratify
+from recsql.analysis import AnalysisError, stratify, strongly_connected_components
 from recsql.optimizer.cardinality import Estimator
 from recsql.optimizer.context import Context, Outcome
 from recsql.optimizer.join_order import inner_atom_positions
@@ -85,12 +85,18 @@ class Rewrite:
 
     def eligible(self, name: str) -> bool:
         relation = self.source.relations.get(name)
-        if relation is None or name == self.source.output or relation.iteration is Iteration.BAG \
-                or relation.window is not None:  # bindings would filter the rows before the window keeps some
+        if (
+            relation is None
+            or name == self.source.output
+            or relation.iteration is Iteration.BAG
+            or relation.window is not None
+        ):  # bindings would filter the rows before the window keeps some
             return False
         rules = self.source.rules_for(name)
-        return bool(rules) and (relation.distinct or relation.aggregate is not None) and not any(
-            rule.is_aggregate for rule in rules
+        return (
+            bool(rules)
+            and (relation.distinct or relation.aggregate is not None)
+            and not any(rule.is_aggregate for rule in rules)
         )
 
     def adornment_of(self, atom: Atom, bound: set[str]) -> str | None:
@@ -99,9 +105,7 @@ class Rewrite:
             return None
         relation = self.source.relations[atom.relation]
         aggregated = relation.aggregate.column if relation.aggregate else -1
-        pattern = "".join(
-            BOUND if arg in bound and i != aggregated else FREE for i, arg in enumerate(atom.args)
-        )
+        pattern = "".join(BOUND if arg in bound and i != aggregated else FREE for i, arg in enumerate(atom.args))
         return pattern if BOUND in pattern else None
 
     def request(self, name: str, adornment: str) -> str:
@@ -116,7 +120,9 @@ class Rewrite:
             )
             bound_columns = tuple(c for c, mark in zip(relation.columns, adornment) if mark == BOUND)
             self.relations[self.magic_name(name, adornment)] = Relation(
-                self.magic_name(name, adornment), bound_columns, distinct=True,
+                self.magic_name(name, adornment),
+                bound_columns,
+                distinct=True,
                 label=f"magic {relation.display_name}",
             )
         return self.adorned_name(name, adornment)
@@ -148,12 +154,19 @@ class Rewrite:
             body.append(literal)
         self.rules.append(Rule(head, rule.terms, tuple(prefix + body)))
 
-    def cut(self, rule: Rule, head: str, prefix: list[Literal], steps: list[tuple[Literal, frozenset[str]]],
-            at: Atom, conditions: list[Condition]) -> list[Literal]:
+    def cut(
+        self,
+        rule: Rule,
+        head: str,
+        prefix: list[Literal],
+        steps: list[tuple[Literal, frozenset[str]]],
+        at: Atom,
+        conditions: list[Condition],
+    ) -> list[Literal]:
         """A supplementary relation for the join of `prefix`, keeping the variables used from `at` on."""
         literals = [literal for literal, _ in steps]
         later: set[str] = set()
-        for literal in literals[literals.index(at):]:
+        for literal in literals[literals.index(at) :]:
             later |= literal.variables() | (literal.condition_variables() if isinstance(literal, Atom) else set())
         for term in rule.terms:
             later |= {c.name for c in term.find_all(exp.Column)}
@@ -162,12 +175,23 @@ class Rewrite:
         self.rules.append(Rule(name, tuple(var(v) for v in keep), tuple(with_filters(prefix, conditions))))
         return [Atom(name, tuple(keep))]
 
-    def magic_rule(self, atom: Atom, adornment: str, prefix: list[Literal], conditions: list[Condition],
-                   equalities: dict[str, exp.Expression]) -> None:
+    def magic_rule(
+        self,
+        atom: Atom,
+        adornment: str,
+        prefix: list[Literal],
+        conditions: list[Condition],
+        equalities: dict[str, exp.Expression],
+    ) -> None:
         """m_q(bound arguments of `atom`) :- what is bound before it."""
         bound_args = tuple(arg for arg, mark in zip(atom.args, adornment) if mark == BOUND)
         name = self.magic_name(atom.relation, adornment)
-        if len(prefix) == 1 and isinstance(prefix[0], Atom) and prefix[0].relation == name and prefix[0].args == bound_args:
+        if (
+            len(prefix) == 1
+            and isinstance(prefix[0], Atom)
+            and prefix[0].relation == name
+            and prefix[0].args == bound_args
+        ):
             return  # m_q(X) :- m_q(X): adds nothing
         available = bound_by(prefix)
         body = with_filters(prefix, conditions)
@@ -310,8 +334,11 @@ def stratifies_like(original: Program, rewritten: Program) -> bool:
         for name in component.relations:
             component_of[name] = number
     for component in strongly_connected_components(rewritten):
-        origins = {component_of[origin_of(original, name)] for name in component.relations
-                   if origin_of(original, name) in component_of}
+        origins = {
+            component_of[origin_of(original, name)]
+            for name in component.relations
+            if origin_of(original, name) in component_of
+        }
         if len(origins) > 1:
             return False
     return True

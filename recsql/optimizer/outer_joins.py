@@ -20,8 +20,18 @@ from translator.ir import Atom, Condition, Literal, Program, Rule, bound_by, ren
 # a condition built only of these is not true when any variable it reads is NULL
 COMPARISONS = (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE)
 STRICT = (
-    exp.Column, exp.Identifier, exp.Literal, exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Neg, exp.Paren, exp.Cast,
-    exp.DataType, exp.DataTypeParam,
+    exp.Column,
+    exp.Identifier,
+    exp.Literal,
+    exp.Add,
+    exp.Sub,
+    exp.Mul,
+    exp.Div,
+    exp.Neg,
+    exp.Paren,
+    exp.Cast,
+    exp.DataType,
+    exp.DataTypeParam,
 )
 
 
@@ -131,9 +141,10 @@ def conjuncts(condition: exp.Expression | None) -> list[exp.Expression]:
 
 def equated_variables(conjunct: exp.Expression) -> tuple[str, str] | None:
     """(a, b) when the conjunct is `a = b` between two variables."""
-    if isinstance(conjunct, exp.EQ) and isinstance(conjunct.this, exp.Column) and isinstance(
-        conjunct.expression, exp.Column
+    if (
+        isinstance(conjunct, exp.EQ)
+        and isinstance(conjunct.this, exp.Column)
+        and isinstance(conjunct.expression, exp.Column)
     ):
         return conjunct.this.name, conjunct.expression.name
     return None
-

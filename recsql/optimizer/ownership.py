@@ -10,14 +10,15 @@ reach the task that merges them; a set's or a bag's may be any column.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from recsql.analysis import Component
 from translator.ir import Program, Rule
 
 
-def owner_column(program: Program, component: Component, recursive_rules: list[Rule],
-                 distinct: Sequence[float] = ()) -> int | None:
+def owner_column(
+    program: Program, component: Component, recursive_rules: list[Rule], distinct: Sequence[float] = ()
+) -> int | None:
     """The owner column of the component's relation, or None when its tasks could not keep their facts
     (several relations, a rule reading the relation twice, an aggregate without a group key). Of the
     columns that may own, the one with the most distinct values (`distinct`, estimated per column): the

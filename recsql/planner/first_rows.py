@@ -56,8 +56,10 @@ class Stop:
         return any(path.rule is not None for watch in self.watches for path in watch.paths)
 
     def __str__(self) -> str:
-        return "; ".join(f"{watch.rows} rows from {', '.join(sorted({path.relation for path in watch.paths}))}"
-                         for watch in self.watches)
+        return "; ".join(
+            f"{watch.rows} rows from {', '.join(sorted({path.relation for path in watch.paths}))}"
+            for watch in self.watches
+        )
 
 
 def first_rows_stop(program: Program, relations: tuple[str, ...], recursive: set[str]) -> Stop | None:
@@ -77,8 +79,9 @@ def first_rows_stop(program: Program, relations: tuple[str, ...], recursive: set
     return Stop(tuple(Watch(needs[window], tuple(paths[window])) for window in needs)) if needs else None
 
 
-def window_paths(program: Program, relation: str, path: Path, stratum: set[str], recursive: set[str]
-                 ) -> list[tuple[str, int, Path]] | None:
+def window_paths(
+    program: Program, relation: str, path: Path, stratum: set[str], recursive: set[str]
+) -> list[tuple[str, int, Path]] | None:
     """The windows `relation`'s rows reach (by relation name, ANSWER for the answer's), each with the rows it
     needs and the path of those rows from the stratum; None when a reader needs them all."""
     info = program.relations[relation]
@@ -99,8 +102,7 @@ def window_paths(program: Program, relation: str, path: Path, stratum: set[str],
             continue
         if not passes_rows(program, rule, relation, path):
             return None
-        further = window_paths(program, rule.head, Path(path.relation, followed(path, rule)), stratum,
-                               recursive)
+        further = window_paths(program, rule.head, Path(path.relation, followed(path, rule)), stratum, recursive)
         if further is None:
             return None
         found.extend(further)
@@ -117,9 +119,12 @@ def passes_rows(program: Program, rule: Rule, relation: str, path: Path) -> bool
     (atom,) = atoms
     if atom.relation != relation or atom.filters or atom.optional or atom.call_args:
         return False
-    return not head.distinct or (copies(rule) and len(program.rules_for(rule.head)) == 1
-                                 and program.relations[path.relation].distinct
-                                 and (path.rule is None or copies(path.rule)))
+    return not head.distinct or (
+        copies(rule)
+        and len(program.rules_for(rule.head)) == 1
+        and program.relations[path.relation].distinct
+        and (path.rule is None or copies(path.rule))
+    )
 
 
 def copies(rule: Rule) -> bool:
@@ -135,11 +140,13 @@ def followed(path: Path, rule: Rule) -> Rule:
         return rule
     (atom,) = rule.atoms
     names = renamed_apart(rule, path.rule)
-    bindings = tuple(Assignment(names[arg], term.copy()) for arg, term in zip(atom.args, path.rule.terms)
-                     if arg != WILDCARD)
+    bindings = tuple(
+        Assignment(names[arg], term.copy()) for arg, term in zip(atom.args, path.rule.terms) if arg != WILDCARD
+    )
     others = tuple(renamed_literal(literal, names) for literal in rule.body if literal is not atom)
-    return Rule(rule.head, tuple(renamed(term.copy(), names) for term in rule.terms),
-                path.rule.body + bindings + others)
+    return Rule(
+        rule.head, tuple(renamed(term.copy(), names) for term in rule.terms), path.rule.body + bindings + others
+    )
 
 
 def renamed_apart(rule: Rule, before: Rule) -> dict[str, str]:

@@ -17,15 +17,15 @@ from enum import Enum
 from sqlglot import exp
 
 from recsql.analysis import Component
-from recsql.planner.first_rows import Stop, first_rows_stop
 from recsql.optimizer import Optimized
 from recsql.optimizer.cardinality import atom_estimate
 from recsql.optimizer.decomposition import Decomposition, NotDecomposable, decompose
 from recsql.optimizer.explain import explain_passes
 from recsql.optimizer.join_order import order_body
 from recsql.optimizer.ownership import owner_column
-from recsql.settings import Settings, Strategy
+from recsql.planner.first_rows import Stop, first_rows_stop
 from recsql.planner.spark_valued import spark_valued
+from recsql.settings import Settings, Strategy
 from translator.errors import UnsupportedError
 from translator.ir import Atom, Iteration, Program, Rule
 
@@ -134,8 +134,10 @@ class Plan:
                 return "distributed on Spark (a job per iteration)"
             (name,) = stratum.relations
             relation = self.program.relations[name]
-            return (f"distributed on Spark (one job, tasks owning facts by {relation.display_name}."
-                    f"{relation.columns[stratum.owner]}; a job per iteration off a local master)")
+            return (
+                f"distributed on Spark (one job, tasks owning facts by {relation.display_name}."
+                f"{relation.columns[stratum.owner]}; a job per iteration off a local master)"
+            )
         where = "local, in one process"
         if stratum.capacity is not None:
             where += f"; past {stratum.capacity:,} facts {decomposed or 'distributed on Spark'}"
@@ -156,13 +158,16 @@ def plan(optimized: Optimized, components: list[Component], settings: Settings) 
         if not component.recursive:
             inputs = external_rows(optimized, rules, local)
             local_enough = not spark_only and (
-                strategy == Strategy.LOCAL or (strategy == Strategy.AUTO and inputs <= local_rows))
+                strategy == Strategy.LOCAL or (strategy == Strategy.AUTO and inputs <= local_rows)
+            )
             chosen = Strategy.LOCAL if local_enough else Strategy.DISTRIBUTED
             if chosen == Strategy.LOCAL:
                 local.update(component.relations)
             reason = spark_only or (
                 f"inputs ~{inputs:,.0f} rows {'within' if local_enough else 'past'} recsql.local_rows"
-                if strategy == Strategy.AUTO else f"recsql.strategy = {strategy}")
+                if strategy == Strategy.AUTO
+                else f"recsql.strategy = {strategy}"
+            )
             strata.append(Stratum(component, tuple(rules), (), iteration, chosen, reason=reason))
             continue
         exit_rules = tuple(rule for rule in rules if not reads_component(rule, component))
@@ -170,8 +175,9 @@ def plan(optimized: Optimized, components: list[Component], settings: Settings) 
         stop = first_rows_stop(program, component.relations, recursive)
         decomposition = decompose(program, component, recursive_rules)
         if stop is not None and stop.filtered:
-            decomposition = NotDecomposable("a LIMIT stopping it counts filtered rows, which a part may never "
-                                            "have alone")
+            decomposition = NotDecomposable(
+                "a LIMIT stopping it counts filtered rows, which a part may never have alone"
+            )
         estimate = optimized.estimator.relation(component.relations[0])
         owner = owner_column(program, component, recursive_rules, estimate.distinct)
         if spark_only:  # a Spark job per iteration: Spark SQL evaluates every rule, no task the local evaluator
@@ -241,9 +247,12 @@ def choose(
         return Choice(Strategy.DISTRIBUTED, f"inputs ~{inputs:,.0f} rows; {why_not}")
     sent = broadcast_rows(optimized, pivoted)
     if sent > broadcast_limit:
-        return Choice(Strategy.DISTRIBUTED,
-                      f"the relations each part reads hold ~{sent:,.0f} rows, past recsql.broadcast_rows")
-    return Choice(Strategy.DECOMPOSED, f"inputs ~{inputs:,.0f} rows; each part reads ~{sent:,.0f}", decomposition=pivoted)
+        return Choice(
+            Strategy.DISTRIBUTED, f"the relations each part reads hold ~{sent:,.0f} rows, past recsql.broadcast_rows"
+        )
+    return Choice(
+        Strategy.DECOMPOSED, f"inputs ~{inputs:,.0f} rows; each part reads ~{sent:,.0f}", decomposition=pivoted
+    )
 
 
 def spark_computed(program: Program, component: Component, rules: list[Rule], strategy: str) -> str:
@@ -256,12 +265,15 @@ def spark_computed(program: Program, component: Component, rules: list[Rule], st
     if strategy == Strategy.LOCAL:
         raise UnsupportedError.at_node(
             f"{name} takes its values from Spark, which the local strategy cannot compute: "
-            "SET recsql.strategy = auto (or distributed) runs the query on Spark", call)
+            "SET recsql.strategy = auto (or distributed) runs the query on Spark",
+            call,
+        )
     return f"{name} takes its values from Spark"
 
 
-def narrow_pivot(optimized: Optimized, component: Component, decomposition: Decomposition | None,
-                 owner: int | None) -> str:
+def narrow_pivot(
+    optimized: Optimized, component: Component, decomposition: Decomposition | None, owner: int | None
+) -> str:
     """Why the decomposition's pivot keeps too few tasks busy where a one-job distributed evaluation
     can run instead (a local master, an owner column): fewer values (estimated, in the exit rules'
     facts) than PIVOT_VALUES_PER_TASK per task; "" when it does not."""
@@ -283,7 +295,9 @@ def external_rows(optimized: Optimized, rules: list[Rule], local: set[str]) -> f
     of the plan."""
     heads = {rule.head for rule in rules}
     inputs = {
-        atom.relation for rule in rules for atom in rule.atoms
+        atom.relation
+        for rule in rules
+        for atom in rule.atoms
         if atom.relation not in heads and atom.relation not in local and not atom.call_args
     }
     return sum(optimized.estimator.relation(name).rows for name in inputs)
@@ -314,7 +328,8 @@ def reads_component(rule: Rule, component: Component) -> bool:
 
 def delta_variants(rule: Rule, component: Component, iteration: Iteration) -> list[Variant]:
     positions = [
-        i for i, literal in enumerate(rule.body)
+        i
+        for i, literal in enumerate(rule.body)
         if isinstance(literal, Atom) and literal.relation in component and not literal.call_args
     ]
     if iteration is Iteration.BAG:

@@ -7,17 +7,25 @@ this process or inside a Spark task)."""
 
 from __future__ import annotations
 
-from typing import Iterable, Iterator
+from collections.abc import Iterable, Iterator
 
 from sqlglot import exp
 
 from translator.ir import Assignment, Atom, Condition, Rule
 
 GENERATED = (exp.Rand, exp.Randn, exp.Uniform, exp.Randstr, exp.Shuffle, exp.Uuid)
-SPARK_FUNCTIONS = frozenset({
-    "monotonically_increasing_id", "spark_partition_id", "input_file_name", "input_file_block_start",
-    "input_file_block_length", "reflect", "java_method", "try_reflect",
-})
+SPARK_FUNCTIONS = frozenset(
+    {
+        "monotonically_increasing_id",
+        "spark_partition_id",
+        "input_file_name",
+        "input_file_block_start",
+        "input_file_block_length",
+        "reflect",
+        "java_method",
+        "try_reflect",
+    }
+)
 
 
 def spark_valued(rules: Iterable[Rule]) -> exp.Expression | None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import re
-from typing import Iterator
+from collections.abc import Iterator
 
 from sqlglot import exp
 
@@ -20,9 +20,17 @@ _UNKNOWN_FUNCTION = re.compile(r"Cannot resolve (?:routine|function) (?:`[^`]+`\
 _SQL_ERRORS = ("AnalysisException", "ParseException", "IllegalArgumentException")
 # Spark's words for data of a local checkpoint that went with the executor holding it
 _LOST_CHECKPOINT = re.compile(r"Checkpoint block \S+ not found|executor that originally checkpointed")
-_DATA_ERRORS = ("NumberFormatException", "ArithmeticException", "DateTimeException", "CAST_INVALID_INPUT",
-                "DIVIDE_BY_ZERO", "ARITHMETIC_OVERFLOW", "INVALID_ARRAY_INDEX", "INVALID_INDEX_OF_ZERO",
-                "USER_RAISED_EXCEPTION")  # raise_error: a check of the rows, such as a scalar subquery's one row
+_DATA_ERRORS = (
+    "NumberFormatException",
+    "ArithmeticException",
+    "DateTimeException",
+    "CAST_INVALID_INPUT",
+    "DIVIDE_BY_ZERO",
+    "ARITHMETIC_OVERFLOW",
+    "INVALID_ARRAY_INDEX",
+    "INVALID_INDEX_OF_ZERO",
+    "USER_RAISED_EXCEPTION",
+)  # raise_error: a check of the rows, such as a scalar subquery's one row
 
 
 @contextlib.contextmanager
@@ -32,7 +40,7 @@ def spark_errors(context: str = "", statement: exp.Expression | None = None) -> 
         yield
     except Error:
         raise
-    except Exception as error:  # noqa: BLE001 - every Spark/Py4J failure is translated here
+    except Exception as error:
         if type(error).__module__.startswith(("pyspark", "py4j")) or "Java" in type(error).__name__:
             raise translate(error, context, statement) from None
         raise

@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import contextlib
 import threading
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future
-from typing import TYPE_CHECKING, Callable, Iterator
+from typing import TYPE_CHECKING
 
-from recsql.spark import defaults as spark_defaults
 from recsql.cancellation import interruptible
 from recsql.errors import Error, OperationalError, QueryCancelled
+from recsql.spark import defaults as spark_defaults
 from recsql.spark.session_kinds import local_cores
 
 if TYPE_CHECKING:
@@ -28,8 +29,7 @@ CATALOG_SETTINGS = ("spark.sql.catalogImplementation", "spark.sql.catalog.")  # 
 
 
 class LazySpark:
-    def __init__(self, start: Starter, settings: dict[str, str], master: str | None = None,
-                 remote: str | None = None):
+    def __init__(self, start: Starter, settings: dict[str, str], master: str | None = None, remote: str | None = None):
         self._start = start
         self._settings = dict(settings)  # given to Spark when it starts: connect()'s conf, SETs made before
         self.master = master  # None on Spark Connect
@@ -80,7 +80,8 @@ class LazySpark:
     def on_failure(self, report: Callable[[BaseException], None]) -> None:
         """Call `report` with the reason should Spark fail to start (at once if it already failed)."""
         self._begin(background=None).add_done_callback(
-            lambda future: future.exception() is not None and report(future.exception()))
+            lambda future: future.exception() is not None and report(future.exception())
+        )
 
     def _begin(self, background: bool | None) -> Future[SparkSession]:
         """The future of the session: started here (background False), on a thread (True), or not at all
@@ -101,7 +102,7 @@ class LazySpark:
     def _run(self, future: Future[SparkSession]) -> None:
         try:
             future.set_result(self._start(dict(self._settings)))
-        except BaseException as error:  # noqa: BLE001 - kept for every later use
+        except BaseException as error:
             future.set_exception(error)
 
     def _wait(self, future: Future[SparkSession]) -> None:
@@ -133,7 +134,7 @@ class LazySpark:
         if spark is not None:
             try:
                 return spark.conf.get(key)  # with Spark's default (a default given here would replace it)
-            except Exception:  # noqa: BLE001 - a setting Spark has no value for
+            except Exception:
                 return None
         if key in self._settings:
             return self._settings[key]
@@ -160,6 +161,9 @@ class LazySpark:
         metastore, a configured catalog). Otherwise a name recsql does not know is no table at all."""
         from pyspark import SparkContext
 
-        return (self.remote is not None or SparkContext._active_spark_context is not None
-                or any(key.startswith(CATALOG_SETTINGS) for key in self._settings)
-                or spark_defaults.value("spark.sql.catalogImplementation") == "hive")
+        return (
+            self.remote is not None
+            or SparkContext._active_spark_context is not None
+            or any(key.startswith(CATALOG_SETTINGS) for key in self._settings)
+            or spark_defaults.value("spark.sql.catalogImplementation") == "hive"
+        )

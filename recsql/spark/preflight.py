@@ -28,11 +28,15 @@ def check_java() -> None:
     java_home = os.environ.get("JAVA_HOME")
     if java_home:
         if not (Path(java_home) / "bin" / "java").exists():
-            raise OperationalError(f"cannot start Spark: Java not found: JAVA_HOME is {java_home}, which has no "
-                                   "bin/java. Spark needs Java 17 or later: fix JAVA_HOME or unset it")
+            raise OperationalError(
+                f"cannot start Spark: Java not found: JAVA_HOME is {java_home}, which has no "
+                "bin/java. Spark needs Java 17 or later: fix JAVA_HOME or unset it"
+            )
     elif shutil.which("java") is None:
-        raise OperationalError("cannot start Spark: Java not found. Spark needs Java 17 or later: install it, "
-                               "then put java on the PATH or set JAVA_HOME")
+        raise OperationalError(
+            "cannot start Spark: Java not found. Spark needs Java 17 or later: install it, "
+            "then put java on the PATH or set JAVA_HOME"
+        )
 
 
 def check_master(master: str) -> None:

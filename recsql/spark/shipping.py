@@ -25,8 +25,9 @@ PACKAGES = ("recsql", "translator")  # what the workers import: the engine and t
 def source_files() -> list[tuple[Path, str]]:
     """The Python files of the shipped packages, with their names inside the zip."""
     root = Path(__file__).resolve().parent.parent
-    return sorted((path, path.relative_to(root).as_posix())
-                  for package in PACKAGES for path in (root / package).rglob("*.py"))
+    return sorted(
+        (path, path.relative_to(root).as_posix()) for package in PACKAGES for path in (root / package).rglob("*.py")
+    )
 
 
 def code_archive() -> Path:

@@ -11,10 +11,10 @@ from pyspark import SparkContext
 from pyspark.sql import SparkSession
 from pyspark.sql.utils import is_remote
 
+from recsql.errors import OperationalError, ProgrammingError
 from recsql.spark import defaults as spark_defaults
 from recsql.spark import logs as spark_logs
 from recsql.spark import preflight, shipping
-from recsql.errors import OperationalError, ProgrammingError
 from recsql.spark.errors import first_line
 
 DEFAULT_SPARK_CONF = {
@@ -35,8 +35,9 @@ def embedded_settings(conf: dict[str, str]) -> dict[str, str]:
     settings = {**DEFAULT_SPARK_CONF, **conf}
     if not spark_defaults.configured(spark_defaults.TIME_ZONE, settings):
         settings[spark_defaults.TIME_ZONE] = spark_defaults.local_time_zone()
-    if not spark_defaults.configured(spark_defaults.DRIVER_MEMORY, settings) and \
-            not os.environ.get("SPARK_DRIVER_MEMORY"):
+    if not spark_defaults.configured(spark_defaults.DRIVER_MEMORY, settings) and not os.environ.get(
+        "SPARK_DRIVER_MEMORY"
+    ):
         settings[spark_defaults.DRIVER_MEMORY] = spark_defaults.driver_memory()
     return settings
 
@@ -45,8 +46,10 @@ def embedded(master: str, settings: dict[str, str], level: str) -> SparkSession:
     """A Spark driver in this process on `master`, with `settings` (embedded_settings); its JVM's output
     goes to the log file unless `level` asks for it on the terminal."""
     if is_remote():
-        raise OperationalError("this process already has a Spark Connect session: a Spark driver of its own "
-                               f"(master {master}) needs another process")
+        raise OperationalError(
+            "this process already has a Spark Connect session: a Spark driver of its own "
+            f"(master {master}) needs another process"
+        )
     workers_python = settings.get("spark.pyspark.python")
     if workers_python:  # PySpark takes the workers' Python from the environment only
         os.environ["PYSPARK_PYTHON"] = workers_python
@@ -57,7 +60,7 @@ def embedded(master: str, settings: dict[str, str], level: str) -> SparkSession:
     try:
         spark_logs.launch_jvm(options, level)
         spark = SparkSession.builder.config(map=options).getOrCreate()
-    except Exception as error:  # noqa: BLE001 - no Java, unreachable master
+    except Exception as error:
         raise OperationalError(f"cannot start Spark (master {master}): {str(error).splitlines()[0]}") from None
     spark.sparkContext.setLogLevel(spark_logs.spark_level(level))
     spark_logs.quiet_pyspark(level)
@@ -71,8 +74,9 @@ def check_remote(url: str) -> None:
     driver in this process already."""
     preflight.check_connect_server(url)
     if SparkContext._active_spark_context is not None:
-        raise OperationalError(f"this process already runs a Spark driver: a Spark Connect session ({url}) "
-                               "needs another process")
+        raise OperationalError(
+            f"this process already runs a Spark driver: a Spark Connect session ({url}) needs another process"
+        )
 
 
 def remote(url: str, conf: dict[str, str], level: str) -> SparkSession:
@@ -84,17 +88,19 @@ def remote(url: str, conf: dict[str, str], level: str) -> SparkSession:
     try:
         spark = SparkSession.builder.remote(url).getOrCreate()
         spark.range(0).collect()  # the session is made on the server at its first request
-    except Exception as error:  # noqa: BLE001 - a refused or failed connection
+    except Exception as error:
         raise OperationalError(f"cannot reach Spark Connect at {url}: {str(error).splitlines()[0]}") from None
     spark_logs.quiet_pyspark(level)
     refused = []
     for key, value in {**REMOTE_DEFAULTS, **conf}.items():
         try:
             spark.conf.set(key, value)
-        except Exception as error:  # noqa: BLE001 - a static or unknown setting
+        except Exception as error:
             refused.append(f"{key} ({first_line(str(error))})")
     if refused:
-        raise ProgrammingError(f"settings a Spark Connect session cannot change: {'; '.join(refused)}; "
-                               f"give them to the server when it starts")
+        raise ProgrammingError(
+            f"settings a Spark Connect session cannot change: {'; '.join(refused)}; "
+            f"give them to the server when it starts"
+        )
     shipping.ship_code(spark)
     return spark

@@ -3,17 +3,17 @@ ANALYZE TABLE, VACUUM."""
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import pyarrow as pa
 from sqlglot import exp
 
-from recsql.storage.entries import Kind
 from recsql.errors import NotSupportedError, ProgrammingError
-from recsql.settings import PREFIX
 from recsql.services import Services
+from recsql.settings import PREFIX
 from recsql.statements.handler import Result
 from recsql.statements.queries import relation_columns
+from recsql.storage.entries import Kind
 from recsql.views import upkeep
 from recsql.views.stored import Reflected
 from translator.core import table_name
@@ -53,10 +53,18 @@ def show_tables(session: Services, statement: exp.Show, sql: str) -> Result:
     catalog = session.catalog
     names = catalog.names(database.name.lower() if database is not None else None)
     columns = [list(relation_columns(catalog, name)) for name in names]
-    reflects = [Reflected.of(catalog.entry(name)).describe() if kind == Kind.MATERIALIZED else None
-                for name, kind in names.items()]
-    data = pa.table({"name": list(names), "kind": [str(kind) for kind in names.values()],
-                     "columns": pa.array(columns, pa.list_(pa.string())), "reflects": pa.array(reflects, pa.string())})
+    reflects = [
+        Reflected.of(catalog.entry(name)).describe() if kind == Kind.MATERIALIZED else None
+        for name, kind in names.items()
+    ]
+    data = pa.table(
+        {
+            "name": list(names),
+            "kind": [str(kind) for kind in names.values()],
+            "columns": pa.array(columns, pa.list_(pa.string())),
+            "reflects": pa.array(reflects, pa.string()),
+        }
+    )
     return Result.of(data, ["string", "string", "array<string>", "string"])
 
 
@@ -81,12 +89,14 @@ def describe(session: Services, statement: exp.Describe, sql: str) -> Result:
 def history(session: Services, name: str) -> Result:
     """DESCRIBE HISTORY t: the table's versions, newest first."""
     commits = session.catalog.history(name)
-    data = pa.table({
-        "version": pa.array([c.version for c in commits], pa.int64()),
-        "timestamp": pa.array([c.timestamp for c in commits], pa.timestamp("us")),
-        "operation": [c.operation for c in commits],
-        "statement": [c.statement for c in commits],
-    })
+    data = pa.table(
+        {
+            "version": pa.array([c.version for c in commits], pa.int64()),
+            "timestamp": pa.array([c.timestamp for c in commits], pa.timestamp("us")),
+            "operation": [c.operation for c in commits],
+            "statement": [c.statement for c in commits],
+        }
+    )
     return Result.of(data, ["bigint", "timestamp", "string", "string"])
 
 

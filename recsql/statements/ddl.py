@@ -7,14 +7,14 @@ from pathlib import Path
 from pyspark.sql.types import DataType, StructField, StructType
 from sqlglot import exp
 
-from recsql.storage.entries import Kind, view_query_of
 from recsql.engine.types.type_syntax import UnknownTypeName, spark_type
 from recsql.errors import NotSupportedError, ProgrammingError
+from recsql.services import Services
 from recsql.spark.errors import first_line
 from recsql.statements import materialized
-from recsql.services import Services
 from recsql.statements.handler import Result
 from recsql.statements.queries import QUERY_TYPES, rows_of
+from recsql.storage.entries import Kind, view_query_of
 from recsql.storage.writes import Rows
 from translator.core import table_name
 
@@ -45,8 +45,10 @@ def create(session: Services, create: exp.Create, sql: str) -> Result:
 def create_view(session: Services, create: exp.Create, name: str, replace: bool, sql: str) -> Result:
     """A view is stored as its statement's text, once its query compiles."""
     if "." in name:
-        raise NotSupportedError(f"CREATE VIEW {name}: recsql's views have one-part names (Spark's catalog "
-                                "cannot hold a view of recsql's SQL)")
+        raise NotSupportedError(
+            f"CREATE VIEW {name}: recsql's views have one-part names (Spark's catalog "
+            "cannot hold a view of recsql's SQL)"
+        )
     query = create.expression
     if not isinstance(query, QUERY_TYPES):
         raise ProgrammingError("CREATE VIEW needs AS followed by a query")
@@ -92,14 +94,17 @@ def query_rows(session: Services, create: exp.Create) -> tuple[StructType, Rows]
     if isinstance(create.this, exp.Schema):
         typed = [column.name for column in create.this.expressions if column.args.get("kind") is not None]
         if typed:
-            raise NotSupportedError(f"CREATE TABLE ... AS query takes column names without types (the query gives "
-                                    f"them), but column '{typed[0]}' has one")
+            raise NotSupportedError(
+                f"CREATE TABLE ... AS query takes column names without types (the query gives "
+                f"them), but column '{typed[0]}' has one"
+            )
         names = [column.name for column in create.this.expressions]
     return rows_of(session, create.expression, names)
 
 
-def create_external(session: Services, name: str, file_format: str, options: dict[str, str],
-                    schema: StructType | None) -> None:
+def create_external(
+    session: Services, name: str, file_format: str, options: dict[str, str], schema: StructType | None
+) -> None:
     """CREATE TABLE ... USING format OPTIONS (path '...'): a relative path is taken from the session's
     base directory."""
     if file_format not in EXTERNAL_FORMATS:
@@ -154,8 +159,7 @@ def table_schema(session: Services, schema: exp.Schema) -> StructType:
         pass
     ddl = ", ".join(f"`{c.name}` {c.args['kind'].sql(dialect='spark')}" for c in schema.expressions)
     try:
-        session.spark  # Spark's parser runs in its JVM
+        _ = session.spark  # Spark's parser runs in its JVM
         return DataType.fromDDL(ddl)
-    except Exception as error:  # noqa: BLE001 - Spark's parser reports the bad type
+    except Exception as error:
         raise ProgrammingError(f"bad column list ({ddl}): {first_line(str(error))}") from None
-

@@ -8,8 +8,8 @@ import pyarrow as pa
 from sqlglot import exp
 
 from recsql.errors import NotSupportedError
-from recsql.statements import admin, ddl, materialized, queries, writes
 from recsql.services import Services
+from recsql.statements import admin, ddl, materialized, queries, writes
 from recsql.statements.handler import Handler, Result
 from translator.dialect import Explain, RecSQL, Vacuum
 

@@ -30,10 +30,16 @@ class Rewrite:
     inserts: exp.Query | None = None  # the count of the rows it adds
     duplicates: exp.Query | None = None  # MERGE: more rows than the table has means a row matched twice
 
-    def within(self, ctes: exp.With | None) -> "Rewrite":
+    def within(self, ctes: exp.With | None) -> Rewrite:
         """The same queries, each reading the statement's WITH queries."""
-        return replace(self, **{field.name: with_ctes(query, ctes) for field in fields(self)
-                                if isinstance(query := getattr(self, field.name), exp.Query)})
+        return replace(
+            self,
+            **{
+                field.name: with_ctes(query, ctes)
+                for field in fields(self)
+                if isinstance(query := getattr(self, field.name), exp.Query)
+            },
+        )
 
 
 def with_ctes(query: exp.Expression, ctes: exp.With | None) -> exp.Expression:
@@ -57,8 +63,11 @@ def statement_ctes(statement: exp.Expression, table: str) -> exp.With | None:
     ctes = statement.args.get("with_")
     for cte in ctes.expressions if ctes is not None else ():
         if cte.alias_or_name.lower() == table:
-            raise NotSupportedError(f"WITH {cte.alias_or_name}: a query of the WITH clause of {statement.key.upper()} "
-                                    f"cannot take the name of the table it changes", *position_of(cte))
+            raise NotSupportedError(
+                f"WITH {cte.alias_or_name}: a query of the WITH clause of {statement.key.upper()} "
+                f"cannot take the name of the table it changes",
+                *position_of(cte),
+            )
     return ctes
 
 
@@ -106,28 +115,40 @@ def update(statement: exp.Update, columns: tuple[str, ...]) -> Rewrite:
     assignments = assignments_of(statement.expressions, columns, name)
     source = table_source(name, alias)
     if has_subquery_predicate(condition):  # the changed rows, then the others
-        items = [exp.alias_(assignments.get(column, exp.column(column, table=alias, quoted=True)).copy(), column,
-                            quoted=True) for column in columns]
+        items = [
+            exp.alias_(
+                assignments.get(column, exp.column(column, table=alias, quoted=True)).copy(), column, quoted=True
+            )
+            for column in columns
+        ]
         changed = exp.select(*items).from_(source.copy()).where(condition.copy())
         kept = select_columns(columns, alias).from_(source).where(not_among(columns, alias, name, condition))
         return Rewrite(kept, changed, *changes(statement, name, alias, condition))
     holds = is_true(condition)
     items = [
-        exp.alias_(exp.Case(ifs=[exp.If(this=holds.copy(), true=assignments[column].copy())],
-                            default=exp.column(column, table=alias, quoted=True)), column, quoted=True)
-        if column in assignments else exp.column(column, table=alias, quoted=True)
+        exp.alias_(
+            exp.Case(
+                ifs=[exp.If(this=holds.copy(), true=assignments[column].copy())],
+                default=exp.column(column, table=alias, quoted=True),
+            ),
+            column,
+            quoted=True,
+        )
+        if column in assignments
+        else exp.column(column, table=alias, quoted=True)
         for column in columns
     ]
     return Rewrite(exp.select(*items).from_(source), None, *changes(statement, name, alias, condition))
 
 
-def changes(statement: exp.Expression, name: str, alias: str, condition: exp.Expression,
-            joins: list[exp.Expression] = ()) -> tuple[exp.Query, bool]:
+def changes(
+    statement: exp.Expression, name: str, alias: str, condition: exp.Expression, joins: list[exp.Expression] = ()
+) -> tuple[exp.Query, bool]:
     """The files holding the target rows a statement changes, with how many it changes in each (its
     row count, and the files it rewrites); and whether it must rewrite every file instead, as it does
     when it reads its target elsewhere too (that read must see all of the rows)."""
     file = exp.column(FILE_COLUMN, table=alias, quoted=True)
-    query = (exp.select(file, exp.func("count", exp.Star())).from_(table_source(name + FILES_MARK, alias)))
+    query = exp.select(file, exp.func("count", exp.Star())).from_(table_source(name + FILES_MARK, alias))
     for join in joins:
         query = query.join(join.copy())
     whole = sum(1 for table in statement.find_all(exp.Table) if table.name.lower() == name) > 1
@@ -138,17 +159,27 @@ def has_subquery_predicate(condition: exp.Expression) -> bool:
     """EXISTS / IN (SELECT ...): the translator takes these only as conditions of a WHERE clause, not
     inside an expression such as coalesce(...)."""
     return condition.find(exp.Exists) is not None or any(
-        node.args.get("query") is not None for node in condition.find_all(exp.In))
+        node.args.get("query") is not None for node in condition.find_all(exp.In)
+    )
 
 
 def not_among(columns: tuple[str, ...], alias: str, name: str, condition: exp.Expression) -> exp.Expression:
     """The rows for which `condition` is not true, as the rows equal to none for which it is: identical
     rows agree on any condition, so this keeps duplicates as they are (tables are bags)."""
     hits = "__recsql_hits"
-    matching = (select_columns(columns, alias).distinct().from_(table_source(name, alias))
-                .where(condition.copy()).subquery(hits))
-    equal = [exp.NullSafeEQ(this=exp.column(column, table=hits, quoted=True),
-                            expression=exp.column(column, table=alias, quoted=True)) for column in columns]
+    matching = (
+        select_columns(columns, alias)
+        .distinct()
+        .from_(table_source(name, alias))
+        .where(condition.copy())
+        .subquery(hits)
+    )
+    equal = [
+        exp.NullSafeEQ(
+            this=exp.column(column, table=hits, quoted=True), expression=exp.column(column, table=alias, quoted=True)
+        )
+        for column in columns
+    ]
     return exp.Exists(this=exp.select("1").from_(matching).where(exp.and_(*equal))).not_()
 
 
@@ -198,16 +229,22 @@ class Merging:
         target row matching two source rows is an error, found by counting the join's rows)."""
         is_matched = exp.column(MATCHED, table=self.source_alias, quoted=True).is_(exp.null()).not_()
         clauses = [(exp.and_(is_matched.copy(), is_true(when.args.get("condition"))), when) for when in matched]
-        clauses += [(exp.and_(exp.not_(is_matched.copy()), is_true(when.args.get("condition"))), when)
-                    for when in by_source]
+        clauses += [
+            (exp.and_(exp.not_(is_matched.copy()), is_true(when.args.get("condition"))), when) for when in by_source
+        ]
         flagged = exp.Subquery(
             this=exp.select(exp.Star(), exp.alias_(exp.true(), MATCHED, quoted=True)).from_(self.source.copy()),
-            alias=exp.TableAlias(this=exp.to_identifier(self.source_alias)))
+            alias=exp.TableAlias(this=exp.to_identifier(self.source_alias)),
+        )
         join = exp.Join(this=flagged, side="LEFT", on=self.on)
         items, deleted, acted = self.acting(clauses)
         kept = exp.select(*items).from_(self.target).join(join).where(exp.not_(deleted))
-        return Rewrite(kept, None, *changes(self.statement, self.name, self.alias, acted, [join]),
-                       duplicates=count_where(self.target, exp.true(), [join]))
+        return Rewrite(
+            kept,
+            None,
+            *changes(self.statement, self.name, self.alias, acted, [join]),
+            duplicates=count_where(self.target, exp.true(), [join]),
+        )
 
     def unmatched(self, by_source: list[exp.When]) -> Rewrite:
         """Only WHEN NOT MATCHED BY SOURCE clauses: the target rows without a match change, the others
@@ -218,8 +255,11 @@ class Merging:
         changed = exp.select(*items).from_(self.target).where(exp.and_(match.copy().not_(), exp.not_(deleted)))
         unchanged = select_columns(self.columns, self.alias).from_(self.target).where(match.copy())
         condition = exp.and_(match.copy().not_(), acted)
-        return Rewrite(exp.union(changed, unchanged, distinct=False), None,
-                       *changes(self.statement, self.name, self.alias, condition))
+        return Rewrite(
+            exp.union(changed, unchanged, distinct=False),
+            None,
+            *changes(self.statement, self.name, self.alias, condition),
+        )
 
     def acting(self, clauses: list[tuple[exp.Expression, exp.When]]) -> tuple[list, exp.Expression, exp.Expression]:
         """Per target column its value after the first clause that acts; whether that clause deletes the
@@ -227,22 +267,43 @@ class Merging:
         items = []
         for column in self.columns:
             original = exp.column(column, table=self.alias, quoted=True)
-            ifs = [exp.If(this=condition.copy(), true=new_value(when, column, self.columns, self.alias,
-                                                                self.source_alias, self.source_columns))
-                   for condition, when in clauses]
+            ifs = [
+                exp.If(
+                    this=condition.copy(),
+                    true=new_value(when, column, self.columns, self.alias, self.source_alias, self.source_columns),
+                )
+                for condition, when in clauses
+            ]
             items.append(exp.alias_(exp.Case(ifs=ifs, default=original), column, quoted=True))
-        deleted = exp.Case(ifs=[exp.If(this=condition.copy(), true=exp.true() if is_delete(when) else exp.false())
-                                for condition, when in clauses], default=exp.false())
+        deleted = exp.Case(
+            ifs=[
+                exp.If(this=condition.copy(), true=exp.true() if is_delete(when) else exp.false())
+                for condition, when in clauses
+            ],
+            default=exp.false(),
+        )
         return items, deleted, exp.or_(*[condition.copy() for condition, _ in clauses])
 
     def inserted(self, by_target: list[exp.When]) -> tuple[exp.Query, exp.Query]:
         """The rows WHEN NOT MATCHED clauses insert: source rows matching no target row; and their count."""
         absent = exp.Exists(this=exp.select("1").from_(self.target).where(self.on)).not_()
         clauses = [(is_true(when.args.get("condition")), when) for when in by_target]
-        items = [exp.alias_(exp.Case(ifs=[
-            exp.If(this=condition.copy(),
-                   true=inserted_value(when, column, self.columns, self.source_alias, self.source_columns))
-            for condition, when in clauses]), column, quoted=True) for column in self.columns]
+        items = [
+            exp.alias_(
+                exp.Case(
+                    ifs=[
+                        exp.If(
+                            this=condition.copy(),
+                            true=inserted_value(when, column, self.columns, self.source_alias, self.source_columns),
+                        )
+                        for condition, when in clauses
+                    ]
+                ),
+                column,
+                quoted=True,
+            )
+            for column in self.columns
+        ]
         chosen = exp.and_(absent, exp.or_(*[condition.copy() for condition, _ in clauses]))
         return exp.select(*items).from_(self.source.copy()).where(chosen), count_where(self.source, chosen)
 
@@ -287,8 +348,14 @@ def is_delete(when: exp.When) -> bool:
     return isinstance(then, exp.Var) and then.name.upper() == "DELETE"
 
 
-def new_value(when: exp.When, column: str, columns: tuple[str, ...], alias: str, source_alias: str,
-              source_columns: tuple[str, ...]) -> exp.Expression:
+def new_value(
+    when: exp.When,
+    column: str,
+    columns: tuple[str, ...],
+    alias: str,
+    source_alias: str,
+    source_columns: tuple[str, ...],
+) -> exp.Expression:
     """A target column's value after a MATCHED or NOT MATCHED BY SOURCE clause."""
     then = when.args["then"]
     original = exp.column(column, table=alias, quoted=True)
@@ -303,8 +370,9 @@ def new_value(when: exp.When, column: str, columns: tuple[str, ...], alias: str,
     return assignments_of(then.expressions, columns, alias).get(column, original).copy()
 
 
-def inserted_value(when: exp.When, column: str, columns: tuple[str, ...], source_alias: str,
-                   source_columns: tuple[str, ...]) -> exp.Expression:
+def inserted_value(
+    when: exp.When, column: str, columns: tuple[str, ...], source_alias: str, source_columns: tuple[str, ...]
+) -> exp.Expression:
     """A target column's value in a row a NOT MATCHED clause inserts (NULL for a column it does not list)."""
     then = when.args["then"]
     if not isinstance(then, exp.Insert):

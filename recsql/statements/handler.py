@@ -3,8 +3,9 @@ the session running it, `recsql.services.Services`, so that handlers need not im
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import pyarrow as pa
 
@@ -21,7 +22,7 @@ class Result:
     rowcount: int = -1
 
     @classmethod
-    def of(cls, data: pa.Table, types: list[str]) -> "Result":
+    def of(cls, data: pa.Table, types: list[str]) -> Result:
         """The rows of a table the statement built itself (its columns named as the result's)."""
         return cls(data.column_names, types, data, data.num_rows)
 

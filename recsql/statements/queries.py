@@ -3,7 +3,7 @@ write, its answer, a count, or only its column names."""
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import pyarrow as pa
 from pyspark.sql.types import StructField, StructType

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import datetime
 import decimal
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import pyarrow as pa
 from pyspark.sql.pandas.types import to_arrow_type

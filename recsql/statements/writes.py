@@ -9,9 +9,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from sqlglot import exp
 
-from recsql.statements import dml
 from recsql.errors import DataError, Error, MaintenanceDeferred, NotSupportedError
 from recsql.services import Services
+from recsql.statements import dml
 from recsql.statements.handler import Result
 from recsql.statements.queries import answer_of, count_of, rows_of
 from recsql.statements.values import arrow_columns, literal_row
@@ -28,9 +28,18 @@ HANDLED_CLAUSES = {
     exp.Update: {"this", "expressions", "where", "with_", "from_"},  # dml.update refuses FROM
     exp.Merge: {"this", "using", "on", "whens", "with_"},
 }
-CLAUSE_NAMES = {"overwrite": "OVERWRITE", "conflict": "ON CONFLICT", "by_name": "BY NAME", "where": "REPLACE WHERE",
-                "alternative": "OR REPLACE / OR IGNORE", "exists": "IF NOT EXISTS", "order": "ORDER BY",
-                "using_cond": "USING ... ON", "is_function": "FUNCTION", "hint": "hints"}
+CLAUSE_NAMES = {
+    "overwrite": "OVERWRITE",
+    "conflict": "ON CONFLICT",
+    "by_name": "BY NAME",
+    "where": "REPLACE WHERE",
+    "alternative": "OR REPLACE / OR IGNORE",
+    "exists": "IF NOT EXISTS",
+    "order": "ORDER BY",
+    "using_cond": "USING ... ON",
+    "is_function": "FUNCTION",
+    "hint": "hints",
+}
 WHOLE_DELETE_ROWS = 1_000_000  # a DELETE rewrites a table of up to this many rows whole, not file by file
 
 
@@ -70,9 +79,11 @@ def insert(session: Services, insert: exp.Insert, sql: str) -> Result:
 def one_row_of_parameters(statement: exp.Expression) -> bool:
     """Whether a statement is INSERT INTO t VALUES (?, ...): `executemany` inserts all its rows at once."""
     values = statement.expression if isinstance(statement, exp.Insert) else None
-    return isinstance(values, exp.Values) and all(
-        isinstance(cell, exp.Placeholder) for row in values.expressions for cell in row.expressions
-    ) and len(values.expressions) == 1
+    return (
+        isinstance(values, exp.Values)
+        and all(isinstance(cell, exp.Placeholder) for row in values.expressions for cell in row.expressions)
+        and len(values.expressions) == 1
+    )
 
 
 def insert_rows(session: Services, insert: exp.Insert, rows: list[tuple], sql: str) -> Result:
@@ -118,8 +129,11 @@ def change(session: Services, statement: exp.Delete | exp.Update | exp.Merge, sq
     affected = count_of(session, rewrite.inserts) if rewrite.inserts is not None else 0
     # a DELETE from one file rewrites it whatever it deletes, and one from a small table rewrites it whole
     # (into one file): the rows it keeps tell how many it deleted, with no count per file first
-    counted_by_kept = isinstance(statement, exp.Delete) and all(file.rows >= 0 for file in snapshot.files) and (
-        len(snapshot.files) == 1 or snapshot.rows <= WHOLE_DELETE_ROWS)
+    counted_by_kept = (
+        isinstance(statement, exp.Delete)
+        and all(file.rows >= 0 for file in snapshot.files)
+        and (len(snapshot.files) == 1 or snapshot.rows <= WHOLE_DELETE_ROWS)
+    )
     changed = None
     if rewrite.changes is not None and not counted_by_kept:  # (file, rows changed in it)
         changed = answer_of(session, rewrite.changes).table
@@ -151,8 +165,11 @@ def maintain_views(session: Services, table: str) -> None:
     try:
         upkeep.maintain_dependents(session, table, traces)
     except Error as error:
-        warnings.warn(f"{table} changed, but a materialized view reading it is brought up to date only when "
-                      f"next read: {error}", MaintenanceDeferred, stacklevel=2)
+        warnings.warn(
+            f"{table} changed, but a materialized view reading it is brought up to date only when next read: {error}",
+            MaintenanceDeferred,
+            stacklevel=2,
+        )
     for trace in traces:
         session.record_maintenance(trace)
 
@@ -166,5 +183,7 @@ def merge_source_columns(session: Services, using: exp.Expression, ctes: exp.Wit
 def multitable_insert(session: Services, statement: exp.MultitableInserts, sql: str) -> Result:
     """Spark's FROM source INSERT INTO t1 SELECT ... INSERT INTO t2 SELECT ...: refused, as recsql commits
     the rows of one table per statement."""
-    raise NotSupportedError("FROM ... INSERT INTO ... INSERT INTO ... (a multi-table insert) is not supported: "
-                            "write one INSERT INTO t SELECT ... FROM ... per table")
+    raise NotSupportedError(
+        "FROM ... INSERT INTO ... INSERT INTO ... (a multi-table insert) is not supported: "
+        "write one INSERT INTO t SELECT ... FROM ... per table"
+    )

@@ -6,13 +6,13 @@ such a share; the optimizer's estimates need no more)."""
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import pyarrow as pa
 
+from recsql.statistics import TableStatistics
 from recsql.storage.delta import DataFile, ManagedTable, Snapshot, stored_rows
 from recsql.storage.kept_rows import KeptRows
-from recsql.statistics import TableStatistics
 from recsql.storage.statistics_files import StatisticsFiles
 from recsql.storage.writes import Rows
 
@@ -20,8 +20,7 @@ CARRIED_SHARE = 0.1  # the largest change, as a share of a table's rows, its sta
 
 
 class AfterCommits:
-    def __init__(self, kept_rows: KeptRows[pa.Table], statistics_files: StatisticsFiles,
-                 timezone: Callable[[], str]):
+    def __init__(self, kept_rows: KeptRows[pa.Table], statistics_files: StatisticsFiles, timezone: Callable[[], str]):
         self.kept_rows = kept_rows
         self.statistics_files = statistics_files
         self.timezone = timezone
@@ -29,14 +28,28 @@ class AfterCommits:
     def appended(self, name: str, table: ManagedTable, before: Snapshot, rows: Rows, written: int) -> None:
         self.keep(name, table, before, lambda: [self.kept_rows.find(before.identity), rows], written)
 
-    def rewritten(self, name: str, table: ManagedTable, before: Snapshot, removed: tuple[DataFile, ...],
-                  parts: list[Rows], written: int, operation: str) -> None:
+    def rewritten(
+        self,
+        name: str,
+        table: ManagedTable,
+        before: Snapshot,
+        removed: tuple[DataFile, ...],
+        parts: list[Rows],
+        written: int,
+        operation: str,
+    ) -> None:
         whole = set(removed) == set(before.files)
         deleted = before.restricted(tuple(removed)).rows - written if operation == "DELETE" else None
         self.keep(name, table, before, lambda: parts if whole else [None], deleted)
 
-    def keep(self, name: str, table: ManagedTable, before: Snapshot, parts: Callable[[], list[Rows | None]],
-             changed: int | None) -> None:
+    def keep(
+        self,
+        name: str,
+        table: ManagedTable,
+        before: Snapshot,
+        parts: Callable[[], list[Rows | None]],
+        changed: int | None,
+    ) -> None:
         """After a statement's commit to table `name` made the version following `before` (no other
         writer's in between): `parts()` the rows of the new version, all of them (None: not known);
         `changed` the rows it added or deleted (None: it updated some)."""

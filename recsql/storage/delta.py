@@ -25,9 +25,9 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable, Iterator
 from urllib.parse import unquote
 
 import pyarrow as pa
@@ -74,7 +74,7 @@ class Snapshot:
         """Names what is read: this version, or the part of it `restricted` made."""
         return self.key + self.part
 
-    def restricted(self, files: tuple[DataFile, ...]) -> "Snapshot":
+    def restricted(self, files: tuple[DataFile, ...]) -> Snapshot:
         """The same version reduced to some of its files."""
         names = hashlib.sha1("|".join(file.path for file in files).encode()).hexdigest()[:16]
         return Snapshot(self.root, self.version, self.schema, files, f"#{names}")
@@ -139,13 +139,23 @@ class ManagedTable:
     # -------------------------------------------------------------- creating
 
     @classmethod
-    def create(cls, name: str, root: Path, schema: StructType, files: Iterable[DataFile] = (),
-               operation: str = "CREATE TABLE", statement: str = "") -> "ManagedTable":
+    def create(
+        cls,
+        name: str,
+        root: Path,
+        schema: StructType,
+        files: Iterable[DataFile] = (),
+        operation: str = "CREATE TABLE",
+        statement: str = "",
+    ) -> ManagedTable:
         """A new table whose version 0 holds `files` (written under `root` already)."""
         root.mkdir(parents=True, exist_ok=True)
         with delta_errors(name, root):
             create_table_with_add_actions(
-                str(root), delta_schema(schema), [add_action(root, file) for file in files], mode="error",
+                str(root),
+                delta_schema(schema),
+                [add_action(root, file) for file in files],
+                mode="error",
                 commit_properties=commit_properties(operation, statement),
             )
         return cls(name, root)
@@ -165,11 +175,13 @@ class ManagedTable:
             with delta_errors(self.name, self.root):
                 snapshot = self.snapshot_of(DeltaTable(str(self.root), version=version))
             if not all(Path(file.path).exists() for file in snapshot.files):
-                raise ProgrammingError(f"version {version} of table '{self.name}' can no longer be read: "
-                                       "VACUUM removed its files")
+                raise ProgrammingError(
+                    f"version {version} of table '{self.name}' can no longer be read: VACUUM removed its files"
+                )
         else:
-            raise ProgrammingError(f"table '{self.name}' has no version {version} "
-                                   f"(its versions are 0 to {state.version})")
+            raise ProgrammingError(
+                f"table '{self.name}' has no version {version} (its versions are 0 to {state.version})"
+            )
         while len(self._snapshots) >= KEPT_SNAPSHOTS:
             self._snapshots.pop(next(iter(self._snapshots)))
         self._snapshots[version] = snapshot
@@ -216,8 +228,10 @@ class ManagedTable:
         paths = actions.column("path").to_pylist()
         sizes = actions.column("size_bytes").to_pylist()
         counts = actions.column("num_records").to_pylist()
-        files = tuple(DataFile(str(self.root / path), size, rows if rows is not None else -1)
-                      for path, size, rows in zip(paths, sizes, counts))
+        files = tuple(
+            DataFile(str(self.root / path), size, rows if rows is not None else -1)
+            for path, size, rows in zip(paths, sizes, counts)
+        )
         schema = StructType.fromJson(json.loads(table.schema().to_json()))
         return Snapshot(str(self.root), table.version(), schema, files)
 
@@ -234,8 +248,12 @@ class ManagedTable:
         with delta_errors(self.name, self.root):
             entries = DeltaTable(str(self.root)).history()
         return [
-            Commit(entry["version"], datetime.datetime.fromtimestamp(entry["timestamp"] / 1000),
-                   entry.get(OPERATION) or entry.get("operation", ""), entry.get(STATEMENT, ""))
+            Commit(
+                entry["version"],
+                datetime.datetime.fromtimestamp(entry["timestamp"] / 1000),
+                entry.get(OPERATION) or entry.get("operation", ""),
+                entry.get(STATEMENT, ""),
+            )
             for entry in entries
         ]
 
@@ -243,8 +261,9 @@ class ManagedTable:
         """Remove the files that no version committed in the last `retain_hours` reads (older versions
         can no longer be read), and files left by writers that never committed; returns their number."""
         with delta_errors(self.name, self.root):
-            removed = DeltaTable(str(self.root)).vacuum(retention_hours=retain_hours, dry_run=False,
-                                                        enforce_retention_duration=False, full=True)
+            removed = DeltaTable(str(self.root)).vacuum(
+                retention_hours=retain_hours, dry_run=False, enforce_retention_duration=False, full=True
+            )
         self._snapshots.clear()
         return len(removed)
 
@@ -276,11 +295,24 @@ class ManagedTable:
         if not files:
             return
         info = {"operation": "WRITE", "operationParameters": {"mode": "Append"}, "isBlindAppend": True}
-        self.publish(commit_info(info, operation, statement), [{"add": add_entry(self.root, file)} for file in files],
-                     self.current().version, schema, frozenset(), "rows were being inserted")
+        self.publish(
+            commit_info(info, operation, statement),
+            [{"add": add_entry(self.root, file)} for file in files],
+            self.current().version,
+            schema,
+            frozenset(),
+            "rows were being inserted",
+        )
 
-    def commit(self, snapshot: Snapshot, add: list[DataFile], remove: Iterable[DataFile], schema: StructType,
-               operation: str, statement: str) -> None:
+    def commit(
+        self,
+        snapshot: Snapshot,
+        add: list[DataFile],
+        remove: Iterable[DataFile],
+        schema: StructType,
+        operation: str,
+        statement: str,
+    ) -> None:
         """Commit a change computed from `snapshot` (files removed and added). It goes after the commits
         other writers made since, unless one removed a file this one removes (both rewrote the same
         rows) or changed the schema (Delta's write-serializable isolation: rows appended meanwhile are
@@ -289,19 +321,28 @@ class ManagedTable:
         if schema != snapshot.schema:  # an overwrite whose metadata carries the new schema
             with delta_errors(self.name, self.root):
                 table = DeltaTable(str(self.root), version=snapshot.version)
-                table.create_write_transaction([add_action(self.root, file) for file in add], mode="overwrite",
-                                               schema=delta_schema(schema),
-                                               commit_properties=commit_properties(operation, statement))
+                table.create_write_transaction(
+                    [add_action(self.root, file) for file in add],
+                    mode="overwrite",
+                    schema=delta_schema(schema),
+                    commit_properties=commit_properties(operation, statement),
+                )
             return
         removed = list(remove)
         actions = [{"remove": remove_entry(self.root, file)} for file in removed]
         actions += [{"add": add_entry(self.root, file)} for file in add]
-        self.publish(commit_info({"operation": "WRITE", "operationParameters": {"mode": "Overwrite"}}, operation,
-                                 statement), actions, snapshot.version, schema,
-                     frozenset(relative(self.root, file.path) for file in removed), "this statement ran")
+        self.publish(
+            commit_info({"operation": "WRITE", "operationParameters": {"mode": "Overwrite"}}, operation, statement),
+            actions,
+            snapshot.version,
+            schema,
+            frozenset(relative(self.root, file.path) for file in removed),
+            "this statement ran",
+        )
 
-    def publish(self, info: dict, actions: list[dict], read: int, schema: StructType, rewritten: frozenset[str],
-                during: str) -> None:
+    def publish(
+        self, info: dict, actions: list[dict], read: int, schema: StructType, rewritten: frozenset[str], during: str
+    ) -> None:
         """Write a commit as the version after `read` (the version the change was computed from), or,
         when others committed first, after theirs: each is read, and one that removed a file of
         `rewritten` or changed the schema makes this commit fail (OperationalError: run it again)."""
@@ -317,8 +358,10 @@ class ManagedTable:
                 except FileExistsError:  # another writer committed that version first
                     version += 1
                     if self.conflicts(version, schema, rewritten):
-                        raise OperationalError(f"table '{self.name}' was changed by another statement while "
-                                               f"{during}; run the statement again") from None
+                        raise OperationalError(
+                            f"table '{self.name}' was changed by another statement while "
+                            f"{during}; run the statement again"
+                        ) from None
         finally:
             temporary.unlink(missing_ok=True)
         version += 1
@@ -354,8 +397,10 @@ class Checkpoints:
     not hold up the next statement. A checkpoint only saves readers the replay of the commits before
     it: one that fails, or is skipped while the previous one still runs, costs nothing but time."""
 
-    PROGRAM = ("import os, sys; hasattr(os, 'nice') and os.nice(19); from deltalake import DeltaTable; "
-               "DeltaTable(sys.argv[1], version=int(sys.argv[2])).create_checkpoint()")
+    PROGRAM = (
+        "import os, sys; hasattr(os, 'nice') and os.nice(19); from deltalake import DeltaTable; "
+        "DeltaTable(sys.argv[1], version=int(sys.argv[2])).create_checkpoint()"
+    )
 
     def __init__(self) -> None:
         self.running: subprocess.Popen | None = None
@@ -364,9 +409,12 @@ class Checkpoints:
         if self.running is not None and self.running.poll() is None:
             return
         with contextlib.suppress(OSError):
-            self.running = subprocess.Popen([sys.executable, "-c", self.PROGRAM, str(root), str(version)],
-                                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                            stderr=subprocess.DEVNULL)
+            self.running = subprocess.Popen(
+                [sys.executable, "-c", self.PROGRAM, str(root), str(version)],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
 
 
 CHECKPOINTS = Checkpoints()
@@ -398,8 +446,11 @@ def conform(column: pa.ChunkedArray, target: pa.DataType, timezone: Callable[[],
 
 def parquet_files(directory: Path) -> list[DataFile]:
     """The Parquet files a writer (Spark) left in a directory, with their row counts (from the footers)."""
-    return [DataFile(str(path), path.stat().st_size, pq.read_metadata(str(path)).num_rows)
-            for path in sorted(Path(directory).rglob("*.parquet")) if not path.name.startswith((".", "_"))]
+    return [
+        DataFile(str(path), path.stat().st_size, pq.read_metadata(str(path)).num_rows)
+        for path in sorted(Path(directory).rglob("*.parquet"))
+        if not path.name.startswith((".", "_"))
+    ]
 
 
 def delta_schema(schema: StructType) -> Schema:
@@ -421,13 +472,25 @@ def relative(root: Path, path: str) -> str:
 
 
 def add_entry(root: Path, file: DataFile) -> dict:
-    return {"path": relative(root, file.path), "partitionValues": {}, "size": file.size,
-            "modificationTime": now_ms(), "dataChange": True, "stats": json.dumps({"numRecords": file.rows})}
+    return {
+        "path": relative(root, file.path),
+        "partitionValues": {},
+        "size": file.size,
+        "modificationTime": now_ms(),
+        "dataChange": True,
+        "stats": json.dumps({"numRecords": file.rows}),
+    }
 
 
 def remove_entry(root: Path, file: DataFile) -> dict:
-    return {"path": relative(root, file.path), "deletionTimestamp": now_ms(), "dataChange": True,
-            "extendedFileMetadata": True, "partitionValues": {}, "size": file.size}
+    return {
+        "path": relative(root, file.path),
+        "deletionTimestamp": now_ms(),
+        "dataChange": True,
+        "extendedFileMetadata": True,
+        "partitionValues": {},
+        "size": file.size,
+    }
 
 
 def commit_info(info: dict, operation: str, statement: str) -> dict:
@@ -457,8 +520,9 @@ def delta_errors(name: str, root: Path) -> Iterator[None]:
     try:
         yield
     except CommitFailedError:
-        raise OperationalError(f"table '{name}' was changed by another statement at the same time; "
-                               "run the statement again") from None
+        raise OperationalError(
+            f"table '{name}' was changed by another statement at the same time; run the statement again"
+        ) from None
     except (DeltaError, OSError) as error:
         if isinstance(error, FileExistsError):
             raise

@@ -12,10 +12,10 @@ import contextlib
 import json
 import os
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
-from typing import Callable
 
 from pyspark.sql.types import StructType
 from sqlglot import exp

@@ -14,8 +14,8 @@ from pathlib import Path
 
 from pyspark.sql.types import StructType
 
-from recsql.storage.delta import ManagedTable, parquet_files
 from recsql.errors import OperationalError, WarehouseUpgraded
+from recsql.storage.delta import ManagedTable, parquet_files
 
 FORMAT = 2
 
@@ -31,8 +31,10 @@ def upgrade(warehouse: Path, metadata: Path) -> None:
     except (json.JSONDecodeError, KeyError):
         raise OperationalError(f"the warehouse {warehouse} has an unreadable format.json") from None
     if found > FORMAT:
-        raise OperationalError(f"the warehouse {warehouse} is of format {found}, written by a newer recsql "
-                               f"(this one reads format {FORMAT} and older): upgrade recsql")
+        raise OperationalError(
+            f"the warehouse {warehouse} is of format {found}, written by a newer recsql "
+            f"(this one reads format {FORMAT} and older): upgrade recsql"
+        )
     if found == FORMAT:
         return
     upgraded = []
@@ -45,15 +47,25 @@ def upgrade(warehouse: Path, metadata: Path) -> None:
             continue
         root = Path(entry["path"])
         if not (root / "_delta_log").exists():
-            ManagedTable.create(entry["name"], root, StructType.fromJson(entry["schema"]), parquet_files(root),
-                                "CREATE TABLE", "(upgraded from a recsql warehouse of format 1)")
+            ManagedTable.create(
+                entry["name"],
+                root,
+                StructType.fromJson(entry["schema"]),
+                parquet_files(root),
+                "CREATE TABLE",
+                "(upgraded from a recsql warehouse of format 1)",
+            )
         managed = {"name": entry["name"], "kind": "table", "path": os.path.relpath(root, warehouse)}
         write_atomically(path, json.dumps(managed))
         upgraded.append(entry["name"])
     write_atomically(mark, json.dumps({"format": FORMAT}))
     if upgraded:
-        warnings.warn(f"recsql: the warehouse {warehouse} was upgraded to format {FORMAT}: the tables "
-                      f"{', '.join(upgraded)} are now Delta Lake tables", WarehouseUpgraded, stacklevel=4)
+        warnings.warn(
+            f"recsql: the warehouse {warehouse} was upgraded to format {FORMAT}: the tables "
+            f"{', '.join(upgraded)} are now Delta Lake tables",
+            WarehouseUpgraded,
+            stacklevel=4,
+        )
 
 
 def write_atomically(target: Path, text: str) -> None:

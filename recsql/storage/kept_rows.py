@@ -6,7 +6,8 @@ computed from a version's rows (a closure's index) is kept the same way, in a bu
 from __future__ import annotations
 
 from collections import OrderedDict
-from typing import Callable, Generic, Protocol, TypeVar
+from collections.abc import Callable
+from typing import Generic, Protocol, TypeVar
 
 BUDGET_BYTES = 1 << 30
 INDEX_BUDGET_BYTES = 1 << 29

@@ -5,12 +5,12 @@ of another version are not used."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
-from recsql.storage.names import STATE_MARK, VERSION_MARK
 from recsql.statistics import TableStatistics
 from recsql.storage.format import write_atomically
+from recsql.storage.names import STATE_MARK, VERSION_MARK
 
 
 class StatisticsFiles:
@@ -35,6 +35,9 @@ class StatisticsFiles:
 
     def remove(self, name: str) -> None:
         """Forget the statistics of a dropped table, of its versions, and of a materialized view's relations."""
-        kept_by = [*self.directory.glob(f"{name}{VERSION_MARK}*.json"), *self.directory.glob(f"{name}{STATE_MARK}*.json")]
+        kept_by = [
+            *self.directory.glob(f"{name}{VERSION_MARK}*.json"),
+            *self.directory.glob(f"{name}{STATE_MARK}*.json"),
+        ]
         for kept in [self.path(name), *kept_by]:
             kept.unlink(missing_ok=True)

@@ -2,21 +2,26 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import pyarrow as pa
 from pyspark.sql import DataFrame
 from pyspark.sql.types import StructType
 
-from recsql.storage.delta import DataFile, ManagedTable, parquet_files
 from recsql.errors import ProgrammingError
+from recsql.storage.delta import DataFile, ManagedTable, parquet_files
 
 Rows = pa.Table | DataFrame  # a statement's rows: Arrow computed in this process, or Spark's
 
 
-def write_rows(table: ManagedTable, parts: list[Rows], schema: StructType, commit: Callable[[list[DataFile]], None],
-               timezone: Callable[[], str]) -> int:
+def write_rows(
+    table: ManagedTable,
+    parts: list[Rows],
+    schema: StructType,
+    commit: Callable[[list[DataFile]], None],
+    timezone: Callable[[], str],
+) -> int:
     """Write rows as files of `table` and commit them with `commit(files)`; the files of a failed write
     or commit are removed. Rows computed in this process are written with Arrow (timestamps without a time
     zone taken in `timezone()`); Spark's by Spark, in parallel, into a staging directory of the table.

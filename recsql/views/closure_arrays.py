@@ -68,8 +68,10 @@ class Pairs:
         return Pairs(np.concatenate([self.first, other.first]), np.concatenate([self.second, other.second]))
 
     def table(self, schema: pa.Schema) -> pa.Table:
-        return pa.table([pa.array(column).cast(field.type) for column, field in zip((self.first, self.second),
-                                                                                   schema)], schema=schema)
+        return pa.table(
+            [pa.array(column).cast(field.type) for column, field in zip((self.first, self.second), schema)],
+            schema=schema,
+        )
 
 
 def unpacked(keys: np.ndarray) -> Pairs:

@@ -102,8 +102,9 @@ class StratumRules:
                 cause = self.deleting(literal)
                 if cause is None:
                     continue
-                body = tuple(cause if i == position else self.version(other, old, "old")
-                             for i, other in enumerate(rule.body))
+                body = tuple(
+                    cause if i == position else self.version(other, old, "old") for i, other in enumerate(rule.body)
+                )
                 rules.append(Rule(deleted(rule.head), rule.terms, body))
         return self.program_of(rules, deleted, target, "over-deleted")
 
@@ -133,8 +134,15 @@ class StratumRules:
             own = [i for i, literal in enumerate(rule.body) if self.reads_stratum(literal)]
             for size in range(1, len(own) + 1):
                 for chosen in combinations(own, size):
-                    body = sum(((replace(literal, relation=inserted(literal.relation)),) if i in chosen
-                                else after(literal, i) for i, literal in enumerate(rule.body)), ())
+                    body = sum(
+                        (
+                            (replace(literal, relation=inserted(literal.relation)),)
+                            if i in chosen
+                            else after(literal, i)
+                            for i, literal in enumerate(rule.body)
+                        ),
+                        (),
+                    )
                     if only_again:
                         body += restriction(rule, over_deleted[rule.head])
                     rules.append(Rule(inserted(rule.head), rule.terms, body))
@@ -148,12 +156,16 @@ class StratumRules:
         gained = self.inputs[step].plus
         reach = inserted("step")  # (u, w): an old path from u (or none) and a gained step to w
         through = inserted("gained")  # (a, w): a path ending with a gained step
-        rules = [Rule(reach, (var("u"), var("w")), (Atom(gained, ("u", "w")),)),
-                 Rule(reach, (var("u"), var("w")), (Atom(old, ("u", "v")), Atom(gained, ("v", "w")))),
-                 Rule(through, (var("a"), var("w")), (Atom(reach, ("a", "w")),)),
-                 Rule(through, (var("a"), var("w")), (Atom(through, ("a", "u")), Atom(reach, ("u", "w"))))]
-        rules += [Rule(inserted(target), (var("a"), var("d")), (Atom(through, ("a", "d")),)),
-                  Rule(inserted(target), (var("a"), var("d")), (Atom(through, ("a", "w")), Atom(old, ("w", "d"))))]
+        rules = [
+            Rule(reach, (var("u"), var("w")), (Atom(gained, ("u", "w")),)),
+            Rule(reach, (var("u"), var("w")), (Atom(old, ("u", "v")), Atom(gained, ("v", "w")))),
+            Rule(through, (var("a"), var("w")), (Atom(reach, ("a", "w")),)),
+            Rule(through, (var("a"), var("w")), (Atom(through, ("a", "u")), Atom(reach, ("u", "w")))),
+        ]
+        rules += [
+            Rule(inserted(target), (var("a"), var("d")), (Atom(through, ("a", "d")),)),
+            Rule(inserted(target), (var("a"), var("d")), (Atom(through, ("a", "w")), Atom(old, ("w", "d")))),
+        ]
         program = self.closure_program(rules, through, target, "derived")
         program.relations[reach] = Relation(reach, ("u", "w"), distinct=True, label="gained steps after old paths")
         return program
@@ -165,10 +177,14 @@ class StratumRules:
         the joins stay within them."""
         new, again = self.inputs[step].new, inserted(target)
         within = Atom(over_deleted, ("a", "d"), nulls_equal=True)
-        rules = [Rule(again, (var("a"), var("d")), body + (within,)) for body in (
-            (Atom(new, ("a", "d")),),
-            (Atom(new, ("a", "w")), *kept(Atom(target, ("w", "d")), old, over_deleted, 1)),
-            (Atom(new, ("a", "w")), Atom(again, ("w", "d"))))]
+        rules = [
+            Rule(again, (var("a"), var("d")), body + (within,))
+            for body in (
+                (Atom(new, ("a", "d")),),
+                (Atom(new, ("a", "w")), *kept(Atom(target, ("w", "d")), old, over_deleted, 1)),
+                (Atom(new, ("a", "w")), Atom(again, ("w", "d"))),
+            )
+        ]
         return self.program_of(rules, inserted, target, "derived")
 
     def closure_over_deletion(self, step: str, old: str, target: str) -> Program:
@@ -176,10 +192,14 @@ class StratumRules:
         recursion: the old facts are every old path)."""
         lost = self.inputs[step].minus
         through = deleted("lost")
-        rules = [Rule(through, (var("a"), var("w")), body) for body in (
-            (Atom(lost, ("a", "w")),), (Atom(old, ("a", "u")), Atom(lost, ("u", "w"))))]
-        rules += [Rule(deleted(target), (var("a"), var("d")), (Atom(through, ("a", "d")),)),
-                  Rule(deleted(target), (var("a"), var("d")), (Atom(through, ("a", "w")), Atom(old, ("w", "d"))))]
+        rules = [
+            Rule(through, (var("a"), var("w")), body)
+            for body in ((Atom(lost, ("a", "w")),), (Atom(old, ("a", "u")), Atom(lost, ("u", "w"))))
+        ]
+        rules += [
+            Rule(deleted(target), (var("a"), var("d")), (Atom(through, ("a", "d")),)),
+            Rule(deleted(target), (var("a"), var("d")), (Atom(through, ("a", "w")), Atom(old, ("w", "d")))),
+        ]
         return self.closure_program(rules, through, target, "over-deleted")
 
     def closure_program(self, rules: list[Rule], through: str, target: str, what: str) -> Program:
@@ -194,18 +214,27 @@ class StratumRules:
         compared with the old value of its group as it is derived, so only improvements travel on."""
         program = self.insertion(old, None, target)
         names = {inserted(name): name for name in self.component.relations}
-        program.rules = [Rule(rule.head, rule.terms, rule.body + improves(
-            self.program.relations[names[rule.head]], rule, old[names[rule.head]])) for rule in program.rules]
+        program.rules = [
+            Rule(
+                rule.head,
+                rule.terms,
+                rule.body + improves(self.program.relations[names[rule.head]], rule, old[names[rule.head]]),
+            )
+            for rule in program.rules
+        ]
         for derived, name in names.items():
-            program.relations[derived] = replace(program.relations[derived],
-                                                 aggregate=self.program.relations[name].aggregate)
+            program.relations[derived] = replace(
+                program.relations[derived], aggregate=self.program.relations[name].aggregate
+            )
         return program
 
     def recomputation(self, target: str) -> Program:
         """The stratum's rules over the new versions of what they read."""
         own = {name: name for name in self.component.relations}
-        rules = [Rule(rule.head, rule.terms, tuple(self.version(literal, own, "new") for literal in rule.body))
-                 for rule in self.rules]
+        rules = [
+            Rule(rule.head, rule.terms, tuple(self.version(literal, own, "new") for literal in rule.body))
+            for rule in self.rules
+        ]
         relations = {name: self.program.relations[name] for name in self.component.relations}
         return Program(relations, rules, target)
 
@@ -247,16 +276,21 @@ class StratumRules:
         if literal.negated:  # a fact that blocked the row is gone, and none blocks it now
             if change.minus is None:
                 return []
-            return [(replace(literal, relation=change.new), replace(literal, relation=change.minus, negated=False,
-                                                                     semi=True))]
+            return [
+                (
+                    replace(literal, relation=change.new),
+                    replace(literal, relation=change.minus, negated=False, semi=True),
+                )
+            ]
         return [(replace(literal, relation=change.plus),)] if change.plus else []
 
     def program_of(self, rules: list[Rule], naming, target: str, what: str) -> Program:
         relations = {}
         for name in self.component.relations:
             relation = self.program.relations[name]
-            relations[naming(name)] = Relation(naming(name), relation.columns, distinct=True,
-                                               label=f"{relation.display_name} ({what})")
+            relations[naming(name)] = Relation(
+                naming(name), relation.columns, distinct=True, label=f"{relation.display_name} ({what})"
+            )
         return Program(relations, rules, naming(target))
 
 
@@ -270,9 +304,14 @@ def closure_of(program: Program, component: Component) -> str | None:
     rules = program.rules_for(name)
     if len(rules) != 2 or len(program.relations[name].columns) != 2:
         return None
-    plain = all(isinstance(literal, Atom) and not (literal.filters or literal.optional or literal.call_args
-                                                   or literal.nulls_equal) and len(set(literal.args)) == 2
-                and "_" not in literal.args for rule in rules for literal in rule.body)
+    plain = all(
+        isinstance(literal, Atom)
+        and not (literal.filters or literal.optional or literal.call_args or literal.nulls_equal)
+        and len(set(literal.args)) == 2
+        and "_" not in literal.args
+        for rule in rules
+        for literal in rule.body
+    )
     heads = all(all(isinstance(term, exp.Column) for term in rule.terms) for rule in rules)
     if not plain or not heads:
         return None
@@ -304,8 +343,10 @@ SUMS = ("sum", "count")
 def aggregated_by(program: Program, component: Component, functions: tuple[str, ...]) -> bool:
     """Whether every relation of the stratum keeps one of `functions` per group (EXTREMES: improvement
     applies), and nothing else keeps the stratum from being maintained."""
-    return all(program.relations[name].aggregate is not None and program.relations[name].aggregate.function
-               in functions for name in component.relations) and not why_recomputed(program, component, True)
+    return all(
+        program.relations[name].aggregate is not None and program.relations[name].aggregate.function in functions
+        for name in component.relations
+    ) and not why_recomputed(program, component, True)
 
 
 def improves(relation: Relation, rule: Rule, old: str) -> tuple[Literal, ...]:

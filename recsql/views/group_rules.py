@@ -45,8 +45,11 @@ def affected_groups(stratum: StratumRules, old: dict[str, str], target: str) -> 
             if stratum.reads_stratum(literal):
                 relation = stratum.program.relations[literal.relation]
                 cause = Atom(affected(literal.relation), tuple(literal.args[i] for i in relation.group_key))
-                bodies = [(cause, stratum.version(literal, old, "old"), *before)] if extreme else \
-                    [(cause, *before), (cause, *after)]
+                bodies = (
+                    [(cause, stratum.version(literal, old, "old"), *before)]
+                    if extreme
+                    else [(cause, *before), (cause, *after)]
+                )
             else:
                 lost = stratum.deleting(literal)
                 bodies = [(lost, *before)] if lost is not None else []
@@ -56,36 +59,46 @@ def affected_groups(stratum: StratumRules, old: dict[str, str], target: str) -> 
     relations = {}
     for name in stratum.component.relations:
         relation = stratum.program.relations[name]
-        relations[affected(name)] = Relation(affected(name), tuple(relation.columns[i] for i in relation.group_key),
-                                             distinct=True, label=f"{relation.display_name} (affected groups)")
+        relations[affected(name)] = Relation(
+            affected(name),
+            tuple(relation.columns[i] for i in relation.group_key),
+            distinct=True,
+            label=f"{relation.display_name} (affected groups)",
+        )
     return Program(relations, rules, affected(target))
 
 
-def rest_of_body(stratum: StratumRules, rule: Rule, old: dict[str, str], version: str, position: int
-                 ) -> tuple[Literal, ...]:
+def rest_of_body(
+    stratum: StratumRules, rule: Rule, old: dict[str, str], version: str, position: int
+) -> tuple[Literal, ...]:
     """The rule's literals but the one at `position`, reading the `version` (old or new) of what they read."""
     return tuple(stratum.version(other, old, version) for i, other in enumerate(rule.body) if i != position)
 
 
-def affected_rederivation(stratum: StratumRules, old: dict[str, str], groups: dict[str, str], target: str
-                          ) -> Program:
+def affected_rederivation(stratum: StratumRules, old: dict[str, str], groups: dict[str, str], target: str) -> Program:
     """The values of the affected groups (`groups`: each relation's, from `affected_groups`) after the
     change: every rule restricted to them, reading a relation of the stratum as its unaffected groups
     (their old values stand) or as the affected ones being derived again, the inputs as they are now.
     A sum()/count() counts each contributor once (its largest value): the contributions of the
     unaffected groups are summed per group first, so that two with the same value stay two."""
     rules = []
-    relations = {inserted(name): replace(stratum.program.relations[name], name=inserted(name),
-                                         label=f"{stratum.program.relations[name].display_name} (derived again)")
-                 for name in stratum.component.relations}
+    relations = {
+        inserted(name): replace(
+            stratum.program.relations[name],
+            name=inserted(name),
+            label=f"{stratum.program.relations[name].display_name} (derived again)",
+        )
+        for name in stratum.component.relations
+    }
     for number, rule in enumerate(stratum.rules):
         head = stratum.program.relations[rule.head]
         if head.aggregate.function in SUMS:  # its contributions read every column its atoms join
             rule, contributors = contributor(rule, stratum.program.relations, stratum.component.relations)
         within = group_restriction(head, rule, groups[rule.head])
         own = [i for i, literal in enumerate(rule.body) if stratum.reads_stratum(literal)]
-        new = [literal if stratum.reads_stratum(literal) else stratum.version(literal, {}, "new")
-               for literal in rule.body]
+        new = [
+            literal if stratum.reads_stratum(literal) else stratum.version(literal, {}, "new") for literal in rule.body
+        ]
         if not own:
             rules.append(Rule(inserted(rule.head), rule.terms, tuple(new) + within))
             continue
@@ -93,10 +106,12 @@ def affected_rederivation(stratum: StratumRules, old: dict[str, str], groups: di
         atom = rule.body[position]
         keys = tuple(atom.args[i] for i in stratum.program.relations[atom.relation].group_key)
         recursive = replace(atom, relation=inserted(atom.relation))
-        unaffected = (replace(atom, relation=old[atom.relation]),
-                      Atom(groups[atom.relation], keys, negated=True, nulls_equal=True))
-        rules.append(Rule(inserted(rule.head), rule.terms, (*new[:position], recursive, *new[position + 1:]) + within))
-        body = (*new[:position], *unaffected, *new[position + 1:]) + within
+        unaffected = (
+            replace(atom, relation=old[atom.relation]),
+            Atom(groups[atom.relation], keys, negated=True, nulls_equal=True),
+        )
+        rules.append(Rule(inserted(rule.head), rule.terms, (*new[:position], recursive, *new[position + 1 :]) + within))
+        body = (*new[:position], *unaffected, *new[position + 1 :]) + within
         if head.aggregate.function in EXTREMES:
             rules.append(Rule(inserted(rule.head), rule.terms, body))
             continue
@@ -122,8 +137,9 @@ def group_restriction(relation: Relation, rule: Rule, groups: str) -> tuple[Lite
     return of_groups(relation, rule, groups, {}, nulls_equal=True)
 
 
-def of_groups(relation: Relation, rule: Rule, name: str, others: dict[int, str], nulls_equal: bool = False
-              ) -> tuple[Literal, ...]:
+def of_groups(
+    relation: Relation, rule: Rule, name: str, others: dict[int, str], nulls_equal: bool = False
+) -> tuple[Literal, ...]:
     """An atom of `name` whose group columns are the rule's head groups (a head term other than a fresh
     variable is matched by a condition), its other columns the variables `others` gives by position."""
     args, conditions = [], []
@@ -146,8 +162,9 @@ def affected(name: str) -> str:
     return f"{name}__affected"
 
 
-def contributions_summed(relation: Relation, rule: Rule, body: tuple[Literal, ...], contributors: tuple[str, ...],
-                         name: str) -> tuple[dict[str, Relation], list[Rule]]:
+def contributions_summed(
+    relation: Relation, rule: Rule, body: tuple[Literal, ...], contributors: tuple[str, ...], name: str
+) -> tuple[dict[str, Relation], list[Rule]]:
     """A sum()/count() rule's contributions from `body` (which reads no relation of the stratum), summed
     per group into `inserted(rule.head)`: the largest value of each contributor per group (`name`),
     their sum per group (`name`_sum), one row per group for the head (as one contribution)."""
@@ -155,8 +172,11 @@ def contributions_summed(relation: Relation, rule: Rule, body: tuple[Literal, ..
     groups = [f"__g{i}" for i in relation.group_key]
     by_contributor = Relation(name, (*groups, *(f"__k{i}" for i in range(len(contributors))), "__c"))
     per_group = Relation(f"{name}_sum", (*groups, "__s"))
-    largest = Rule(name, (*group_terms(relation, rule), *(var(k) for k in contributors),
-                          exp.Max(this=rule.terms[value].copy())), body)
+    largest = Rule(
+        name,
+        (*group_terms(relation, rule), *(var(k) for k in contributors), exp.Max(this=rule.terms[value].copy())),
+        body,
+    )
     keys = tuple(var(g) for g in groups)
     summed = Rule(per_group.name, (*keys, exp.Sum(this=var("__c"))), (Atom(name, by_contributor.columns),))
     terms = [var(groups[relation.group_key.index(i)]) if i != value else var("__s") for i in range(len(rule.terms))]
@@ -169,9 +189,11 @@ def regrowable(program: Program, component: Component) -> bool:
     affects (`affected_groups`): every relation keeps a min()/max() (then only when its inputs only lose
     facts), or every one a sum()/count(), each by some group, nothing else keeps it from being
     maintained, and values flow linearly (`values_flow_linearly`)."""
-    return (aggregated_by(program, component, EXTREMES) or aggregated_by(program, component, SUMS)) and \
-        all(program.relations[name].group_key for name in component.relations) and \
-        values_flow_linearly(program, component)
+    return (
+        (aggregated_by(program, component, EXTREMES) or aggregated_by(program, component, SUMS))
+        and all(program.relations[name].group_key for name in component.relations)
+        and values_flow_linearly(program, component)
+    )
 
 
 def values_flow_linearly(program: Program, component: Component) -> bool:
@@ -181,8 +203,9 @@ def values_flow_linearly(program: Program, component: Component) -> bool:
         if rule.head not in component:
             continue
         own = [literal for literal in rule.body if isinstance(literal, Atom) and literal.relation in component]
-        if len(own) > 1 or any(atom.filters or atom.call_args or atom.optional or WILDCARD in atom.args
-                               for atom in own):
+        if len(own) > 1 or any(
+            atom.filters or atom.call_args or atom.optional or WILDCARD in atom.args for atom in own
+        ):
             return False
         if own and not value_only_in_head(program, rule, own[0]):
             return False
@@ -200,4 +223,5 @@ def value_only_in_head(program: Program, rule: Rule, atom: Atom) -> bool:
     others = [literal for literal in rule.body if literal is not atom]
     return not any(value in variables_of(term) for term in groups) and not any(
         value in literal.variables() or (isinstance(literal, Atom) and value in literal.condition_variables())
-        for literal in others)
+        for literal in others
+    )

@@ -21,17 +21,16 @@ from pyspark.sql.types import StructField, StructType
 
 from recsql import analysis, statistics
 from recsql.catalog.catalog import Catalog
-from recsql.storage.delta import ManagedTable, Snapshot
 from recsql.engine.answer import Answer
 from recsql.engine.local.database import Database
-from recsql.storage.names import state_name, version_name
+from recsql.services import Services
 from recsql.settings import Settings
 from recsql.statistics import TableStatistics
-from recsql.services import Services
+from recsql.storage.delta import ManagedTable, Snapshot
+from recsql.storage.names import state_name, version_name
 from recsql.storage.writes import write_rows
 from recsql.views.closure_memory import IN_MEMORY, ClosuresInMemory
-from recsql.views.delta_rules import (EXTREMES, Inputs, StratumRules, aggregated_by, changes, closure_of,
-                                      why_recomputed)
+from recsql.views.delta_rules import EXTREMES, Inputs, StratumRules, aggregated_by, changes, closure_of, why_recomputed
 from recsql.views.group_rules import affected_groups, affected_rederivation, regrowable
 from recsql.views.results import Maintained, Result, nonempty
 from recsql.views.stored import Reflected
@@ -55,8 +54,16 @@ class MaintenanceTrace:
 class Maintenance:
     """One bringing up to date of a view's relations (`reflected` None: all computed from the tables)."""
 
-    def __init__(self, session: Services, view: str, root: Path, program: Program, output_names: list[str],
-                 reflected: Reflected | None, trace: MaintenanceTrace):
+    def __init__(
+        self,
+        session: Services,
+        view: str,
+        root: Path,
+        program: Program,
+        output_names: list[str],
+        reflected: Reflected | None,
+        trace: MaintenanceTrace,
+    ):
         self.session = session
         self.catalog: Catalog = session.catalog
         self.view = view
@@ -101,8 +108,7 @@ class Maintenance:
                 continue
             before = self.reflected.bases[name]
             assert before[0] == directory, f"{name} is another table than the view reflects"
-            inputs[name] = Inputs(new, new) if before[1] == version else self.table_changes(
-                name, before[1], version)
+            inputs[name] = Inputs(new, new) if before[1] == version else self.table_changes(name, before[1], version)
         return inputs
 
     def table_changes(self, name: str, old: int, new: int) -> Inputs:
@@ -119,8 +125,12 @@ class Maintenance:
         removed = self.files_read(before, old_files - new_files)
         if added.num_rows and removed.num_rows:
             added, removed = self.differences(added, removed)
-        return Inputs(version_name(name, old), version_name(name, new),
-                      self.register(nonempty(added)), self.register(nonempty(removed)))
+        return Inputs(
+            version_name(name, old),
+            version_name(name, new),
+            self.register(nonempty(added)),
+            self.register(nonempty(removed)),
+        )
 
     def files_read(self, snapshot: Snapshot, files: set) -> pa.Table:
         """The rows of some files of a version (all of them: the rows kept of it, if they are)."""
@@ -130,14 +140,26 @@ class Maintenance:
 
     # -------------------------------------------------------------- strata
 
-    def stratum(self, component: analysis.Component, parts: dict[str, str], inputs: dict[str, Inputs],
-                results: dict[str, Result]) -> None:
+    def stratum(
+        self,
+        component: analysis.Component,
+        parts: dict[str, str],
+        inputs: dict[str, Inputs],
+        results: dict[str, Result],
+    ) -> None:
         program = self.program
         rules = [rule for rule in program.rules if rule.head in component]
-        reads = {atom.relation for rule in rules for atom in rule.atoms
-                 if not atom.call_args and atom.relation not in component}
-        stored = {name: self.reflected.relation(self.view, name) for name in component.relations} \
-            if self.reflected is not None else {}
+        reads = {
+            atom.relation
+            for rule in rules
+            for atom in rule.atoms
+            if not atom.call_args and atom.relation not in component
+        }
+        stored = (
+            {name: self.reflected.relation(self.view, name) for name in component.relations}
+            if self.reflected is not None
+            else {}
+        )
         source = alias_source(program, component)
         if source is not None:  # the same facts as the relation it copies
             (name,) = component.relations
@@ -155,8 +177,10 @@ class Maintenance:
         regrow = bool(why) and self.reflected is not None and regrowable(program, component)
         gains, losses = (changes(stratum.rules, inputs, gains=gaining) for gaining in (True, False))
         started = time.monotonic()
-        records = {name: Maintained(program.relations[name].display_name, why and f"computed again: {why}")
-                   for name in component.relations}
+        records = {
+            name: Maintained(program.relations[name].display_name, why and f"computed again: {why}")
+            for name in component.relations
+        }
         if extreme and not losses:
             for record in records.values():
                 record.how = "improvement"
@@ -181,8 +205,12 @@ class Maintenance:
             self.trace.relations.append(record)
             results[name] = result
             if name in self.read:  # what later strata read it by
-                inputs[name] = Inputs(stored.get(name, ""), self.register(result.facts),
-                                      self.register(result.plus), self.register(result.minus))
+                inputs[name] = Inputs(
+                    stored.get(name, ""),
+                    self.register(result.facts),
+                    self.register(result.plus),
+                    self.register(result.minus),
+                )
             else:
                 inputs[name] = Inputs(stored.get(name, ""), stored.get(name, ""))
 
@@ -195,8 +223,9 @@ class Maintenance:
         facts = pa.concat_tables([self.difference(old, replaced, distinct=True), improved])
         return Result(facts, nonempty(improved), nonempty(replaced))
 
-    def regrow(self, stratum: StratumRules, stored: dict[str, str], records: dict[str, Maintained]
-               ) -> dict[str, Result]:
+    def regrow(
+        self, stratum: StratumRules, stored: dict[str, str], records: dict[str, Maintained]
+    ) -> dict[str, Result]:
         """Aggregates in recursion maintained as DRed on groups (min()/max() whose inputs only lost facts,
         sum()/count()): the groups a change affects are derived again, from the values of the other groups
         (which stand) and the inputs' new versions."""
@@ -211,9 +240,11 @@ class Maintenance:
             replaced = self.matching(old, groups[name].rename_columns(keys), keys)
             again = self.evaluate(affected_rederivation(stratum, stored, registered, name)).table.cast(old.schema)
             records[name].over_deleted, records[name].rederived = replaced.num_rows, again.num_rows
-            results[name] = Result(pa.concat_tables([self.difference(old, replaced, distinct=True), again]),
-                                   nonempty(self.difference(again, replaced)),
-                                   nonempty(self.difference(replaced, again)))
+            results[name] = Result(
+                pa.concat_tables([self.difference(old, replaced, distinct=True), again]),
+                nonempty(self.difference(again, replaced)),
+                nonempty(self.difference(replaced, again)),
+            )
         return results
 
     def matching(self, facts: pa.Table, groups: pa.Table, keys: list[str]) -> pa.Table:
@@ -230,8 +261,7 @@ class Maintenance:
         old = self.stored_facts(stored, facts.schema)
         return Result(facts, nonempty(self.difference(facts, old)), nonempty(self.difference(old, facts)))
 
-    def dred(self, stratum: StratumRules, stored: dict[str, str], records: dict[str, Maintained]
-             ) -> dict[str, Result]:
+    def dred(self, stratum: StratumRules, stored: dict[str, str], records: dict[str, Maintained]) -> dict[str, Result]:
         """The stratum's relations maintained by DRed (insertions only when nothing can be deleted); a
         transitive closure with rules of its own for both steps (delta_rules.closure_of)."""
         names = stratum.component.relations
@@ -244,9 +274,14 @@ class Maintenance:
                 return {name: maintained}
         kept_facts, over_deleted, over = old, None, None
         if changes(stratum.rules, stratum.inputs, gains=False):
-            over_deleted = {name: self.evaluate(
-                stratum.closure_over_deletion(step, stored[name], name) if step is not None else
-                stratum.over_deletion(stored, name)).table.cast(old[name].schema) for name in names}
+            over_deleted = {
+                name: self.evaluate(
+                    stratum.closure_over_deletion(step, stored[name], name)
+                    if step is not None
+                    else stratum.over_deletion(stored, name)
+                ).table.cast(old[name].schema)
+                for name in names
+            }
             kept_facts = {name: self.difference(old[name], over_deleted[name], distinct=True) for name in names}
             over = {name: self.register(facts) for name, facts in over_deleted.items()}
         gains = changes(stratum.rules, stratum.inputs, gains=True)
@@ -263,8 +298,11 @@ class Maintenance:
             if over_deleted is not None and not gains:  # every fact derived is an over-deleted one found again
                 records[name].over_deleted = over_deleted[name].num_rows
                 records[name].rederived = derived.num_rows
-                results[name] = Result(pa.concat_tables([kept_facts[name], derived]), None,
-                                       nonempty(self.difference(over_deleted[name], derived)))
+                results[name] = Result(
+                    pa.concat_tables([kept_facts[name], derived]),
+                    None,
+                    nonempty(self.difference(over_deleted[name], derived)),
+                )
                 continue
             fresh = self.difference(derived, kept_facts[name])
             facts = pa.concat_tables([kept_facts[name], fresh])
@@ -274,8 +312,7 @@ class Maintenance:
             plus = self.difference(fresh, over_deleted[name])
             records[name].over_deleted = over_deleted[name].num_rows
             records[name].rederived = fresh.num_rows - plus.num_rows
-            results[name] = Result(facts, nonempty(plus),
-                                   nonempty(self.difference(over_deleted[name], fresh)))
+            results[name] = Result(facts, nonempty(plus), nonempty(self.difference(over_deleted[name], fresh)))
         return results
 
     # -------------------------------------------------------------- evaluation
@@ -330,8 +367,10 @@ class Maintenance:
     def differences(self, facts: pa.Table, other: pa.Table) -> tuple[pa.Table, pa.Table]:
         """`facts` less `other` and `other` less `facts` (as EXCEPT), in one pass over both."""
         other = other.cast(facts.schema)
-        sql = ("SELECT TRUE AS left_side, * FROM (SELECT * FROM facts EXCEPT SELECT * FROM other) UNION ALL "
-               "SELECT FALSE, * FROM (SELECT * FROM other EXCEPT SELECT * FROM facts)")
+        sql = (
+            "SELECT TRUE AS left_side, * FROM (SELECT * FROM facts EXCEPT SELECT * FROM other) UNION ALL "
+            "SELECT FALSE, * FROM (SELECT * FROM other EXCEPT SELECT * FROM facts)"
+        )
         with contextlib.closing(Database(self.catalog.timezone())) as db:
             both = db.query(sql, facts=facts, other=other)
         side = both.column(0)
@@ -351,8 +390,9 @@ class Maintenance:
             done.add(part)
             if self.reflected is not None and result.plus is None and result.minus is None:
                 continue
-            versions[part] = self.write(part, result, name == self.program.output or
-                                        parts[self.program.output] == part, statement)
+            versions[part] = self.write(
+                part, result, name == self.program.output or parts[self.program.output] == part, statement
+            )
         return versions
 
     def write(self, part: str, result: Result, output: bool, statement: str) -> int:
@@ -360,23 +400,41 @@ class Maintenance:
         for the next statements (the statistics carried from the version before, rows counted again)."""
         root = self.root / part
         fresh = self.reflected is None or not (root / "_delta_log").exists()
-        table = ManagedTable(state_name(self.view, part), root) if fresh else \
-            self.catalog.managed(state_name(self.view, part))  # the catalog's: it keeps the log it has read
+        table = (
+            ManagedTable(state_name(self.view, part), root)
+            if fresh
+            else self.catalog.managed(state_name(self.view, part))
+        )  # the catalog's: it keeps the log it has read
         if fresh:
             names = self.output_names if output else [f"c{i}" for i in range(result.facts.num_columns)]
             schema = StructType([StructField(n, t) for n, t in zip(names, result.types)])
             root.mkdir(parents=True, exist_ok=True)
-            write_rows(table, [result.facts], schema, lambda files: ManagedTable.create(
-                table.name, root, schema, files, "MAINTAIN", statement), self.catalog.timezone)
+            write_rows(
+                table,
+                [result.facts],
+                schema,
+                lambda files: ManagedTable.create(table.name, root, schema, files, "MAINTAIN", statement),
+                self.catalog.timezone,
+            )
         else:
             latest = table.snapshot()
             schema = latest.schema
             if result.minus is None and latest.version == self.reflected.versions[part]:
-                write_rows(table, [result.plus], schema, lambda files: table.append(
-                    files, schema, "MAINTAIN", statement), self.catalog.timezone)
+                write_rows(
+                    table,
+                    [result.plus],
+                    schema,
+                    lambda files: table.append(files, schema, "MAINTAIN", statement),
+                    self.catalog.timezone,
+                )
             else:  # facts lost, or a commit no entry names (its process died before naming it): replaced
-                write_rows(table, [result.facts], schema, lambda files: table.commit(
-                    latest, files, latest.files, schema, "MAINTAIN", statement), self.catalog.timezone)
+                write_rows(
+                    table,
+                    [result.facts],
+                    schema,
+                    lambda files: table.commit(latest, files, latest.files, schema, "MAINTAIN", statement),
+                    self.catalog.timezone,
+                )
         snapshot = table.snapshot()
         self.keep(part, snapshot, result.facts)
         index = self.closures.settled(result.index)
@@ -389,10 +447,14 @@ class Maintenance:
         self.catalog.kept_rows.put(snapshot.identity, rows)
         before = None
         if self.reflected is not None and part in self.reflected.versions:
-            before = self.catalog.cached_statistics(version_name(state_name(self.view, part),
-                                                                 self.reflected.versions[part]))
-        gathered = (statistics.from_arrow(rows, snapshot.key) if before is None else
-                    TableStatistics(rows.num_rows, before.columns, snapshot.key))
+            before = self.catalog.cached_statistics(
+                version_name(state_name(self.view, part), self.reflected.versions[part])
+            )
+        gathered = (
+            statistics.from_arrow(rows, snapshot.key)
+            if before is None
+            else TableStatistics(rows.num_rows, before.columns, snapshot.key)
+        )
         self.catalog.statistics_files.write(version_name(state_name(self.view, part), snapshot.version), gathered)
 
 
@@ -407,11 +469,18 @@ def alias_source(program: Program, component: analysis.Component) -> str | None:
         return None
     rule, atom = rules[0], rules[0].body[0]
     source = program.relations.get(atom.relation)
-    if (source is None or program.relations[name].window is not None or atom.filters or atom.optional
-            or atom.call_args or atom.nulls_equal
-            or len(set(atom.args)) != len(atom.args) or "_" in atom.args
-            or [term.sql() for term in rule.terms] != [f"{arg}" for arg in atom.args]
-            or (program.relations[name].distinct and not source.distinct)):
+    if (
+        source is None
+        or program.relations[name].window is not None
+        or atom.filters
+        or atom.optional
+        or atom.call_args
+        or atom.nulls_equal
+        or len(set(atom.args)) != len(atom.args)
+        or "_" in atom.args
+        or [term.sql() for term in rule.terms] != [f"{arg}" for arg in atom.args]
+        or (program.relations[name].distinct and not source.distinct)
+    ):
         return None
     return atom.relation
 
@@ -421,8 +490,13 @@ def read_by_strata(program: Program) -> set[str]:
     components = analysis.stratify(program)
     stratum_of = {name: component for component in components for name in component.relations}
     copies = {name for component in components if alias_source(program, component) for name in component.relations}
-    return {atom.relation for rule in program.rules if rule.head not in copies for atom in rule.atoms
-            if atom.relation not in stratum_of.get(rule.head, ())}
+    return {
+        atom.relation
+        for rule in program.rules
+        if rule.head not in copies
+        for atom in rule.atoms
+        if atom.relation not in stratum_of.get(rule.head, ())
+    }
 
 
 def positional(facts: pa.Table) -> pa.Table:
@@ -431,4 +505,3 @@ def positional(facts: pa.Table) -> pa.Table:
 
 def read_files(snapshot: Snapshot) -> pa.Table:
     return positional(snapshot.read_arrow())
-

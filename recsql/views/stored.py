@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Iterator
 
 from recsql.storage.entries import Entry
 from recsql.storage.names import state_name, version_name
@@ -24,7 +24,7 @@ class Reflected:
     bases: dict[str, list] = field(default_factory=dict)  # base table -> [its directory, its version]
 
     @classmethod
-    def of(cls, entry: Entry) -> "Reflected":
+    def of(cls, entry: Entry) -> Reflected:
         return cls(**entry.reflects)
 
     def as_json(self) -> dict:

@@ -8,15 +8,15 @@ import functools
 import shutil
 import uuid
 import weakref
-from typing import Iterator
+from collections.abc import Iterator
 
 from sqlglot import exp
 
 from recsql import analysis
-from recsql.storage.entries import Entry, Kind, view_query_of
 from recsql.errors import NotSupportedError, ProgrammingError
-from recsql.storage.names import split_version, state_name
 from recsql.services import Services
+from recsql.storage.entries import Entry, Kind, view_query_of
+from recsql.storage.names import split_version, state_name
 from recsql.views.maintenance import Maintenance, MaintenanceTrace, alias_source
 from recsql.views.stored import Reflected, maintaining
 from translator import dialect
@@ -92,8 +92,9 @@ def base_tables(session: Services, program: Program) -> dict[str, list]:
             entry = catalog.entry_of(name) if catalog.session_data(name) is None else None
             if entry is None or entry.kind not in MAINTAINABLE:
                 kind = "data of this session or of Spark" if entry is None else f"a {entry.kind} table"
-                raise NotSupportedError(f"a materialized view reads recsql's own tables and materialized views; "
-                                        f"'{name}' is {kind}")
+                raise NotSupportedError(
+                    f"a materialized view reads recsql's own tables and materialized views; '{name}' is {kind}"
+                )
             bases[name] = current_version(session, name)
     return bases
 
@@ -123,8 +124,9 @@ def create(session: Services, name: str, create: exp.Create, sql: str, replace: 
     parts = stored_parts(program)
     trace = MaintenanceTrace(name)
     with catalog.new_data(name, existing) as relative:
-        reflected = Maintenance(session, name, catalog.warehouse / relative, program, list(program.output_columns),
-                                None, trace).run(bases, parts, sql)
+        reflected = Maintenance(
+            session, name, catalog.warehouse / relative, program, list(program.output_columns), None, trace
+        ).run(bases, parts, sql)
         entry = Entry(name, Kind.MATERIALIZED, path=relative.as_posix(), sql=sql, reflects=reflected.as_json())
         catalog.entries.publish(entry, replace=existing is not None)
     return trace
@@ -161,8 +163,9 @@ def up_to_date(session: Services, name: str, refresh: bool = False) -> Maintenan
         trace = MaintenanceTrace(name)
         root = catalog.warehouse / entry.path
         parts = Reflected.of(entry).parts if reflected is not None else fresh_parts(stored_parts(program))
-        maintained = Maintenance(session, name, root, program, list(program.output_columns), reflected,
-                                 trace).run(bases, parts, entry.sql)
+        maintained = Maintenance(session, name, root, program, list(program.output_columns), reflected, trace).run(
+            bases, parts, entry.sql
+        )
         entry.reflects = maintained.as_json()
         catalog.entries.publish(entry, replace=True)
         for part in replaced - set(parts.values()):  # a view computed again: its former tables
@@ -192,8 +195,11 @@ def fresh_parts(parts: dict[str, str]) -> dict[str, str]:
 
 def dependents(session: Services, table: str) -> list[str]:
     """The materialized views that read `table`."""
-    return [entry.name for entry in session.catalog.entries.all()
-            if entry.kind == Kind.MATERIALIZED and table in (entry.reflects or {}).get("bases", {})]
+    return [
+        entry.name
+        for entry in session.catalog.entries.all()
+        if entry.kind == Kind.MATERIALIZED and table in (entry.reflects or {}).get("bases", {})
+    ]
 
 
 def maintain_dependents(session: Services, table: str, traces: list[MaintenanceTrace] | None = None) -> None:
@@ -232,5 +238,8 @@ def names_read(session: Services, statement: exp.Expression) -> Iterator[tuple[s
 
 def table_names(statement: exp.Expression) -> list[str]:
     """The one-part table names a statement reads or writes (not table functions such as range(10))."""
-    return [table.name.lower() for table in statement.find_all(exp.Table)
-            if isinstance(table.this, exp.Identifier) and table.name and not table.args.get("db")]
+    return [
+        table.name.lower()
+        for table in statement.find_all(exp.Table)
+        if isinstance(table.this, exp.Identifier) and table.name and not table.args.get("db")
+    ]

@@ -20,11 +20,23 @@ from pyspark.sql import types as T
 from recsql.catalog.readers.common import Refused, refuse_options
 
 SIMPLE = {
-    pa.bool_(): T.BooleanType(), pa.int8(): T.ByteType(), pa.int16(): T.ShortType(), pa.int32(): T.IntegerType(),
-    pa.int64(): T.LongType(), pa.uint8(): T.ShortType(), pa.uint16(): T.IntegerType(), pa.uint32(): T.LongType(),
-    pa.uint64(): T.DecimalType(20, 0), pa.float32(): T.FloatType(), pa.float64(): T.DoubleType(),
-    pa.string(): T.StringType(), pa.large_string(): T.StringType(), pa.string_view(): T.StringType(),
-    pa.binary(): T.BinaryType(), pa.large_binary(): T.BinaryType(), pa.binary_view(): T.BinaryType(),
+    pa.bool_(): T.BooleanType(),
+    pa.int8(): T.ByteType(),
+    pa.int16(): T.ShortType(),
+    pa.int32(): T.IntegerType(),
+    pa.int64(): T.LongType(),
+    pa.uint8(): T.ShortType(),
+    pa.uint16(): T.IntegerType(),
+    pa.uint32(): T.LongType(),
+    pa.uint64(): T.DecimalType(20, 0),
+    pa.float32(): T.FloatType(),
+    pa.float64(): T.DoubleType(),
+    pa.string(): T.StringType(),
+    pa.large_string(): T.StringType(),
+    pa.string_view(): T.StringType(),
+    pa.binary(): T.BinaryType(),
+    pa.large_binary(): T.BinaryType(),
+    pa.binary_view(): T.BinaryType(),
     pa.date32(): T.DateType(),
 }
 
@@ -45,8 +57,9 @@ def spark_type(arrow: pa.DataType, name: str, timestamps: bool) -> T.DataType:
     raise Refused(f"column {name} of type {arrow}")
 
 
-def load_parquet(files: list[Path], options: dict[str, str], declared: T.StructType | None,
-                 timezone: str) -> tuple[T.StructType, pa.Table]:
+def load_parquet(
+    files: list[Path], options: dict[str, str], declared: T.StructType | None, timezone: str
+) -> tuple[T.StructType, pa.Table]:
     refuse_options(options, set(), "Parquet")
     schemas = []
     for file in files:
@@ -60,8 +73,9 @@ def load_parquet(files: list[Path], options: dict[str, str], declared: T.StructT
     return schema, table if table is not None else pa.table({})
 
 
-def load_orc(files: list[Path], options: dict[str, str], declared: T.StructType | None,
-             timezone: str) -> tuple[T.StructType, pa.Table]:
+def load_orc(
+    files: list[Path], options: dict[str, str], declared: T.StructType | None, timezone: str
+) -> tuple[T.StructType, pa.Table]:
     refuse_options(options, set(), "ORC")
     parts = [orc.ORCFile(file).read() for file in files]
     schema = one_schema([struct_of(part.schema, timestamps=False) for part in parts], declared)
@@ -87,6 +101,8 @@ def one_schema(schemas: list[T.StructType], declared: T.StructType | None) -> T.
 
 def plain(table: pa.Table) -> pa.Table:
     """Dictionary-encoded columns as their values (the catalog casts the rest to Spark's types)."""
-    columns = [column.cast(column.type.value_type) if pa.types.is_dictionary(column.type) else column
-               for column in table.columns]
+    columns = [
+        column.cast(column.type.value_type) if pa.types.is_dictionary(column.type) else column
+        for column in table.columns
+    ]
     return pa.table(columns, names=table.column_names)

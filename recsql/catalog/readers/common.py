@@ -52,8 +52,9 @@ def read_bytes(file: Path) -> bytes:
 def conform(table: pa.Table, schema: StructType) -> pa.Table:
     """Arrow columns as the local evaluator holds Spark's types (timestamps as UTC instants, ...)."""
     target = to_arrow_schema(schema, timezone="UTC")
-    columns = [column.cast(field.type) if column.type != field.type else column
-               for column, field in zip(table.columns, target)]
+    columns = [
+        column.cast(field.type) if column.type != field.type else column for column, field in zip(table.columns, target)
+    ]
     return pa.table(columns, schema=target)
 
 

@@ -25,13 +25,14 @@ OPTIONS = {"header", "sep", "delimiter", "nullvalue", "inferschema", "encoding",
 QUOTE, ESCAPE = b'"', b"\\"
 
 
-def load(files: list[Path], options: dict[str, str], declared: StructType | None,
-         timezone: str) -> tuple[StructType, pa.Table]:
+def load(
+    files: list[Path], options: dict[str, str], declared: StructType | None, timezone: str
+) -> tuple[StructType, pa.Table]:
     refuse_options(options, OPTIONS, "CSV")
     if options.get("encoding", options.get("charset", "utf-8")).lower().replace("-", "") != "utf8":
         raise Refused("an encoding other than UTF-8")
     separator = options.get("sep", options.get("delimiter", ","))
-    if len(separator) != 1 or separator in "\"\\\r\n":
+    if len(separator) != 1 or separator in '"\\\r\n':
         raise Refused(f"separator {separator!r}")
     header = flag(options, "header")
     null = options.get("nullvalue", "")
@@ -45,8 +46,10 @@ def load(files: list[Path], options: dict[str, str], declared: StructType | None
     rows = pa.concat_tables([part.slice(1 if header else 0).rename_columns(names) for part in parts])
     if declared is not None:
         schema = declared
-        texts = [rows.column(i) if i < width else pa.chunked_array([pa.nulls(rows.num_rows, pa.string())])
-                 for i in range(len(declared.fields))]
+        texts = [
+            rows.column(i) if i < width else pa.chunked_array([pa.nulls(rows.num_rows, pa.string())])
+            for i in range(len(declared.fields))
+        ]
     elif flag(options, "inferschema"):
         schema = StructType([StructField(name, infer_type(rows.column(i), name)) for i, name in enumerate(names)])
         texts = rows.columns
@@ -70,7 +73,7 @@ def parse(data: bytes, separator: str, null: str) -> pa.Table:
     empty: refused)."""
     check_layout(data, separator.encode())
     sep = re.escape(separator.encode())
-    if null and re.search(rb'(?m)(?:^|(?<=' + sep + rb'))""(?=' + sep + rb'|\r?$)', data):
+    if null and re.search(rb"(?m)(?:^|(?<=" + sep + rb'))""(?=' + sep + rb"|\r?$)", data):
         raise Refused("a quoted empty field beside a null value of its own")
     if not data.strip():
         return pa.table({})
@@ -85,10 +88,21 @@ def parse(data: bytes, separator: str, null: str) -> pa.Table:
     table = pv.read_csv(
         io.BytesIO(data),
         read_options=pv.ReadOptions(autogenerate_column_names=True),
-        parse_options=pv.ParseOptions(delimiter=separator, quote_char='"', double_quote=False, escape_char=False,
-                                      newlines_in_values=False, ignore_empty_lines=True, invalid_row_handler=reject),
-        convert_options=pv.ConvertOptions(column_types={name: pa.string() for name in names}, null_values=[null, ""],
-                                          strings_can_be_null=True, quoted_strings_can_be_null=True),
+        parse_options=pv.ParseOptions(
+            delimiter=separator,
+            quote_char='"',
+            double_quote=False,
+            escape_char=False,
+            newlines_in_values=False,
+            ignore_empty_lines=True,
+            invalid_row_handler=reject,
+        ),
+        convert_options=pv.ConvertOptions(
+            column_types={name: pa.string() for name in names},
+            null_values=[null, ""],
+            strings_can_be_null=True,
+            quoted_strings_can_be_null=True,
+        ),
     )
     if invalid:
         raise Refused("a record whose number of fields differs from the first line's")
@@ -106,7 +120,7 @@ def check_layout(data: bytes, separator: bytes) -> None:
     if QUOTE not in data and ESCAPE not in data:
         return
     sep = re.escape(separator)
-    quoted = rb'(?m)(?:^|(?<=' + sep + rb'))"[^"\\\r\n]*"(?=' + sep + rb'|\r?$)'
+    quoted = rb"(?m)(?:^|(?<=" + sep + rb'))"[^"\\\r\n]*"(?=' + sep + rb"|\r?$)"
     rest = re.sub(quoted, b"", data)
     if QUOTE in rest or ESCAPE in rest:
         raise Refused("a quote or backslash inside a field, or a quoted line break")
@@ -118,5 +132,7 @@ def header_names(part: pa.Table, null: str) -> list[str]:
     values = [None if value in (None, "", null) else value for value in part.slice(0, 1).to_pylist()[0].values()]
     lower = [value.lower() for value in values if value is not None]
     repeated = {value for value in lower if lower.count(value) > 1}
-    return [f"_c{i}" if value is None else f"{value}{i}" if value.lower() in repeated else value
-            for i, value in enumerate(values)]
+    return [
+        f"_c{i}" if value is None else f"{value}{i}" if value.lower() in repeated else value
+        for i, value in enumerate(values)
+    ]

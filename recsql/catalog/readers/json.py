@@ -22,14 +22,20 @@ from recsql.catalog.readers.common import Refused, read_bytes, refuse_options
 from recsql.catalog.readers.text_values import every
 
 OPTIONS = {"encoding", "charset"}
-SPARK_TYPES = {pa.bool_(): T.BooleanType(), pa.int64(): T.LongType(), pa.float64(): T.DoubleType(),
-               pa.string(): T.StringType(), pa.null(): T.StringType()}
+SPARK_TYPES = {
+    pa.bool_(): T.BooleanType(),
+    pa.int64(): T.LongType(),
+    pa.float64(): T.DoubleType(),
+    pa.string(): T.StringType(),
+    pa.null(): T.StringType(),
+}
 DECLARED = (T.StringType, T.BooleanType, T.ByteType, T.ShortType, T.IntegerType, T.LongType, T.DoubleType)
 LONG_LIMIT = 2.0**63
 
 
-def load(files: list[Path], options: dict[str, str], declared: T.StructType | None,
-         timezone: str) -> tuple[T.StructType, pa.Table]:
+def load(
+    files: list[Path], options: dict[str, str], declared: T.StructType | None, timezone: str
+) -> tuple[T.StructType, pa.Table]:
     refuse_options(options, OPTIONS, "JSON")
     if options.get("encoding", options.get("charset", "utf-8")).lower().replace("-", "") != "utf8":
         raise Refused("an encoding other than UTF-8")
@@ -44,8 +50,10 @@ def load(files: list[Path], options: dict[str, str], declared: T.StructType | No
     if not names:
         raise Refused("no columns")
     schema = T.StructType([T.StructField(name, spark_type(table.column(name), name)) for name in names])
-    columns = [table.column(name).cast(pa.string()) if table.column(name).type == pa.null() else table.column(name)
-               for name in names]
+    columns = [
+        table.column(name).cast(pa.string()) if table.column(name).type == pa.null() else table.column(name)
+        for name in names
+    ]
     return schema, pa.table(columns, names=names)
 
 
@@ -95,9 +103,15 @@ def declared_columns(table: pa.Table, declared: T.StructType) -> pa.Table:
         found = by_name.get(field.name.lower())
         column = table.column(found) if found is not None else pa.chunked_array([], pa.null())
         numbers = pa.types.is_integer(column.type) or pa.types.is_floating(column.type)
-        kind_fits = (column.type == pa.null() or column.type == target or
-                     (numbers and (pa.types.is_integer(target) or pa.types.is_floating(target))
-                      and not (pa.types.is_floating(column.type) and pa.types.is_integer(target))))
+        kind_fits = (
+            column.type == pa.null()
+            or column.type == target
+            or (
+                numbers
+                and (pa.types.is_integer(target) or pa.types.is_floating(target))
+                and not (pa.types.is_floating(column.type) and pa.types.is_integer(target))
+            )
+        )
         if not kind_fits:
             raise Refused(f"column {field.name} holds {column.type}, declared {field.dataType.simpleString()}")
         try:

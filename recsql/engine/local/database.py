@@ -6,7 +6,8 @@ from __future__ import annotations
 import contextlib
 import re
 import threading
-from typing import ClassVar, Iterator
+from collections.abc import Iterator
+from typing import ClassVar
 
 import duckdb
 import pyarrow as pa
@@ -35,8 +36,9 @@ class Database:
     def __init__(self, timezone: str, threads: int | None = None):
         """`threads`: how many threads each query may use (DuckDB's default: every core)."""
         self.reusable = threads is None
-        self.connection, self.timezone = self.idle.__dict__.pop("connection", (None, None)) if self.reusable \
-            else (None, None)
+        self.connection, self.timezone = (
+            self.idle.__dict__.pop("connection", (None, None)) if self.reusable else (None, None)
+        )
         if self.connection is None:
             self.connection = duckdb.connect(config={"threads": threads} if threads else {})
         if timezone != self.timezone:
@@ -130,14 +132,21 @@ def duckdb_errors() -> Iterator[None]:
         yield
     except (duckdb.OutOfRangeException, duckdb.ConversionException, duckdb.InvalidInputException) as error:
         message = duckdb_message(error)
-        if isinstance(error, duckdb.OutOfRangeException) or INEXACT in message or (
-                isinstance(error, duckdb.ConversionException) and any(m in message.lower() for m in OUT_OF_RANGE)):
+        if (
+            isinstance(error, duckdb.OutOfRangeException)
+            or INEXACT in message
+            or (isinstance(error, duckdb.ConversionException) and any(m in message.lower() for m in OUT_OF_RANGE))
+        ):
             raise ArithmeticLimit(message) from None
         raise DataError(message) from None
     except duckdb.DataError as error:
         raise DataError(duckdb_message(error)) from None
-    except (duckdb.CatalogException, duckdb.BinderException, duckdb.ParserException,
-            duckdb.NotImplementedException) as error:
+    except (
+        duckdb.CatalogException,
+        duckdb.BinderException,
+        duckdb.ParserException,
+        duckdb.NotImplementedException,
+    ) as error:
         raise LocalLimit.because(duckdb_message(error)) from None
     except duckdb.Error as error:
         raise OperationalError(f"local evaluation failed: {duckdb_message(error)}") from None

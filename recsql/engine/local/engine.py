@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Callable, Mapping, Sequence
 
 import pyarrow as pa
 from sqlglot import exp
@@ -29,6 +29,8 @@ from recsql.engine.states import Result
 from recsql.planner.plan import Stratum, Variant, Version
 from recsql.settings import Settings
 from translator.ir import Program, Rule
+
+DEFAULT_SPARK_SETTINGS = SparkSettings()  # ANSI mode, the session time zone as Spark's default
 
 
 @dataclass(frozen=True)
@@ -109,8 +111,11 @@ class DuckDBEngine:
         """The SQL of a rule reading the given versions (printed once: the table names stay the same)."""
         key = (rule, versions)
         if key not in self.rules:
-            source = versioned_sources(versions, lambda atom: self.inputs[atom.relation],
-                                       lambda relation, version: self.version_names[(relation, version)])
+            source = versioned_sources(
+                versions,
+                lambda atom: self.inputs[atom.relation],
+                lambda relation, version: self.version_names[(relation, version)],
+            )
             self.rules[key] = self.printer.sql(rule_query(rule, source, extra_terms))
         return self.rules[key]
 
@@ -145,7 +150,7 @@ class LocalFixpoint:
         settings: Settings,
         progress: ProgressListener | None = None,
         types: ResultTypes | None = None,
-        spark_settings: SparkSettings = SparkSettings(),
+        spark_settings: SparkSettings = DEFAULT_SPARK_SETTINGS,
         database: Database | None = None,
         seeds: Mapping[str, pa.Table] | None = None,
         reached: Reached | None = None,

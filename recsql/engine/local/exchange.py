@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import shutil
 import time
-from typing import Sequence
+from collections.abc import Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -129,8 +129,10 @@ class DirectoryExchange:
                 if os.path.exists(stopped):
                     raise Stopped()
                 if time.monotonic() > deadline:
-                    raise OperationalError(f"part {sender} of a distributed fixpoint did not answer within "
-                                           f"{self.timeout:.0f} s (round {self.round})")
+                    raise OperationalError(
+                        f"part {sender} of a distributed fixpoint did not answer within "
+                        f"{self.timeout:.0f} s (round {self.round})"
+                    )
                 time.sleep(pause)
                 pause = min(pause * 2, POLL_SECONDS[1])
             with open(path) as marker:

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import contextlib
 import time
-from typing import Mapping, Protocol, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Protocol
 
 import pyarrow as pa
 from sqlglot import exp
 
+from recsql.engine.columns import column_names
 from recsql.engine.local.database import Database, duckdb_errors, null_table
 from recsql.engine.local.engine import LocalFixpoint, ResultTypes
 from recsql.engine.progress import ProgressListener
@@ -22,7 +24,6 @@ from recsql.engine.spark_settings import SparkSettings
 from recsql.engine.sql.printing import Dialect, Printer
 from recsql.engine.sql.queries import answer_query, relation_query, shapes_answer
 from recsql.engine.sql.rules import range_call, rule_query, table
-from recsql.engine.columns import column_names
 from recsql.engine.trace import Step, Trace, listening
 from recsql.planner.plan import Plan, Stratum
 from recsql.settings import Settings
@@ -50,8 +51,16 @@ class Typing(Protocol):
 
 
 class LocalProgram:
-    def __init__(self, plan: Plan, table_types: Mapping[str, Types], typing: Typing, settings: Settings,
-                 progress: ProgressListener | None, spark_settings: SparkSettings, trace: Trace | None = None):
+    def __init__(
+        self,
+        plan: Plan,
+        table_types: Mapping[str, Types],
+        typing: Typing,
+        settings: Settings,
+        progress: ProgressListener | None,
+        spark_settings: SparkSettings,
+        trace: Trace | None = None,
+    ):
         self.plan = plan
         self.program = plan.program
         self.typing = typing
@@ -84,8 +93,16 @@ class LocalProgram:
     def run_recursive(self, db: Database, stratum: Stratum) -> None:
         types = self.typing.stratum(stratum, self.types)
         inputs = {name: self.facts[name] for name in stratum.inputs}
-        fixpoint = LocalFixpoint(self.program, stratum, inputs, self.settings, listening(self.trace, self.progress),
-                                 types.arrow, self.spark_settings, db)
+        fixpoint = LocalFixpoint(
+            self.program,
+            stratum,
+            inputs,
+            self.settings,
+            listening(self.trace, self.progress),
+            types.arrow,
+            self.spark_settings,
+            db,
+        )
         self.facts.update(fixpoint.run())
         self.types.update(types.spark(fixpoint.iterations))
 

@@ -4,7 +4,8 @@ stratum (the next strategy of the registry, strategies/__init__.py, then does)."
 
 from __future__ import annotations
 
-from typing import Callable, Iterable, Protocol
+from collections.abc import Callable, Iterable
+from typing import Protocol
 
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession

@@ -16,8 +16,8 @@ import contextlib
 import hashlib
 import re
 import uuid
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Callable, Iterator, Mapping, Sequence
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -139,8 +139,14 @@ class SparkEngine:
     `source`: the view a rule reads for an atom outside the component; `arrange`: the variants' joins
     ordered for deltas of the given sizes."""
 
-    def __init__(self, spark: SparkSession, views: Views, source: Callable[[Atom], str],
-                 arrange: Callable[[Variant, Mapping[str, float]], Variant], schema_only: bool = False):
+    def __init__(
+        self,
+        spark: SparkSession,
+        views: Views,
+        source: Callable[[Atom], str],
+        arrange: Callable[[Variant, Mapping[str, float]], Variant],
+        schema_only: bool = False,
+    ):
         self.spark = spark
         self.views = views
         self.source = source
@@ -158,8 +164,11 @@ class SparkEngine:
         return SparkFacts(empty_frame(self.spark, width))
 
     def run(self, query: Query, relation: str, result: Result, **inputs: object) -> SparkFacts:
-        names = {name: self.views.show(f"m_{relation}_{name}", value.frame)
-                 for name, value in inputs.items() if isinstance(value, SparkFacts)}
+        names = {
+            name: self.views.show(f"m_{relation}_{name}", value.frame)
+            for name, value in inputs.items()
+            if isinstance(value, SparkFacts)
+        }
         inline = {name: value for name, value in inputs.items() if isinstance(value, str)}
         key = (id(query), tuple(sorted(names.items())))
         if key not in self.printed:  # the same names every iteration: printed once per evaluation
@@ -219,8 +228,9 @@ class SparkEngine:
         """The Spark SQL of a rule reading the given versions (printed once: the view names stay the same)."""
         key = (rule, versions)
         if key not in self.rules:
-            source = versioned_sources(versions, self.source,
-                                       lambda relation, version: self.views.prefix + version_view(relation, version))
+            source = versioned_sources(
+                versions, self.source, lambda relation, version: self.views.prefix + version_view(relation, version)
+            )
             self.rules[key] = SPARK.sql(rule_query(rule, source, extra_terms))
         return self.rules[key]
 

@@ -4,7 +4,8 @@ recursive strata by their strategy (strategies/), the answer as one Spark SQL qu
 from __future__ import annotations
 
 import time
-from typing import Iterable, Protocol
+from collections.abc import Iterable
+from typing import Protocol
 
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
@@ -50,9 +51,17 @@ class SparkRun:
     """The evaluation of one plan on Spark: the frames of the relations computed so far, the views their
     SQL reads, and what the strategies need from it (context.py)."""
 
-    def __init__(self, spark: SparkSession, tables: TableSource, settings: Settings, plan: Plan, scratch: Scratch,
-                 progress: ProgressListener | None = None, trace: Trace | None = None,
-                 outgrown: dict[tuple[str, ...], Reached | None] | None = None):
+    def __init__(
+        self,
+        spark: SparkSession,
+        tables: TableSource,
+        settings: Settings,
+        plan: Plan,
+        scratch: Scratch,
+        progress: ProgressListener | None = None,
+        trace: Trace | None = None,
+        outgrown: dict[tuple[str, ...], Reached | None] | None = None,
+    ):
         self.spark = spark
         self.source_tables = tables
         self.settings = settings
@@ -85,8 +94,9 @@ class SparkRun:
                 self.frames[name] = self.combine(self.program.relations[name])
                 if self.trace is not None:
                     self.frames[name] = checkpoint(self.frames[name], eager=True)
-                    self.trace.record(Step((name,), None, {name: self.frames[name].count()},
-                                           time.monotonic() - started))
+                    self.trace.record(
+                        Step((name,), None, {name: self.frames[name].count()}, time.monotonic() - started)
+                    )
 
     def combine(self, relation: Relation) -> DataFrame:
         """A non-recursive relation (one Spark SQL query over temporary views of what it reads)."""

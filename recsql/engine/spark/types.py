@@ -22,8 +22,9 @@ class DistributedTypes(StratumTypes):
 
     def __init__(self, run: StratumRun, program: Program, stratum: Stratum, timezone: str):
         super().__init__(program, stratum, timezone)
-        self.engine = SparkEngine(run.spark, run.views, lambda atom: run.source(atom.relation),
-                                  lambda variant, _: variant, schema_only=True)
+        self.engine = SparkEngine(
+            run.spark, run.views, lambda atom: run.source(atom.relation), lambda variant, _: variant, schema_only=True
+        )
         self.fixpoint = Fixpoint(self.engine, program, stratum)
 
     def row(self, facts: SparkFacts) -> Row:
@@ -60,5 +61,9 @@ def cast_nulls(frame: DataFrame, types: Row) -> DataFrame:
     fields = frame.schema.fields
     if not any(isinstance(field.dataType, NullType) for field in fields):
         return frame
-    return frame.select(*[frame[field.name].cast(data_type) if isinstance(field.dataType, NullType)
-                          else frame[field.name] for field, data_type in zip(fields, types)])
+    return frame.select(
+        *[
+            frame[field.name].cast(data_type) if isinstance(field.dataType, NullType) else frame[field.name]
+            for field, data_type in zip(fields, types)
+        ]
+    )

@@ -9,65 +9,88 @@ arguments, themselves already printed with Spark's meaning.
 
 from __future__ import annotations
 
-from functools import lru_cache
-from typing import Callable
+from collections.abc import Callable
+from functools import cache
 
 import sqlglot
 from sqlglot import exp
 
 ARRAY = "spark_array"  # in a node's meta (types/exact_meaning.py): its operand is an array, not a map or string
-INDEX_OF_ZERO = "[INVALID_INDEX_OF_ZERO] The index 0 is invalid. An index shall be either < 0 or > 0 (the first element has index 1)."
+INDEX_OF_ZERO = (
+    "[INVALID_INDEX_OF_ZERO] The index 0 is invalid. An index shall be either < 0 or > 0 (the first "
+    "element has index 1)."
+)
 OUT_OF_BOUNDS = "'[{condition}] The index ' || :i || ' is out of bounds. The array has ' || len(:a) || ' elements.'"
 
 HAS_NULL = "list_count({list}) < len({list})"
 # the elements of :a kept at their first occurrence, in order, where `keep` holds of the element _e
 FIRST_OCCURRENCES = "list_filter({list}, lambda _e, _i: list_position({list}, _e) = _i{keep})"
 # an index counted from 1, from the end when negative: element_at's
-ELEMENT_AT = "CASE WHEN :i = 0 THEN error('" + INDEX_OF_ZERO + "') WHEN abs(:i) > len(:a) THEN {out} ELSE list_extract(:a, :i) END"
+ELEMENT_AT = (
+    "CASE WHEN :i = 0 THEN error('"
+    + INDEX_OF_ZERO
+    + "') WHEN abs(:i) > len(:a) THEN {out} ELSE list_extract(:a, :i) END"
+)
 # an index counted from 0: a[i]'s and get's
 ZERO_BASED = "CASE WHEN :i < 0 OR :i >= len(:a) THEN {out} ELSE list_extract(:a, :i + 1) END"
 # Spark's three-valued search: found, else unknown when a NULL might have matched, else not found
 SEARCH = "CASE WHEN {null} THEN NULL WHEN {found} THEN TRUE WHEN {unknown} THEN NULL ELSE FALSE END"
 NULL_IF = "CASE WHEN {null} THEN NULL ELSE {value} END"
 # Spark's exists(a, f), of which forall(a, f) is NOT exists(a, NOT f)
-EXISTS = SEARCH.format(null=":a IS NULL", found="list_bool_or(list_transform(:a, :f))",
-                       unknown=HAS_NULL.format(list="list_transform(:a, :f)"))
+EXISTS = SEARCH.format(
+    null=":a IS NULL",
+    found="list_bool_or(list_transform(:a, :f))",
+    unknown=HAS_NULL.format(list="list_transform(:a, :f)"),
+)
 
 TEMPLATES: dict[type[exp.Expression] | str, str] = {
-    exp.ArrayContains: SEARCH.format(null=":a IS NULL OR :v IS NULL", found="list_contains(:a, :v)",
-                                     unknown=HAS_NULL.format(list=":a")),
-    "arrays_overlap": SEARCH.format(null=":a IS NULL OR :b IS NULL", found="list_has_any(:a, :b)",
-                                    unknown=f"len(:a) > 0 AND len(:b) > 0 AND ({HAS_NULL.format(list=':a')} OR "
-                                            f"{HAS_NULL.format(list=':b')})"),
+    exp.ArrayContains: SEARCH.format(
+        null=":a IS NULL OR :v IS NULL", found="list_contains(:a, :v)", unknown=HAS_NULL.format(list=":a")
+    ),
+    "arrays_overlap": SEARCH.format(
+        null=":a IS NULL OR :b IS NULL",
+        found="list_has_any(:a, :b)",
+        unknown=f"len(:a) > 0 AND len(:b) > 0 AND ({HAS_NULL.format(list=':a')} OR {HAS_NULL.format(list=':b')})",
+    ),
     exp.ArrayDistinct: FIRST_OCCURRENCES.format(list=":a", keep=""),
-    exp.ArrayExcept: NULL_IF.format(null=":b IS NULL", value=FIRST_OCCURRENCES.format(
-        list=":a", keep=" AND list_position(:b, _e) IS NULL")),
-    exp.ArrayIntersect: NULL_IF.format(null=":b IS NULL", value=FIRST_OCCURRENCES.format(
-        list=":a", keep=" AND list_position(:b, _e) IS NOT NULL")),
-    "array_union": NULL_IF.format(null=":a IS NULL OR :b IS NULL", value=FIRST_OCCURRENCES.format(
-        list="list_concat(:a, :b)", keep="")),
+    exp.ArrayExcept: NULL_IF.format(
+        null=":b IS NULL", value=FIRST_OCCURRENCES.format(list=":a", keep=" AND list_position(:b, _e) IS NULL")
+    ),
+    exp.ArrayIntersect: NULL_IF.format(
+        null=":b IS NULL", value=FIRST_OCCURRENCES.format(list=":a", keep=" AND list_position(:b, _e) IS NOT NULL")
+    ),
+    "array_union": NULL_IF.format(
+        null=":a IS NULL OR :b IS NULL", value=FIRST_OCCURRENCES.format(list="list_concat(:a, :b)", keep="")
+    ),
     exp.ArrayPosition: NULL_IF.format(null=":a IS NULL OR :v IS NULL", value="coalesce(list_position(:a, :v), 0)"),
     exp.ArrayRemove: NULL_IF.format(null=":v IS NULL", value="list_filter(:a, lambda _e: _e IS DISTINCT FROM :v)"),
     exp.Flatten: NULL_IF.format(null=HAS_NULL.format(list=":a"), value="flatten(:a)"),
     exp.ArrayToString: "array_to_string(list_filter(:a, lambda _e: _e IS NOT NULL), :d)",
     "array_repeat": "list_transform(range(:n), lambda _i: :v)",
     "get": ZERO_BASED.format(out="NULL"),
-    exp.GenerateSeries: "CASE WHEN :s <= :e THEN generate_series(:s, :e) ELSE list_reverse(generate_series(:e, :s)) END",
+    exp.GenerateSeries: (
+        "CASE WHEN :s <= :e THEN generate_series(:s, :e) ELSE list_reverse(generate_series(:e, :s)) END"
+    ),
     exp.Reverse: "list_reverse(:a)",
     exp.ArrayInsert: (
         "CASE WHEN :a IS NULL OR :p IS NULL THEN NULL WHEN :p = 0 THEN error('" + INDEX_OF_ZERO + "') "
         "WHEN :p > 0 THEN list_concat(list_slice(:a, 1, :p - 1), {nulls_before}, [:v], list_slice(:a, :p, len(:a))) "
         "ELSE list_concat(list_slice(:a, 1, greatest(len(:a) + :p + 1, 0)), [:v], {nulls_after}, "
-        "list_slice(:a, greatest(len(:a) + :p + 2, 1), len(:a))) END").format(
+        "list_slice(:a, greatest(len(:a) + :p + 2, 1), len(:a))) END"
+    ).format(
         nulls_before="list_transform(range(greatest(:p - 1 - len(:a), 0)), lambda _i: NULL)",
-        nulls_after="list_transform(range(greatest(-:p - 1 - len(:a), 0)), lambda _i: NULL)"),
-    "zip_with": NULL_IF.format(null=":a IS NULL OR :b IS NULL", value=(
-        "list_transform(range(1, greatest(len(:a), len(:b)) + 1), lambda _i: :f)")),
+        nulls_after="list_transform(range(greatest(-:p - 1 - len(:a), 0)), lambda _i: NULL)",
+    ),
+    "zip_with": NULL_IF.format(
+        null=":a IS NULL OR :b IS NULL",
+        value=("list_transform(range(1, greatest(len(:a), len(:b)) + 1), lambda _i: :f)"),
+    ),
 }
 
 
-def spark_array(node: exp.Expression, recurse: Callable[[exp.Expression], exp.Expression],
-                ansi: bool) -> exp.Expression | None:
+def spark_array(
+    node: exp.Expression, recurse: Callable[[exp.Expression], exp.Expression], ansi: bool
+) -> exp.Expression | None:
     """The DuckDB rendering of an array function whose DuckDB meaning differs from Spark's (its arguments
     printed by `recurse`); None for any other node."""
     if isinstance(node, exp.Bracket):
@@ -138,8 +161,13 @@ def zip_with(node: exp.Anonymous, recurse: Callable[[exp.Expression], exp.Expres
     first, second, function = (recurse(argument) for argument in node.expressions)
     position = exp.to_identifier("_i")
     x, y = (param.name for param in function.expressions)
-    body = substituted(function.this, {x: exp.func("list_extract", first.copy(), position.copy()),
-                                       y: exp.func("list_extract", second.copy(), position.copy())})
+    body = substituted(
+        function.this,
+        {
+            x: exp.func("list_extract", first.copy(), position.copy()),
+            y: exp.func("list_extract", second.copy(), position.copy()),
+        },
+    )
     return template(TEMPLATES["zip_with"], a=first, b=second, f=body)
 
 
@@ -152,26 +180,36 @@ def counted_from_zero(function: exp.Lambda) -> exp.Lambda:
 
 def substituted(body: exp.Expression, values: dict[str, exp.Expression]) -> exp.Expression:
     """`body` with each lambda parameter named in `values` replaced by its value."""
+
     def replace(node: exp.Expression) -> exp.Expression:
-        if isinstance(node, (exp.Identifier, exp.Column)) and not isinstance(node.parent, exp.Column) \
-                and node.name in values and not (isinstance(node, exp.Column) and node.table):
+        if (
+            isinstance(node, (exp.Identifier, exp.Column))
+            and not isinstance(node.parent, exp.Column)
+            and node.name in values
+            and not (isinstance(node, exp.Column) and node.table)
+        ):
             return values[node.name].copy()
         return node
 
     return body.copy().transform(replace)
 
 
-@lru_cache(maxsize=None)
+@cache
 def parsed(sql: str) -> exp.Expression:
     return sqlglot.parse_one(sql, read="duckdb")
 
 
 def template(sql: str, **arguments: exp.Expression) -> exp.Expression:
     """The DuckDB expression `sql` with a copy of each argument in place of its :name placeholders."""
+
     def fill(node: exp.Expression) -> exp.Expression:
         if isinstance(node, exp.Placeholder) and node.name in arguments:
             value = arguments[node.name].copy()
-            return value if isinstance(value, (exp.Column, exp.Literal, exp.Identifier, exp.Lambda)) else exp.Paren(this=value)
+            return (
+                value
+                if isinstance(value, (exp.Column, exp.Literal, exp.Identifier, exp.Lambda))
+                else exp.Paren(this=value)
+            )
         return node
 
     return parsed(sql).copy().transform(fill)

@@ -7,8 +7,8 @@ local evaluator gives Spark's answers.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from enum import Enum
-from typing import Mapping, Sequence
 
 from sqlglot import exp
 from sqlglot.errors import ErrorLevel, UnsupportedError
@@ -34,9 +34,11 @@ class LocalLimit(NotSupportedError):
     Under recsql.strategy = auto, Spark evaluates the query instead (and gives Spark's answer or error)."""
 
     @classmethod
-    def because(cls, detail: str) -> "LocalLimit":
-        return cls(f"the local strategy cannot evaluate this query ({detail}); "
-                   "SET recsql.strategy = distributed runs it on Spark")
+    def because(cls, detail: str) -> LocalLimit:
+        return cls(
+            f"the local strategy cannot evaluate this query ({detail}); "
+            "SET recsql.strategy = distributed runs it on Spark"
+        )
 
 
 class Dialect(str, Enum):
@@ -87,6 +89,7 @@ class Printer:
         nodes' meta says of their Spark types (a decimal result rounded to its type, a decimal division
         or average rounded half up at the quotient's scale, a date plus an interval a date); Spark's
         array functions (arrays.py); and Spark's raise_error, DuckDB's error."""
+
         def rewrite(node: exp.Expression) -> exp.Expression:
             # a replaced node's children are not visited by transform: rewrite them here
             typed = self.typed(node)
@@ -105,8 +108,9 @@ class Printer:
                 message = REMAINDER_BY_ZERO if isinstance(node, exp.Mod) else DIVIDE_BY_ZERO
                 error = exp.Anonymous(this="error", expressions=[exp.Literal.string(message)])
                 checked = exp.Case(ifs=[exp.If(this=zero, true=error if self.ansi else exp.Null())], default=divisor)
-                return node.__class__(**{**node.args, "this": self.spark_semantics(node.this), "expression": checked,
-                                         "safe": False})
+                return node.__class__(
+                    **{**node.args, "this": self.spark_semantics(node.this), "expression": checked, "safe": False}
+                )
             return node
 
         return tree.transform(rewrite)
@@ -116,8 +120,10 @@ class Printer:
         meta = node.meta if node.meta else {}
         if DIVISION in meta:
             pa_, sa, pb, sb, p, s = meta[DIVISION]
-            dividend, divisor = (decimal_cast(self.spark_semantics(o), *ps)
-                                 for o, ps in ((node.this, (pa_, sa)), (node.expression, (pb, sb))))
+            dividend, divisor = (
+                decimal_cast(self.spark_semantics(o), *ps)
+                for o, ps in ((node.this, (pa_, sa)), (node.expression, (pb, sb)))
+            )
             return exact_quotient(dividend, sa, divisor, sb, p, s, self.ansi)
         if AVERAGE in meta:
             po, so, p, s = meta[AVERAGE]
@@ -146,8 +152,16 @@ def power_of_ten(exponent: int, kind: str = "HUGEINT") -> exp.Expression:
     return exp.Cast(this=exp.Literal.string("1" + "0" * exponent), to=exp.DataType.build(kind))
 
 
-def exact_quotient(dividend: exp.Expression, dividend_scale: int, divisor: exp.Expression, divisor_scale: int,
-                   precision: int, scale: int, ansi: bool, zero_is_null: bool = False) -> exp.Expression:
+def exact_quotient(
+    dividend: exp.Expression,
+    dividend_scale: int,
+    divisor: exp.Expression,
+    divisor_scale: int,
+    precision: int,
+    scale: int,
+    ansi: bool,
+    zero_is_null: bool = False,
+) -> exp.Expression:
     """dividend / divisor as Spark computes decimals: the quotient at `scale` fractional digits rounded
     half up, as DECIMAL(precision, scale); from the operands' unscaled values in 128-bit integers. Spark
     divides to 39 digits and rounds that to `scale`, which can differ from rounding once only for a
@@ -166,18 +180,30 @@ def exact_quotient(dividend: exp.Expression, dividend_scale: int, divisor: exp.E
         return exp.Abs(this=value.copy())
 
     doubled = exp.Mul(this=exp.Literal.number(2), expression=absolute(denominator))
-    rounded = exp.IntDiv(this=exp.Paren(this=exp.Add(this=exp.Mul(this=exp.Literal.number(2),
-                                                                   expression=absolute(numerator)),
-                                                     expression=absolute(denominator))),
-                         expression=exp.Paren(this=doubled))
-    signed = exp.Mul(this=exp.Mul(this=exp.Sign(this=numerator.copy()), expression=exp.Sign(this=denominator.copy())),
-                     expression=exp.Paren(this=rounded))
-    step = exp.Cast(this=exp.Literal.string(f"0.{'0' * (scale - 1)}1" if scale else "1"),
-                    to=exp.DataType.build(f"DECIMAL({scale + 1}, {scale})"))
+    rounded = exp.IntDiv(
+        this=exp.Paren(
+            this=exp.Add(
+                this=exp.Mul(this=exp.Literal.number(2), expression=absolute(numerator)),
+                expression=absolute(denominator),
+            )
+        ),
+        expression=exp.Paren(this=doubled),
+    )
+    signed = exp.Mul(
+        this=exp.Mul(this=exp.Sign(this=numerator.copy()), expression=exp.Sign(this=denominator.copy())),
+        expression=exp.Paren(this=rounded),
+    )
+    step = exp.Cast(
+        this=exp.Literal.string(f"0.{'0' * (scale - 1)}1" if scale else "1"),
+        to=exp.DataType.build(f"DECIMAL({scale + 1}, {scale})"),
+    )
     quotient = decimal_cast(exp.Mul(this=decimal_cast(signed, MAX_DIGITS, 0), expression=step), precision, scale)
     zero = exp.EQ(this=denominator.copy(), expression=exp.Literal.number(0))
-    on_zero = exp.Null() if zero_is_null or not ansi else \
-        exp.Anonymous(this="error", expressions=[exp.Literal.string(DIVIDE_BY_ZERO)])
+    on_zero = (
+        exp.Null()
+        if zero_is_null or not ansi
+        else exp.Anonymous(this="error", expressions=[exp.Literal.string(DIVIDE_BY_ZERO)])
+    )
     too_long = exp.GTE(this=absolute(denominator), expression=power_of_ten(MAX_DIGITS - scale))
     inexact = exp.Anonymous(this="error", expressions=[exp.Literal.string(INEXACT)])
     return exp.Case(ifs=[exp.If(this=zero, true=on_zero), exp.If(this=too_long, true=inexact)], default=quotient)
@@ -201,6 +227,7 @@ def without_hints(tree: exp.Expression) -> exp.Expression:
 
 def renamed(tree: exp.Expression, names: Mapping[str, str]) -> exp.Expression:
     """`tree` reading each table named in `names` under its new name."""
+
     def rename(node: exp.Expression) -> exp.Expression:
         if isinstance(node, exp.Table) and isinstance(node.this, exp.Identifier) and node.name in names:
             node = node.copy()
@@ -212,6 +239,7 @@ def renamed(tree: exp.Expression, names: Mapping[str, str]) -> exp.Expression:
 
 def inlined(tree: exp.Expression, queries: Mapping[str, exp.Query]) -> exp.Expression:
     """`tree` reading each table named in `queries` as that query (a subquery under the table's alias)."""
+
     def inline(node: exp.Expression) -> exp.Expression:
         if isinstance(node, exp.Table) and isinstance(node.this, exp.Identifier) and node.name in queries:
             alias = node.args.get("alias") or exp.TableAlias(this=exp.to_identifier(node.name, quoted=True))

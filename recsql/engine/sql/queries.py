@@ -10,9 +10,10 @@ compared, as in set operations.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache, reduce
-from typing import Callable, Mapping, Protocol, Sequence
+from typing import Protocol
 
 from sqlglot import exp
 
@@ -22,7 +23,13 @@ from recsql.engine.sql.rules import aliased, column, conjunction, nested, select
 from translator.ir import Program, Relation, SortKey, Window
 
 CANDIDATES, FULL, DELTA, MERGED, CONTRIBUTIONS, DERIVED = (
-    "__candidates", "__full", "__delta", "__merged", "__contributions", "__derived")
+    "__candidates",
+    "__full",
+    "__delta",
+    "__merged",
+    "__contributions",
+    "__derived",
+)
 
 
 Row = tuple  # the column types of a relation, in the terms of a type system (TypeRules)
@@ -67,8 +74,7 @@ def everything(source: str, alias: str | None = None) -> exp.Select:
 
 def same_rows(left: str, right: str, names: Sequence[str]) -> exp.Expression:
     """Equality of the columns `names` of two aliased inputs, NULL equal to NULL."""
-    return conjunction([exp.NullSafeEQ(this=column(n, left), expression=column(n, right)) for n in names]) \
-        or exp.true()
+    return conjunction([exp.NullSafeEQ(this=column(n, left), expression=column(n, right)) for n in names]) or exp.true()
 
 
 def absent_from(source: str, alias: str, names: Sequence[str]) -> exp.Not:
@@ -101,8 +107,10 @@ def best(relation: Relation) -> Query:
     """The min()/max() of each group of the candidates."""
     names = column_names(len(relation.columns))
     function = relation.aggregate.function
-    items = [aliased(exp.func(function, column(n)), n) if i == relation.aggregate.column else column(n)
-             for i, n in enumerate(names)]
+    items = [
+        aliased(exp.func(function, column(n)), n) if i == relation.aggregate.column else column(n)
+        for i, n in enumerate(names)
+    ]
     tree = select(items, table(CANDIDATES, "s"))
     keys = [column(names[i]) for i in relation.group_key]
     if keys:
@@ -118,9 +126,14 @@ def improved(relation: Relation) -> Query:
     value = names[relation.aggregate.column]
     better = exp.LT if relation.aggregate.function == "min" else exp.GT
     ranked = best(relation)
-    tree = select([column(n, "b") for n in names], nested(ranked.tree, "b"),
-                  exp.or_(exp.Is(this=column(value, "f"), expression=exp.Null()),
-                          better(this=column(value, "b"), expression=column(value, "f"))))
+    tree = select(
+        [column(n, "b") for n in names],
+        nested(ranked.tree, "b"),
+        exp.or_(
+            exp.Is(this=column(value, "f"), expression=exp.Null()),
+            better(this=column(value, "b"), expression=column(value, "f")),
+        ),
+    )
     tree.set("joins", [exp.Join(this=table(FULL, "f"), side="LEFT", on=same_rows("b", "f", keys))])
     return Query(tree, (CANDIDATES, FULL), lambda rules, **types: types[CANDIDATES])
 
@@ -131,8 +144,11 @@ def overall_best(relation: Relation) -> Query:
     names = column_names(len(relation.columns))
     both = union_all([everything(FULL), everything(CANDIDATES)])
     items = [aliased(exp.func(relation.aggregate.function, column(n)), n) for n in names]
-    return Query(select(items, nested(both, "u")), (FULL, CANDIDATES),
-                 lambda rules, **types: rules.wider(types[FULL], types[CANDIDATES]))
+    return Query(
+        select(items, nested(both, "u")),
+        (FULL, CANDIDATES),
+        lambda rules, **types: rules.wider(types[FULL], types[CANDIDATES]),
+    )
 
 
 @lru_cache(maxsize=1024)
@@ -141,8 +157,11 @@ def replace_groups(relation: Relation) -> Query:
     names = column_names(len(relation.columns))
     keys = [names[i] for i in relation.group_key]
     kept = select([exp.Star()], table(FULL, "f"), absent_from(DELTA, "f", keys))
-    return Query(union_all([kept, everything(DELTA)]), (FULL, DELTA),
-                 lambda rules, **types: rules.wider(types[FULL], types[DELTA]))
+    return Query(
+        union_all([kept, everything(DELTA)]),
+        (FULL, DELTA),
+        lambda rules, **types: rules.wider(types[FULL], types[DELTA]),
+    )
 
 
 def identity_columns(relation: Relation) -> list[str]:
@@ -253,8 +272,9 @@ def combined(relation: Relation, union: exp.Query) -> exp.Query:
         rows.set("distinct", exp.Distinct())
         source = nested(rows, "d")
     function = "sum" if summed else aggregate.function
-    items = [aliased(exp.func(function, column(n)), n) if i == aggregate.column else column(n)
-             for i, n in enumerate(names)]
+    items = [
+        aliased(exp.func(function, column(n)), n) if i == aggregate.column else column(n) for i, n in enumerate(names)
+    ]
     tree = select(items, source)
     keys = [column(names[i]) for i in relation.group_key]
     if keys:

@@ -10,8 +10,8 @@ columns (c0 .. cN; a table function's own names). printing.py prints the tree fo
 
 from __future__ import annotations
 
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
-from typing import Callable, Collection
 
 from sqlglot import exp
 
@@ -50,10 +50,12 @@ def range_call(atom: Atom) -> exp.Table:
     return table_function("range", [arg.copy() for arg in atom.call_args])
 
 
-def versioned_sources(versions: tuple | None, outside: Callable[[Atom], str],
-                      version_table: Callable[[str, object], str]) -> AtomSources:
+def versioned_sources(
+    versions: tuple | None, outside: Callable[[Atom], str], version_table: Callable[[str, object], str]
+) -> AtomSources:
     """What a fixpoint's rule reads for each atom: range(...), a relation outside the component, or the
     version of a relation of the component that `versions` names for its position."""
+
     def source(position: int, atom: Atom) -> exp.Expression:
         if atom.call_args:
             return range_call(atom)
@@ -63,8 +65,9 @@ def versioned_sources(versions: tuple | None, outside: Callable[[Atom], str],
     return source
 
 
-def select(items: list[exp.Expression], source: exp.Expression | None,
-           where: exp.Expression | None = None) -> exp.Select:
+def select(
+    items: list[exp.Expression], source: exp.Expression | None, where: exp.Expression | None = None
+) -> exp.Select:
     """SELECT items [FROM source] [WHERE where]; SQL has no empty SELECT list, so a query binding no
     variable keeps a placeholder column."""
     query = exp.Select(expressions=items or [aliased(exp.Null(), "__unit")])
@@ -94,11 +97,14 @@ class Frame:
         return select(items, nested(self.query, "f"), where)
 
 
-UNIT = Frame(select([aliased(exp.Literal.number(1), "__unit")], None), ())  # one row, no variables: a body without atoms
+UNIT = Frame(
+    select([aliased(exp.Literal.number(1), "__unit")], None), ()
+)  # one row, no variables: a body without atoms
 
 
-def rule_query(rule: Rule, source: AtomSources, extra_terms: tuple[exp.Expression, ...] = (),
-               hints: bool = False) -> exp.Select:
+def rule_query(
+    rule: Rule, source: AtomSources, extra_terms: tuple[exp.Expression, ...] = (), hints: bool = False
+) -> exp.Select:
     """The facts `rule` derives (columns c0 .. cN); `extra_terms` follow the head's columns (contributor
     keys of monotonic sum/count). `hints`: broadcast hints for the join methods the optimizer chose."""
     return project(rule, join_body(rule, source, rule.joins if hints else ()), extra_terms)
@@ -201,8 +207,7 @@ def left_join(left: Frame, right: Frame, on: exp.Expression) -> Frame:
     """LEFT JOIN ... ON: a left row without a match keeps NULLs for the atom's variables."""
     items, columns = both_sides(left, right)
     query = select(items, nested(left.query, "l"))
-    query.set("joins", [exp.Join(this=nested(right.query, "r"), side="LEFT",
-                                 on=qualified(on, set(right.columns)))])
+    query.set("joins", [exp.Join(this=nested(right.query, "r"), side="LEFT", on=qualified(on, set(right.columns)))])
     return Frame(query, columns)
 
 
@@ -212,11 +217,15 @@ def inner_join(left: Frame, right: Frame, null_safe: Collection[str], broadcast:
     the side (l or r) to broadcast, as a Spark hint."""
     keys = [c for c in right.columns if c in left.columns]
     items, columns = both_sides(left, right)
-    on = conjunction([(exp.NullSafeEQ if k in null_safe else exp.EQ)(this=column(k, "l"), expression=column(k, "r"))
-                      for k in keys])
+    on = conjunction(
+        [(exp.NullSafeEQ if k in null_safe else exp.EQ)(this=column(k, "l"), expression=column(k, "r")) for k in keys]
+    )
     query = select(items, nested(left.query, "l"))
-    join = exp.Join(this=nested(right.query, "r"), on=on) if on is not None else \
-        exp.Join(this=nested(right.query, "r"), kind="CROSS")
+    join = (
+        exp.Join(this=nested(right.query, "r"), on=on)
+        if on is not None
+        else exp.Join(this=nested(right.query, "r"), kind="CROSS")
+    )
     query.set("joins", [join])
     if broadcast is not None:
         hint = exp.JoinHint(this="BROADCAST", expressions=[exp.Table(this=exp.to_identifier(broadcast))])
@@ -233,8 +242,9 @@ def filter_join(left: Frame, right: Frame, atom: Atom) -> Frame:
     conditions = [equal(this=column(k, "l"), expression=column(k, "r")) for k in keys]
     if atom.on is not None:
         conditions.insert(0, exp.Paren(this=qualified(atom.on, set(right.columns) - set(keys))))
-    exists: exp.Expression = exp.Exists(this=select([exp.Literal.number(1)], nested(right.query, "r"),
-                                                     conjunction(conditions)))
+    exists: exp.Expression = exp.Exists(
+        this=select([exp.Literal.number(1)], nested(right.query, "r"), conjunction(conditions))
+    )
     if not atom.semi:
         exists = exp.Not(this=exists)
     return Frame(select([column(c, "l") for c in left.columns], nested(left.query, "l"), exists), left.columns)
@@ -260,6 +270,7 @@ def bind_atom(source: exp.Expression, atom: Atom) -> Frame:
 def qualified(expression: exp.Expression, right: set[str]) -> exp.Expression:
     """`expression` with each variable read from the right side (`r`) when it is one of `right`, else
     from the left side (`l`)."""
+
     def qualify(node: exp.Expression) -> exp.Expression:
         if isinstance(node, exp.Column) and not node.table:
             return column(node.name, "r" if node.name in right else "l")

@@ -24,7 +24,7 @@ STRATEGIES: dict[Strategy, StrategyRun] = {
 def run_stratum(run: StratumRun, stratum: Stratum) -> dict[str, DataFrame]:
     """The DataFrames of the stratum's relations, from its strategy or the first after it that runs it."""
     order = list(STRATEGIES)
-    for strategy in order[order.index(stratum.strategy):]:
+    for strategy in order[order.index(stratum.strategy) :]:
         frames = STRATEGIES[strategy](run, stratum)
         if frames is not None:
             return frames

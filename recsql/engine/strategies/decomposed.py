@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import tempfile
 import time
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
-from typing import Callable, Iterator, Mapping
 
 import pyarrow as pa
 from pyspark.sql import DataFrame, Row
@@ -29,9 +29,6 @@ from recsql.engine.fixpoint import Limits, Reached, contributor_terms, rule_ids,
 from recsql.engine.local.database import Database
 from recsql.engine.local.engine import LocalFixpoint, RelationTypes
 from recsql.engine.progress import Progress
-from recsql.engine.strategies.handover import HandOver, worth_handing_over
-from recsql.engine.strategies.part_output import (ITERATIONS, STATISTICS, STATISTICS_FIELDS, PartOutput,
-                                                  parts_progress, raise_failure, storable_in_files)
 from recsql.engine.spark.context import StratumRun
 from recsql.engine.spark.engine import SPARK, checkpoint, empty_frame
 from recsql.engine.spark.types import stratum_types
@@ -39,6 +36,16 @@ from recsql.engine.spark_settings import SparkSettings
 from recsql.engine.sql.printing import inlined
 from recsql.engine.sql.queries import DERIVED, contributions_of, union_all
 from recsql.engine.sql.rules import aliased, column, nested, rule_query, select
+from recsql.engine.strategies.handover import HandOver, worth_handing_over
+from recsql.engine.strategies.part_output import (
+    ITERATIONS,
+    STATISTICS,
+    STATISTICS_FIELDS,
+    PartOutput,
+    parts_progress,
+    raise_failure,
+    storable_in_files,
+)
 from recsql.engine.types.result_types import SETTLED, StratumTypes, struct
 from recsql.planner.plan import Stratum
 from recsql.settings import Settings
@@ -75,13 +82,20 @@ class PartEvaluation:
             reached = self.handed_over.read(name, seeds.column(0).to_pylist())
         history: list[Progress] = []
         fixpoint = LocalFixpoint(
-            self.program, self.stratum, inputs, self.settings, history.append, types=lambda _: self.types,
-            spark_settings=self.spark_settings, seeds={name: seeds} if reached is None else None, reached=reached,
+            self.program,
+            self.stratum,
+            inputs,
+            self.settings,
+            history.append,
+            types=lambda _: self.types,
+            spark_settings=self.spark_settings,
+            seeds={name: seeds} if reached is None else None,
+            reached=reached,
             database=Database(self.spark_settings.timezone, threads=1),
         )
         try:
             result = fixpoint.run()[name]
-        except Exception as error:  # noqa: BLE001 - reported to the driver; a second attempt would fail alike
+        except Exception as error:
             yield self.output.failure(error)
             return
         finally:
@@ -106,8 +120,13 @@ def run_decomposed(run: StratumRun, stratum: Stratum) -> dict[str, DataFrame] | 
         return None
     reached = run.outgrown.get(stratum.relations)
     if reached is not None:
-        why = ("its tasks do not share this machine's files" if local_slots(run.spark) is None else
-               None if worth_handing_over(reached) else "that costs less than moving its facts")
+        why = (
+            "its tasks do not share this machine's files"
+            if local_slots(run.spark) is None
+            else None
+            if worth_handing_over(reached)
+            else "that costs less than moving its facts"
+        )
         if why is not None:
             run.note(handover_note(stratum, reached, f"started again decomposed on Spark: {why}"))
             reached = None
@@ -119,17 +138,25 @@ def run_decomposed(run: StratumRun, stratum: Stratum) -> dict[str, DataFrame] | 
 
 def handover_note(stratum: Stratum, reached: Reached, outcome: str) -> str:
     """EXPLAIN ANALYZE's line on a local evaluation that outgrew recsql.local_rows."""
-    return (f"{', '.join(stratum.relations)}: {reached.facts:,} facts after iteration {reached.iterations} in "
-            f"this process ({reached.seconds:.3f} s), ~{reached.expected:,} expected after the next: past "
-            f"recsql.local_rows; {outcome}")
+    return (
+        f"{', '.join(stratum.relations)}: {reached.facts:,} facts after iteration {reached.iterations} in "
+        f"this process ({reached.seconds:.3f} s), ~{reached.expected:,} expected after the next: past "
+        f"recsql.local_rows; {outcome}"
+    )
 
 
 class Decomposed:
     """Runs one decomposable stratum as a single Spark job (see the module docstring), from its exit
     rules or from where a local evaluation stopped (`reached`)."""
 
-    def __init__(self, run: StratumRun, stratum: Stratum, types: StratumTypes, reached: Reached | None = None,
-                 directory: str | None = None):
+    def __init__(
+        self,
+        run: StratumRun,
+        stratum: Stratum,
+        types: StratumTypes,
+        reached: Reached | None = None,
+        directory: str | None = None,
+    ):
         """`reached`: where a local evaluation stopped, handed over through files in `directory`."""
         self.context = run
         self.spark = run.spark
@@ -149,8 +176,9 @@ class Decomposed:
         seed_schema = to_arrow_schema(seeds.schema, timezone=self.context.spark_settings.timezone)
         output = PartOutput(self.types.arrow(SETTLED)[name].full, self.files_directory(schema))
         fields = schema.fields if output.directory is None else []
-        tasks = seeds.mapInArrow(self.evaluation(seed_schema, output), StructType([*fields, *STATISTICS_FIELDS]),
-                                 barrier=self.barrier)
+        tasks = seeds.mapInArrow(
+            self.evaluation(seed_schema, output), StructType([*fields, *STATISTICS_FIELDS]), barrier=self.barrier
+        )
         result, statistics = self.collected(tasks, schema, output.directory)
         raise_failure(row[2] for row in statistics)
         iterations = max((row[0] for row in statistics), default=0)
@@ -193,23 +221,38 @@ class Decomposed:
         pivot = column_names(len(self.program.relations[name].columns))[self.stratum.decomposition.pivots[name]]
         return seeds.repartition(self.parts(), F.col(pivot))
 
-    def evaluation(self, seed_schema: pa.Schema,
-                   output: PartOutput) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    def evaluation(
+        self, seed_schema: pa.Schema, output: PartOutput
+    ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
         """What each task runs over its part of the exit facts."""
-        return PartEvaluation(self.program, self.stratum, self.context.settings, self.context.spark_settings,
-                              self.types.arrow(SETTLED), seed_schema, self.broadcast_inputs(), output,
-                              self.handed_over)
+        return PartEvaluation(
+            self.program,
+            self.stratum,
+            self.context.settings,
+            self.context.spark_settings,
+            self.types.arrow(SETTLED),
+            seed_schema,
+            self.broadcast_inputs(),
+            output,
+            self.handed_over,
+        )
 
     def hand_over(self, name: str) -> DataFrame:
         """The part files of where the local evaluation stopped, and a frame of one part number per
         partition: the tasks' seeds."""
         assert self.reached is not None and self.handed_over is not None
         parts = self.parts()
-        facts = self.handed_over.write(self.reached, name, self.types.arrow(SETTLED)[name].full,
-                                       self.stratum.decomposition.pivots[name], parts,
-                                       self.context.spark_settings.timezone)
-        self.context.note(handover_note(self.stratum, self.reached,
-                                        f"went on from there decomposed on Spark ({facts:,} facts)"))
+        facts = self.handed_over.write(
+            self.reached,
+            name,
+            self.types.arrow(SETTLED)[name].full,
+            self.stratum.decomposition.pivots[name],
+            parts,
+            self.context.spark_settings.timezone,
+        )
+        self.context.note(
+            handover_note(self.stratum, self.reached, f"went on from there decomposed on Spark ({facts:,} facts)")
+        )
         return self.spark.range(0, parts, 1, parts)
 
     def exit_facts(self, name: str, schema: StructType) -> DataFrame:
@@ -251,9 +294,11 @@ class Decomposed:
 def typed(query: exp.Query, schema: StructType) -> exp.Select:
     """`query` with its first columns cast to the types of `schema` (the columns after them as they are)."""
     items: list[exp.Expression] = [
-        aliased(exp.Cast(this=column(field.name), to=exp.DataType.build(field.dataType.simpleString(),
-                                                                        dialect="spark")), field.name)
+        aliased(
+            exp.Cast(this=column(field.name), to=exp.DataType.build(field.dataType.simpleString(), dialect="spark")),
+            field.name,
+        )
         for field in schema.fields
     ]
-    extra = [column(item.alias_or_name) for item in query.selects[len(schema.fields):]]
+    extra = [column(item.alias_or_name) for item in query.selects[len(schema.fields) :]]
     return select(items + extra, nested(query, "r"))

@@ -7,8 +7,8 @@ from __future__ import annotations
 from pyspark.sql import DataFrame
 
 from recsql.engine.fixpoint import Fixpoint, Limits
-from recsql.engine.spark.engine import SparkEngine, without_constraints
 from recsql.engine.spark.context import StratumRun
+from recsql.engine.spark.engine import SparkEngine, without_constraints
 from recsql.engine.spark.types import settled_frames
 from recsql.engine.strategies.exchanged import run_exchanged
 from recsql.planner.plan import Stratum

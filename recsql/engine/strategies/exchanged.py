@@ -18,8 +18,8 @@ from __future__ import annotations
 import tempfile
 import threading
 import time
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Callable, Iterator, Mapping
 
 import pyarrow as pa
 from pyspark.sql import DataFrame, Row
@@ -73,8 +73,9 @@ class Exchanged(Decomposed):
         self.slots = slots
 
     def run(self) -> dict[str, DataFrame]:
-        watcher = IterationWatcher(TotalsReader(self.directory, self.parts()), self.stratum.relations,
-                                   self.context.report)
+        watcher = IterationWatcher(
+            TotalsReader(self.directory, self.parts()), self.stratum.relations, self.context.report
+        )
         try:
             return super().run()
         finally:
@@ -91,16 +92,34 @@ class Exchanged(Decomposed):
         """The exit facts spread evenly: the tasks send them to their owners first."""
         return seeds.repartition(self.parts())
 
-    def evaluation(self, seed_schema: pa.Schema,
-                   output: PartOutput) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
-        return ExchangedEvaluation(self.program, self.stratum, self.context.settings, self.context.spark_settings,
-                                   self.types.arrow(SETTLED), seed_schema, self.broadcast_inputs(), output,
-                                   self.directory, self.parts())
+    def evaluation(
+        self, seed_schema: pa.Schema, output: PartOutput
+    ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+        return ExchangedEvaluation(
+            self.program,
+            self.stratum,
+            self.context.settings,
+            self.context.spark_settings,
+            self.types.arrow(SETTLED),
+            seed_schema,
+            self.broadcast_inputs(),
+            output,
+            self.directory,
+            self.parts(),
+        )
 
     def broadcast(self) -> tuple[str, ...]:
         (name,) = self.stratum.relations
-        return tuple(sorted({atom.relation for variant in self.stratum.variants for atom in variant.rule.atoms
-                             if atom.relation != name and not atom.call_args}))
+        return tuple(
+            sorted(
+                {
+                    atom.relation
+                    for variant in self.stratum.variants
+                    for atom in variant.rule.atoms
+                    if atom.relation != name and not atom.call_args
+                }
+            )
+        )
 
 
 @dataclass(frozen=True)
@@ -122,14 +141,15 @@ class ExchangedEvaluation:
         from pyspark import BarrierTaskContext
 
         task = BarrierTaskContext.get()
-        exchange = DirectoryExchange(self.directory, task.attemptNumber(), task.partitionId(), self.parts,
-                                     ANSWER_SECONDS)
+        exchange = DirectoryExchange(
+            self.directory, task.attemptNumber(), task.partitionId(), self.parts, ANSWER_SECONDS
+        )
         try:
             result, iterations = self.evaluate(seed_table(batches, self.seed_schema), exchange)
         except Stopped as stopped:
             yield self.output.failure(stopped)  # the task or the driver that stopped it says why
             return
-        except Exception as error:  # noqa: BLE001 - reported to the driver; a second attempt would fail alike
+        except Exception as error:
             exchange.stop()
             yield self.output.failure(error)
             return
@@ -147,9 +167,15 @@ class ExchangedEvaluation:
         db = Database(self.spark_settings.timezone, threads=1)
         try:
             with duckdb_errors():
-                engine = ExchangingEngine(db, inputs, lambda _: self.types,
-                                          Printer(Dialect.DUCKDB, self.spark_settings.ansi), exchange,
-                                          column_names(owner + 1)[owner], db.types_of(self.types[name].full)[owner])
+                engine = ExchangingEngine(
+                    db,
+                    inputs,
+                    lambda _: self.types,
+                    Printer(Dialect.DUCKDB, self.spark_settings.ansi),
+                    exchange,
+                    column_names(owner + 1)[owner],
+                    db.types_of(self.types[name].full)[owner],
+                )
                 fixpoint = Fixpoint(engine, self.program, self.stratum, {name: engine.routed(seeds)})
                 iterate(Lockstep(fixpoint, exchange), Limits(self.program, self.stratum, self.settings), None)
                 return fixpoint.states[name].full, fixpoint.iterations
@@ -161,8 +187,16 @@ class ExchangingEngine(DuckDBEngine):
     """The local engine of one task: the candidates of each iteration go to the tasks owning them before
     they are merged."""
 
-    def __init__(self, db: Database, inputs: Mapping[str, pa.Table], types: ResultTypes, printer: Printer,
-                 exchange: DirectoryExchange, owner: str, owner_type: str | None):
+    def __init__(
+        self,
+        db: Database,
+        inputs: Mapping[str, pa.Table],
+        types: ResultTypes,
+        printer: Printer,
+        exchange: DirectoryExchange,
+        owner: str,
+        owner_type: str | None,
+    ):
         super().__init__(db, inputs, types, printer)
         self.exchange = exchange
         key = f"CAST({quote(owner)} AS {owner_type})" if owner_type else quote(owner)
@@ -198,7 +232,7 @@ class IterationWatcher:
         while not self.stopped.wait(WATCH_SECONDS):
             try:
                 self.report_new()
-            except Exception as error:  # noqa: BLE001 - raised in the statement's thread by finish()
+            except Exception as error:
                 self.failure = error
                 stop(self.reader.directory)  # cancelled: the tasks stop at their next round
                 return
@@ -207,8 +241,16 @@ class IterationWatcher:
         (name,) = self.relations
         for iteration, new_facts in self.reader.new_totals():
             self.derived = new_facts if iteration == 0 else self.derived + new_facts
-            self.report(Progress(self.relations, iteration, new_facts, self.derived,
-                                 time.monotonic() - self.started, {name: new_facts}))
+            self.report(
+                Progress(
+                    self.relations,
+                    iteration,
+                    new_facts,
+                    self.derived,
+                    time.monotonic() - self.started,
+                    {name: new_facts},
+                )
+            )
 
     def finish(self) -> None:
         """Stop watching, once the iterations not yet reported are."""

@@ -48,13 +48,16 @@ class HandOver:
     def write(self, reached: Reached, name: str, schema: pa.Schema, pivot: int, parts: int, timezone: str) -> int:
         """Split the facts `reached` holds of relation `name` on column `pivot` into `parts` files; the
         number of facts."""
-        marked = pa.concat_tables([
-            table.rename_columns(schema.names).cast(schema).append_column(NEW, pa.repeat(new, table.num_rows))
-            for table, new in ((reached.known[name], False), (reached.new[name], True))
-        ])
+        marked = pa.concat_tables(
+            [
+                table.rename_columns(schema.names).cast(schema).append_column(NEW, pa.repeat(new, table.num_rows))
+                for table, new in ((reached.known[name], False), (reached.new[name], True))
+            ]
+        )
         with contextlib.closing(Database(timezone)) as db:
-            owners = db.query(f"SELECT hash({quote(schema.names[pivot])}) % {parts} FROM _facts",
-                              _facts=marked).column(0)
+            owners = db.query(f"SELECT hash({quote(schema.names[pivot])}) % {parts} FROM _facts", _facts=marked).column(
+                0
+            )
         for part in range(parts):
             with pa.OSFile(self.path(part), "wb") as sink, pa.ipc.new_file(sink, marked.schema) as writer:
                 writer.write_table(marked.filter(pc.equal(owners, part)))

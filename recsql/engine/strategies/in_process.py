@@ -9,8 +9,8 @@ from pyspark.sql import DataFrame
 
 from recsql.engine.fixpoint import CapacityExceeded
 from recsql.engine.local.engine import LocalFixpoint
-from recsql.engine.spark.types import stratum_types
 from recsql.engine.spark.context import StratumRun
+from recsql.engine.spark.types import stratum_types
 from recsql.engine.sql.printing import LocalLimit
 from recsql.engine.types.result_types import struct
 from recsql.planner.plan import Stratum
@@ -22,8 +22,9 @@ def run_in_process(run: StratumRun, stratum: Stratum) -> dict[str, DataFrame] | 
     if stratum.relations in run.outgrown:
         return None
     types = stratum_types(run, stratum)
-    fixpoint = LocalFixpoint(run.program, stratum, run.local_inputs(stratum), run.settings, run.report,
-                             types.arrow, run.spark_settings)
+    fixpoint = LocalFixpoint(
+        run.program, stratum, run.local_inputs(stratum), run.settings, run.report, types.arrow, run.spark_settings
+    )
     try:
         tables = fixpoint.run()
     except CapacityExceeded as exceeded:
@@ -36,4 +37,3 @@ def run_in_process(run: StratumRun, stratum: Stratum) -> dict[str, DataFrame] | 
         return None
     rows = types.spark(fixpoint.iterations)
     return {name: arrow_frame(run.spark, table, struct(rows[name])) for name, table in tables.items()}
-

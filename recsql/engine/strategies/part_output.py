@@ -11,16 +11,32 @@ as Parquet took 0.3-0.6 s per part, and reading them back is Spark's vectorized 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Iterable, Iterator, Sequence
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 from pyspark.sql import Row
 from pyspark.sql.pandas.types import to_arrow_schema
-from pyspark.sql.types import (ArrayType, AtomicType, BinaryType, BooleanType, DataType, DateType, DecimalType,
-                               DoubleType, FloatType, IntegralType, LongType, MapType, StringType, StructField,
-                               StructType, TimestampNTZType, TimestampType)
+from pyspark.sql.types import (
+    ArrayType,
+    AtomicType,
+    BinaryType,
+    BooleanType,
+    DataType,
+    DateType,
+    DecimalType,
+    DoubleType,
+    FloatType,
+    IntegralType,
+    LongType,
+    MapType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampNTZType,
+    TimestampType,
+)
 
 from recsql.engine.local.database import first_line
 from recsql.engine.local.exchange import Stopped
@@ -29,21 +45,40 @@ from recsql.errors import Error, error_class
 
 # a part's statistics row (null in its facts' rows): its iterations, facts, the new facts and the time so far
 # after each iteration (for EXPLAIN ANALYZE); a failed part's statistics row names its error
-ITERATIONS, FACTS, FAILURE, HISTORY = ("recsql_part_iterations", "recsql_part_facts", "recsql_part_failure",
-                                       "recsql_part_history")
+ITERATIONS, FACTS, FAILURE, HISTORY = (
+    "recsql_part_iterations",
+    "recsql_part_facts",
+    "recsql_part_failure",
+    "recsql_part_history",
+)
 STATISTICS = (ITERATIONS, FACTS, FAILURE, HISTORY)
-STEP = StructType([StructField("iteration", LongType()), StructField("facts", LongType()),
-                   StructField("elapsed", DoubleType())])
-STATISTICS_FIELDS = (StructField(ITERATIONS, LongType()), StructField(FACTS, LongType()),
-                     StructField(FAILURE, StringType()), StructField(HISTORY, ArrayType(STEP)))
+STEP = StructType(
+    [StructField("iteration", LongType()), StructField("facts", LongType()), StructField("elapsed", DoubleType())]
+)
+STATISTICS_FIELDS = (
+    StructField(ITERATIONS, LongType()),
+    StructField(FACTS, LongType()),
+    StructField(FAILURE, StringType()),
+    StructField(HISTORY, ArrayType(STEP)),
+)
 STATISTICS_SCHEMA = to_arrow_schema(StructType(list(STATISTICS_FIELDS)))
 STOPPED = f"{Stopped.__name__}: "  # the failure of a part stopped because another part failed
 
 # Parquet files without this key are read under spark.sql.parquet.datetimeRebaseModeInRead, which by
 # default fails on dates before 1582; with it, as written (the proleptic Gregorian calendar, as Arrow's)
 SPARK_VERSION_KEY = b"org.apache.spark.version"
-FILE_TYPES = (BooleanType, IntegralType, FloatType, DoubleType, DecimalType, StringType, BinaryType, DateType,
-              TimestampType, TimestampNTZType)
+FILE_TYPES = (
+    BooleanType,
+    IntegralType,
+    FloatType,
+    DoubleType,
+    DecimalType,
+    StringType,
+    BinaryType,
+    DateType,
+    TimestampType,
+    TimestampNTZType,
+)
 
 
 @dataclass(frozen=True)
@@ -54,8 +89,9 @@ class PartOutput:
     schema: pa.Schema  # the facts
     directory: str | None = None  # where each part writes its facts, one file each
 
-    def batches(self, result: pa.Table, iterations: int, part: int,
-                history: Sequence[Progress] = ()) -> Iterator[pa.RecordBatch]:
+    def batches(
+        self, result: pa.Table, iterations: int, part: int, history: Sequence[Progress] = ()
+    ) -> Iterator[pa.RecordBatch]:
         """A part's facts and its statistics row (`history`: its fixpoint's progress, iteration by iteration)."""
         facts = result.cast(self.schema)
         if self.directory is None:
@@ -77,13 +113,19 @@ class PartOutput:
             failure = f"InternalError: a Spark task failed: {type(error).__name__}: {first_line(error)}"
         return self.statistics(0, 0, failure)
 
-    def statistics(self, iterations: int, facts: int, failure: str | None,
-                   history: Sequence[Progress] = ()) -> pa.RecordBatch:
+    def statistics(
+        self, iterations: int, facts: int, failure: str | None, history: Sequence[Progress] = ()
+    ) -> pa.RecordBatch:
         no_fact = [pa.nulls(1, field.type) for field in self.rows()]
-        steps = [{"iteration": event.iteration, "facts": event.delta_rows, "elapsed": event.elapsed}
-                 for event in history]
-        statistics = [pa.array([iterations], pa.int64()), pa.array([facts], pa.int64()),
-                      pa.array([failure], pa.string()), pa.array([steps], STATISTICS_SCHEMA.field(HISTORY).type)]
+        steps = [
+            {"iteration": event.iteration, "facts": event.delta_rows, "elapsed": event.elapsed} for event in history
+        ]
+        statistics = [
+            pa.array([iterations], pa.int64()),
+            pa.array([facts], pa.int64()),
+            pa.array([failure], pa.string()),
+            pa.array([steps], STATISTICS_SCHEMA.field(HISTORY).type),
+        ]
         return pa.RecordBatch.from_arrays([*no_fact, *statistics], schema=self.output_schema())
 
     def rows(self) -> pa.Schema:
@@ -120,8 +162,9 @@ def file_type(data_type: DataType) -> bool:
     return isinstance(data_type, AtomicType) and isinstance(data_type, FILE_TYPES)
 
 
-def parts_progress(relations: tuple[str, ...], statistics: Sequence[Row], elapsed: float,
-                   before: float = 0.0) -> list[Progress]:
+def parts_progress(
+    relations: tuple[str, ...], statistics: Sequence[Row], elapsed: float, before: float = 0.0
+) -> list[Progress]:
     """The progress of a fixpoint run by parts, iteration by iteration, from the parts' statistics rows: the
     new facts of all parts, at the time the slowest part had taken; the last iteration at the job's own
     time (`elapsed`). `before`: the time of an evaluation the parts went on from. Parts without exit facts
@@ -144,8 +187,9 @@ def parts_progress(relations: tuple[str, ...], statistics: Sequence[Row], elapse
 def raise_failure(failures: Iterable[str | None]) -> None:
     """Raise an error a part reported, as the recsql exception class it was raised as: one that
     failed before one that only stopped because another did."""
-    reported = sorted((failure for failure in failures if failure is not None),
-                      key=lambda failure: failure.startswith(STOPPED))
+    reported = sorted(
+        (failure for failure in failures if failure is not None), key=lambda failure: failure.startswith(STOPPED)
+    )
     if reported:
         kind, _, message = reported[0].partition(": ")
         raise error_class(kind)(message)

@@ -4,16 +4,24 @@ An array's elements are taken to be nullable (what Spark's unions and tables giv
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import reduce
-from typing import Callable
 
 from pyspark.sql import types as T
 from sqlglot import exp
 
 from recsql.engine.types.errors import NotInferred
 
-ARRAY_FUNCTIONS = (exp.Array, exp.Bracket, exp.ArrayContains, exp.ArraySize, exp.Concat, exp.ArrayDistinct,
-                   exp.ArrayRemove, exp.Reverse)
+ARRAY_FUNCTIONS = (
+    exp.Array,
+    exp.Bracket,
+    exp.ArrayContains,
+    exp.ArraySize,
+    exp.Concat,
+    exp.ArrayDistinct,
+    exp.ArrayRemove,
+    exp.Reverse,
+)
 
 Typer = Callable[[exp.Expression], T.DataType]
 Wider = Callable[[T.DataType, T.DataType], T.DataType]

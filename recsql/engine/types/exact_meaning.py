@@ -12,7 +12,7 @@ or average is left to Spark; an array stays an array, so array operands are mark
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 from pyspark.sql import types as T
 from sqlglot import exp
@@ -20,8 +20,14 @@ from sqlglot import exp
 from recsql.engine.sql.arrays import ARRAY
 from recsql.engine.sql.printing import AVERAGE, DATE_ARITHMETIC, DECIMAL, DIVISION
 from recsql.engine.types.result_types import outside_types
-from recsql.engine.types.spark_types import (NotInferred, Row, decimal_operands, division_type, expression_type,
-                                             rule_expressions)
+from recsql.engine.types.spark_types import (
+    NotInferred,
+    Row,
+    decimal_operands,
+    division_type,
+    expression_type,
+    rule_expressions,
+)
 from recsql.planner.plan import Plan
 
 
@@ -32,8 +38,9 @@ def annotate(plan: Plan, types: Mapping[str, Row]) -> None:
     for stratum in plan.strata:
         rules = [rule for name in stratum.relations for rule in program.rules_for(name)]
         for rule in rules:
-            for expression, variables in rule_expressions(rule, lambda _, atom: outside_types(types.__getitem__,
-                                                                                                atom)).all():
+            for expression, variables in rule_expressions(
+                rule, lambda _, atom: outside_types(types.__getitem__, atom)
+            ).all():
                 for node in expression.walk():
                     mark_array(node, variables)
                     if stratum.component.recursive:
@@ -75,4 +82,3 @@ def refuse_inexact(node: exp.Expression, variables: Mapping[str, T.DataType]) ->
 def decimal(data_type: T.DataType) -> tuple[int, int]:
     assert isinstance(data_type, T.DecimalType)
     return data_type.precision, data_type.scale
-

@@ -3,7 +3,7 @@ this process (local/program.py) with Spark's types, and what tells the answer's 
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 import pyarrow as pa
 

@@ -11,8 +11,8 @@ Spark instead, for the expressions spark_types does not cover.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping, Sequence
 from functools import reduce
-from typing import Callable, Mapping, Sequence
 
 import pyarrow as pa
 from pyspark.sql.pandas.types import to_arrow_schema
@@ -65,8 +65,12 @@ class StratumTypes:
         else:
             self.fixpoint.start()
         return {
-            name: {Version.FULL: self.row(s.full), Version.DELTA: self.row(s.delta), Version.OLD: self.row(s.old),
-                   CANDIDATES: self.candidates(name)}
+            name: {
+                Version.FULL: self.row(s.full),
+                Version.DELTA: self.row(s.delta),
+                Version.OLD: self.row(s.old),
+                CANDIDATES: self.candidates(name),
+            }
             for name, s in self.fixpoint.states.items()
         }
 
@@ -115,7 +119,8 @@ class StratumTypes:
             result[name] = RelationTypes(
                 self.arrow_schema(self.typed(iteration, name, Version.FULL)),
                 self.arrow_schema(self.typed(iteration, name, Version.DELTA)),
-                arrow_schema(candidates, self.timezone, names) if candidates is not None else None)
+                arrow_schema(candidates, self.timezone, names) if candidates is not None else None,
+            )
         return result
 
     def arrow_schema(self, types: Row) -> pa.Schema:
@@ -162,6 +167,7 @@ class TypeEngine:
     def derive(self, rule: Rule, versions: AtomVersions, extra_terms: tuple[exp.Expression, ...]) -> Row:
         """The types of the head's columns (contributor keys are cast to strings: their types do not
         matter)."""
+
         def atom_types(position: int, atom: Atom) -> Row:
             version = versions[position] if versions else None
             if version is not None:
@@ -226,5 +232,3 @@ def relation_types(relation: Relation, rules: list[Rule], tables: TableTypes) ->
 
 def row_of(schema: StructType) -> Row:
     return tuple(field.dataType for field in schema.fields)
-
-

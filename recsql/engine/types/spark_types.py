@@ -15,8 +15,9 @@ decimals.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping, Sequence
 from decimal import Decimal
-from typing import Callable, Mapping, NamedTuple, Sequence
+from typing import NamedTuple
 
 from pyspark.sql import types as T
 from sqlglot import exp
@@ -192,8 +193,13 @@ def expression_type(expression: exp.Expression, variables: Mapping[str, T.DataTy
 
 def raises_error(node: exp.Expression) -> bool:
     """`raise_error('message')`: fails the query where it is evaluated (DuckDB's `error`), of no value."""
-    return isinstance(node, exp.Anonymous) and node.name.lower() == RAISE_ERROR and len(node.expressions) == 1 \
-        and isinstance(node.expressions[0], exp.Literal) and node.expressions[0].is_string
+    return (
+        isinstance(node, exp.Anonymous)
+        and node.name.lower() == RAISE_ERROR
+        and len(node.expressions) == 1
+        and isinstance(node.expressions[0], exp.Literal)
+        and node.expressions[0].is_string
+    )
 
 
 def literal_type(literal: exp.Literal) -> T.DataType:
@@ -208,7 +214,7 @@ def literal_type(literal: exp.Literal) -> T.DataType:
             return T.IntegerType()
         if -(2**63) <= value < 2**63:
             return T.LongType()
-    sign, digits, exponent = value.as_tuple()
+    _sign, digits, exponent = value.as_tuple()
     scale = max(-exponent, 0)
     precision = max(len(digits), scale)
     if precision > MAX_PRECISION:
@@ -311,16 +317,18 @@ def function_type(node: exp.Expression, variables: Mapping[str, T.DataType]) -> 
     positions below 1 differently)."""
     if isinstance(node, exp.Like):
         pattern = node.expression
-        if not (isinstance(pattern, exp.Literal) and pattern.is_string and "\\" not in pattern.this) \
-                or node.args.get("escape"):
+        if not (isinstance(pattern, exp.Literal) and pattern.is_string and "\\" not in pattern.this) or node.args.get(
+            "escape"
+        ):
             raise NotInferred(f"LIKE {pattern.sql(dialect='spark')}")
         text(expression_type(node.this, variables))
         return T.BooleanType()
     if isinstance(node, exp.Substring):
         text(expression_type(node.this, variables))
         for bound, least in ((node.args.get("start"), 1), (node.args.get("length"), 0)):
-            if bound is not None and not (isinstance(bound, exp.Literal) and bound.this.isdigit()
-                                          and int(bound.this) >= least):
+            if bound is not None and not (
+                isinstance(bound, exp.Literal) and bound.this.isdigit() and int(bound.this) >= least
+            ):
                 raise NotInferred(f"SUBSTRING from {bound.sql(dialect='spark')}")
         return T.StringType()
     operand = node.expression if isinstance(node, exp.Extract) else node.this
@@ -363,8 +371,10 @@ def cast_type(node: exp.Cast, source: T.DataType) -> T.DataType:
     exact = isinstance(source, (*INTEGRAL, T.DecimalType))
     if exact and isinstance(target, (T.DecimalType, T.DoubleType)):
         return target
-    if isinstance(source, INTEGRAL) and (isinstance(target, T.StringType) or isinstance(target, INTEGRAL)
-                                         and numeric_rank(target) >= numeric_rank(source)):
+    if isinstance(source, INTEGRAL) and (
+        isinstance(target, T.StringType)
+        or (isinstance(target, INTEGRAL) and numeric_rank(target) >= numeric_rank(source))
+    ):
         return target
     if isinstance(source, T.StringType) and isinstance(target, T.DateType) and isinstance(node.this, exp.Literal):
         return target

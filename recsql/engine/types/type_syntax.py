@@ -39,7 +39,7 @@ def spark_type(node: exp.DataType) -> T.DataType:
     if kind in SIMPLE and not parameters:
         return SIMPLE[kind]()
     if kind == Type.DECIMAL and len(parameters) <= 2:
-        precision, scale = (*parameters, *DEFAULT_DECIMAL[len(parameters):])
+        precision, scale = (*parameters, *DEFAULT_DECIMAL[len(parameters) :])
         return T.DecimalType(precision, scale)
     if kind in (Type.VARCHAR, Type.CHAR) and len(parameters) == 1:
         return T.VarcharType(parameters[0]) if kind == Type.VARCHAR else T.CharType(parameters[0])
