@@ -1,4 +1,10 @@
-"""Shared fixtures: one Spark session and one recsql connection for the whole run.
+"""Shared fixtures: one Spark session and one recsql connection for the whole run, and the suite's tiers.
+
+Tiers (markers, see pyproject.toml): a test that runs statements through the shared connection may need Spark and
+is marked `spark`, unless it runs under recsql.strategy = local (whose plans run in this process: the connection
+starts Spark only when a statement needs it); tests that start Spark processes of their own are `cluster`, and
+those that take long on this suite's small data `slow`. `pytest -m "not spark and not cluster and not slow"` runs
+the pure and local tests without a JVM.
 
 With RECSQL_TEST_REMOTE set (`sc://host:port`), the connection is a Spark Connect session on that server
 instead of an embedded Spark: tests/test_spark_connect.py runs suites so, in a process of their own."""
@@ -21,7 +27,9 @@ TEST_CONF = {
     "spark.ui.enabled": "false",
     "spark.sql.adaptive.enabled": "false",
     "spark.driver.memory": "2g",
+    "recsql.spark_start": "on_demand",  # tests that run everything in this process never start a JVM
 }
+SPARK_FIXTURES = {"conn", "cur", "spark", "spark_tables"}  # fixtures through which a test may reach Spark
 
 
 @pytest.fixture(scope="session")
@@ -54,14 +62,19 @@ def cur(conn):
     cursor.close()
 
 
-def pytest_configure(config):
-    config.addinivalue_line("markers", "strategies(*names): run the test once under each recsql.strategy named")
-
-
 def pytest_generate_tests(metafunc):
     marker = metafunc.definition.get_closest_marker("strategies")
     if marker is not None and "strategy" in metafunc.fixturenames:
         metafunc.parametrize("strategy", marker.args, indirect=True)
+
+
+def pytest_collection_modifyitems(config, items):
+    """Mark `spark` every test that reaches the shared connection, but under recsql.strategy = local."""
+    for item in items:
+        params = item.callspec.params if hasattr(item, "callspec") else {}
+        reached = SPARK_FIXTURES & set(item.fixturenames)
+        if reached and (params.get("strategy") != "local" or "spark" in reached):
+            item.add_marker(pytest.mark.spark)
 
 
 @pytest.fixture

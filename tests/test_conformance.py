@@ -21,8 +21,10 @@ import networkx as nx
 import pandas as pd
 import pytest
 from duckdb_reference import check, normalize, q, register_both
+from helpers import edge_lists, rows
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from reference import transitive_closure
 
 import recsql
 
@@ -76,11 +78,6 @@ duck, conf_tables = duckdb_reference.reference_fixtures(TABLES, "conf_tables")
 # ---------------------------------------------------------------------------------------------------------------
 
 
-def rows(cur, sql: str) -> list[tuple]:
-    cur.execute(sql)
-    return cur.fetchall()
-
-
 def check_recursive(cur, duck, strategy, case: dict) -> None:
     """`case` (a catalogue entry) against DuckDB; a recursive stratum must have run for it."""
     check(cur, duck, **case)
@@ -101,17 +98,6 @@ def refused(cur, sql: str, error: type, fragment: str) -> str:
     assert type(raised.value) is error, f"{type(raised.value).__name__}: {raised.value}"
     assert fragment in str(raised.value), str(raised.value)
     return str(raised.value)
-
-
-def closure(pairs) -> set[tuple[int, int]]:
-    """The pairs joined by a path of one edge or more (a node on a cycle reaches itself)."""
-    return set(nx.transitive_closure(nx.DiGraph(pairs), reflexive=False).edges())
-
-
-def graphs(max_node: int = 8, max_edges: int = 14):
-    """Random directed graphs (cycles and self-loops allowed) as lists of distinct edges."""
-    node = st.integers(1, max_node)
-    return st.lists(st.tuples(node, node), min_size=1, max_size=max_edges, unique=True)
 
 
 def trees(max_size: int = 12):
@@ -189,7 +175,7 @@ def test_union_all_on_a_cycle_is_stopped_by_max_iterations(conf_tables, cur, str
 
 @pytest.mark.strategies(*IN_ONE_PROCESS_AND_ON_SPARK)
 @FEW_EXAMPLES
-@given(pairs=graphs())
+@given(pairs=edge_lists())
 def test_union_closure_of_random_graphs_matches_duckdb(pairs, conn, cur, strategy):
     duck = duckdb_reference.connect({})
     register_both(conn, duck, "conf_random", edge_frame(pairs))
@@ -198,7 +184,7 @@ def test_union_closure_of_random_graphs_matches_duckdb(pairs, conn, cur, strateg
         "JOIN conf_random e ON e.src = p.b) SELECT a, b FROM p"
     )
     try:
-        assert set(check(cur, duck, sql)) == closure(pairs)
+        assert set(check(cur, duck, sql)) == transitive_closure(pairs)
     finally:
         duck.close()
 
@@ -634,15 +620,15 @@ NON_LINEAR = (
     "table, pairs", [("conf_cycle", CYCLE_EDGES), ("conf_dag", DAG_EDGES)], ids=["cyclic", "acyclic"]
 )
 def test_non_linear_closure(table, pairs, conf_tables, cur, strategy):
-    assert_rows(rows(cur, NON_LINEAR.format(table=table)), closure(pairs))
+    assert_rows(rows(cur, NON_LINEAR.format(table=table)), transitive_closure(pairs))
 
 
 @pytest.mark.strategies(*IN_ONE_PROCESS_AND_ON_SPARK)
 @FEW_EXAMPLES
-@given(pairs=graphs())
+@given(pairs=edge_lists())
 def test_non_linear_closure_of_random_graphs(pairs, conn, cur, strategy):
     conn.register("conf_random_nl", edge_frame(pairs))
-    assert_rows(rows(cur, NON_LINEAR.format(table="conf_random_nl")), closure(pairs))
+    assert_rows(rows(cur, NON_LINEAR.format(table="conf_random_nl")), transitive_closure(pairs))
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -12,6 +12,7 @@ import duckdb_reference
 import pandas as pd
 import pytest
 from duckdb_reference import check
+from helpers import sorted_rows
 from strategies import under
 
 import recsql
@@ -23,11 +24,6 @@ ALL_STRATEGIES = ("local", "decomposed", "distributed")
 
 
 duck, cc_tables = duckdb_reference.reference_fixtures(TABLES, "cc_tables", autouse=True)
-
-
-def answer(cur, sql: str) -> list[tuple]:
-    cur.execute(sql)
-    return sorted(cur.fetchall())
 
 
 # ------------------------------------------------------------------ an inner WITH in the recursive branch
@@ -60,7 +56,7 @@ def test_plain_cte_in_mutual_union_all_recursion(cur):
         "WITH RECURSIVE a(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM b WHERE n < 4), b(n) AS (SELECT n FROM a) "
         "SELECT * FROM a"
     )
-    assert answer(cur, sql) == [(1,), (2,), (3,), (4,)]
+    assert sorted_rows(cur, sql) == [(1,), (2,), (3,), (4,)]
 
 
 def test_union_and_union_all_in_one_recursion_still_refused(cur):
@@ -177,7 +173,7 @@ def test_rasql_header_aggregate_without_as(cur):
         "WITH RECURSIVE sp(node, min() AS dist) MAX RECURSION LEVEL 9 (SELECT 1, 0) UNION "
         "(SELECT cc_edge.b, sp.dist + 1 FROM sp JOIN cc_edge ON sp.node = cc_edge.a) SELECT * FROM sp"
     )
-    assert answer(cur, sql) == [(1, 0), (2, 1), (3, 2), (4, 3)]
+    assert sorted_rows(cur, sql) == [(1, 0), (2, 1), (3, 2), (4, 3)]
 
 
 def test_cte_without_as_prints_with_as():

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import pandas as pd
 import pytest
+from helpers import digraphs
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from reference import (
@@ -23,17 +24,9 @@ PROPERTY_SETTINGS = settings(max_examples=15, deadline=None)
 
 
 @st.composite
-def graphs(draw, dag: bool = False):
-    n = draw(st.integers(min_value=2, max_value=12))
-    pairs = [(u, v) for u in range(n) for v in range(n) if (u < v if dag else True)]
-    edges = draw(st.lists(st.sampled_from(pairs), min_size=1, max_size=25, unique=True))
-    return n, sorted(edges)
-
-
-@st.composite
 def weighted_multidags(draw):
     """A DAG whose edges carry weights: parallel edges (same ends, other weights) and duplicate rows."""
-    n, edges = draw(graphs(dag=True))
+    n, edges = draw(digraphs(dag=True, min_edges=1, unique=True))
     rows = [(u, v, draw(st.integers(min_value=1, max_value=9))) for u, v in edges]
     rows += draw(st.lists(st.sampled_from(rows), max_size=8))  # duplicates, and with the next, parallel edges
     rows += [
@@ -59,7 +52,7 @@ def rollups(rows, source):
 
 @st.composite
 def weighted_graphs(draw):
-    n, edges = draw(graphs())
+    n, edges = draw(digraphs(min_edges=1, unique=True))
     weights = draw(st.lists(st.integers(min_value=0, max_value=20), min_size=len(edges), max_size=len(edges)))
     return n, [(u, v, w) for (u, v), w in zip(edges, weights)]
 
@@ -109,7 +102,7 @@ PATH_COUNTS = (
 
 @pytest.mark.parametrize("sql", [TC_LINEAR, TC_NONLINEAR], ids=["linear", "nonlinear"])
 @PROPERTY_SETTINGS
-@given(graph=graphs())
+@given(graph=digraphs(min_edges=1, unique=True))
 def test_transitive_closure_matches_networkx(conn, sql, graph):
     _, edges = graph
     register(conn, "prop_edge", edges, ("src", "dst"))
@@ -126,7 +119,7 @@ def test_single_source_shortest_paths_match_dijkstra(conn, graph):
 
 
 @PROPERTY_SETTINGS
-@given(graph=graphs())
+@given(graph=digraphs(min_edges=1, unique=True))
 def test_connected_components_min_label_match_networkx(conn, graph):
     _, edges = graph
     both = sorted(set(edges) | {(v, u) for u, v in edges})
@@ -136,7 +129,7 @@ def test_connected_components_min_label_match_networkx(conn, graph):
 
 
 @PROPERTY_SETTINGS
-@given(graph=graphs(dag=True))
+@given(graph=digraphs(dag=True, min_edges=1, unique=True))
 def test_path_counts_on_dags_match_dynamic_programming(conn, graph):
     _, edges = graph
     register(conn, "prop_dag", edges, ("src", "dst"))

@@ -34,13 +34,16 @@ PREFIX = "radlog_"
 
 
 def peer_dir() -> Path:
-    """The peer directory; a missing directory fails the test (never a skip)."""
+    """The peer directory. Missing, it fails the test where the data must be (CI sets RECSQL_REQUIRE_PEER_DATA),
+    and skips it, saying why, in a clone that has no shared/ folder beside it."""
     if not (PEER_DIR / "data").is_dir() or not (PEER_DIR / "expected").is_dir():
-        pytest.fail(
+        message = (
             f"RaDlog peer test data not found at {PEER_DIR} (expected data/ and expected/ under it). "
-            "Clone the repository beside the shared/ folder, or point RECSQL_PEER_DIR at shared/peer/radlog.",
-            pytrace=False,
+            "Clone the repository beside the shared/ folder, or point RECSQL_PEER_DIR at shared/peer/radlog."
         )
+        if os.environ.get("RECSQL_REQUIRE_PEER_DATA"):
+            pytest.fail(message, pytrace=False)
+        pytest.skip(message)
     return PEER_DIR
 
 

@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 from duckdb_reference import check, q, register_both
 from explain import explain
+from helpers import digraphs
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from strategies import EXPLAINED, under
@@ -373,16 +374,6 @@ def test_reregistered_edges_change_the_closure(rc_tables, cur, duck):
 # ---------------------------------------------------------------------------------------------------------------
 # Property tests on random graphs
 # ---------------------------------------------------------------------------------------------------------------
-
-
-@st.composite
-def digraphs(draw, dag=False):
-    n = draw(st.integers(min_value=2, max_value=12))
-    if dag:
-        edge = st.tuples(st.integers(0, n - 2), st.integers(1, n - 1)).filter(lambda e: e[0] < e[1])
-    else:
-        edge = st.tuples(st.integers(0, n - 1), st.integers(0, n - 1))
-    return n, draw(st.lists(edge, min_size=0, max_size=25))
 
 
 def _run_both(conn, duck, pairs, sql, params=None):

@@ -14,6 +14,7 @@ from collections import Counter
 
 import duckdb
 import pytest
+from helpers import rows
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from strategies import under
@@ -22,11 +23,6 @@ import recsql
 
 STRATEGIES = ("local", "decomposed", "distributed")
 RANDOM = settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-
-
-def rows(cur, sql):
-    cur.execute(sql)
-    return cur.fetchall()
 
 
 def fill(cur, table, columns, values):

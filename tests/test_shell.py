@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from reference import transitive_closure
 from spark_processes import java_home_wrapper, java_started, spark_jvm_running
 from terminal import Terminal
 
@@ -67,15 +68,6 @@ def table_rows(screen: str) -> list[tuple[str, ...]]:
     raise AssertionError(f"no row count below the table:\n{screen}")
 
 
-def closure(edges: list[tuple[int, int]]) -> set[tuple[int, int]]:
-    reach = set(edges)
-    while True:
-        more = {(a, d) for a, b in reach for c, d in edges if b == c} - reach
-        if not more:
-            return reach
-        reach |= more
-
-
 # ---------------------------------------------------------------- one session, as a new user goes
 
 
@@ -120,7 +112,7 @@ def test_multi_line_recursive_query_and_its_result(shell):
     lines = screen.splitlines()
     assert lines[0] == "recsql> WITH RECURSIVE reach(src, dst) AS ("
     assert [line[:8] for line in lines[1:5]] == ["   ...> "] * 4  # each new line continues the statement
-    expected = sorted(closure(EDGES))
+    expected = sorted(transitive_closure(EDGES))
     assert table_rows(screen) == [(str(a), str(b)) for a, b in expected]
     assert re.search(rf"^{len(expected)} rows \(\d+\.\d\d s\)$", screen, re.MULTILINE)
 

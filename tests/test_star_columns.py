@@ -16,6 +16,8 @@ import duckdb_reference
 import pandas as pd
 import pytest
 from duckdb_reference import check, q
+from helpers import rows
+from reference import transitive_closure
 from strategies import module_under
 
 import recsql
@@ -33,11 +35,6 @@ TABLES = {
 }
 duck, st_tables = duckdb_reference.reference_fixtures(TABLES, "st_tables", autouse=True)
 pytestmark = module_under("local")  # what is tested is the translation, the same under every strategy
-
-
-def rows(cur, sql):
-    cur.execute(sql)
-    return cur.fetchall()
 
 
 def walks(arcs: list[tuple[int, int]]) -> list[list[tuple[int, int]]]:
@@ -209,14 +206,6 @@ def test_distinct_star_orders_only_by_its_columns(cur):
         cur.execute("SELECT DISTINCT x.* FROM st_edge x JOIN st_edge y ON x.b = y.a ORDER BY y.b")
 
 
-def closure(edges: list[tuple[int, int]], start: int) -> set[tuple[int, int]]:
-    reached, frontier = set(), {(start, b) for a, b in edges if a == start}
-    while frontier:
-        reached |= frontier
-        frontier = {(x, d) for x, y in frontier for c, d in edges if c == y} - reached
-    return reached
-
-
 @pytest.mark.parametrize("order", ["c first", "d first"])
 def test_mutual_recursion_whose_first_branches_select_star(cur, order):
     """Each CTE's first branch reads the other's `*`: the columns of one are known from its own first branch,
@@ -225,7 +214,9 @@ def test_mutual_recursion_whose_first_branches_select_star(cur, order):
     d = "d AS (SELECT * FROM st_edge WHERE a = 1 UNION SELECT * FROM c)"
     ctes = f"{c}, {d}" if order == "c first" else f"{d}, {c}"
     edges = list(zip(TABLES["st_edge"]["a"], TABLES["st_edge"]["b"]))
-    assert set(rows(cur, f"WITH RECURSIVE {ctes} SELECT * FROM c")) == closure(edges, 1)
+    assert set(rows(cur, f"WITH RECURSIVE {ctes} SELECT * FROM c")) == {
+        (x, y) for x, y in transitive_closure(edges) if x == 1
+    }
     written = (
         "WITH RECURSIVE c(a, b) AS (SELECT a, b FROM d UNION SELECT c.a, e.b FROM c JOIN st_edge e "
         "ON c.b = e.a), d(a, b) AS (SELECT a, b FROM st_edge WHERE a = 1 UNION SELECT a, b FROM c) "
