@@ -1,10 +1,14 @@
-"""Shared fixtures: one Spark session and one recsql connection for the whole run, and the suite's tiers.
+"""Shared fixtures: one recsql connection (and one Spark session, started when a test first needs it) for the
+whole run, and the suite's tiers.
 
-Tiers (markers, see pyproject.toml): a test that runs statements through the shared connection may need Spark and
-is marked `spark`, unless it runs under recsql.strategy = local (whose plans run in this process: the connection
-starts Spark only when a statement needs it); tests that start Spark processes of their own are `cluster`, and
-those that take long on this suite's small data `slow`. `pytest -m "not spark and not cluster and not slow"` runs
-the pure and local tests without a JVM.
+The connection runs under recsql.strategy = auto, which runs the suite's small data in this process; a test whose
+point is a strategy names it (`strategies.under`, `strategies.module_under`) and runs once per strategy named.
+
+Tiers (markers, see pyproject.toml): `spark` marks a test that reaches Spark: one run under a Spark strategy, one
+using the `spark` fixtures, one marked so by hand. A test not marked `spark` that reaches Spark through the
+connection fails, saying so: the mark is kept true. `cluster` marks tests that start Spark processes of their
+own, `slow` those that take long even on the suite's small data. `pytest -m "not spark and not cluster and not
+slow"` runs the pure and local tests, without a JVM.
 
 With RECSQL_TEST_REMOTE set (`sc://host:port`), the connection is a Spark Connect session on that server
 instead of an embedded Spark: tests/test_spark_connect.py runs suites so, in a process of their own."""
@@ -16,6 +20,7 @@ import os
 import pytest
 
 import recsql
+from recsql.spark.lazy import LazySpark
 
 pytest.register_assert_rewrite("duckdb_reference")  # before any test module imports it: its asserts explain themselves
 
@@ -29,7 +34,7 @@ TEST_CONF = {
     "spark.driver.memory": "2g",
     "recsql.spark_start": "on_demand",  # tests that run everything in this process never start a JVM
 }
-SPARK_FIXTURES = {"conn", "cur", "spark", "spark_tables"}  # fixtures through which a test may reach Spark
+SPARK_FIXTURES = {"spark", "spark_tables"}  # fixtures that are Spark's own
 
 
 @pytest.fixture(scope="session")
@@ -46,11 +51,6 @@ def conn(warehouse):
     else:
         conf = {**TEST_CONF, "spark.sql.warehouse.dir": str(warehouse / "spark")}  # saveAsTable writes here
         connection = recsql.connect(master="local[2]", conf=conf, warehouse=str(warehouse))
-    # the suites check the distributed evaluation on their small data (which `auto` would run locally);
-    # tests marked with strategies.under run again with the strategies they name
-    cursor = connection.cursor()
-    cursor.execute("SET recsql.strategy = distributed")
-    cursor.close()
     yield connection
     connection.close()
 
@@ -69,12 +69,33 @@ def pytest_generate_tests(metafunc):
 
 
 def pytest_collection_modifyitems(config, items):
-    """Mark `spark` every test that reaches the shared connection, but under recsql.strategy = local."""
+    """Mark `spark` the tests run under a Spark strategy and those using Spark's own fixtures."""
     for item in items:
         params = item.callspec.params if hasattr(item, "callspec") else {}
-        reached = SPARK_FIXTURES & set(item.fixturenames)
-        if reached and (params.get("strategy") != "local" or "spark" in reached):
+        if params.get("strategy", "local") != "local" or SPARK_FIXTURES & set(item.fixturenames):
             item.add_marker(pytest.mark.spark)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item):
+    """A test not marked `spark` must not reach Spark: the fast tier runs without a JVM."""
+    if item.get_closest_marker("spark") is not None or "conn" not in item.fixturenames:
+        return (yield)
+    reached = []
+    session = LazySpark.session
+
+    def recorded(self):
+        reached.append(True)
+        return session(self)
+
+    LazySpark.session = recorded
+    try:
+        result = yield
+    finally:
+        LazySpark.session = session
+    if reached:
+        pytest.fail("this test reached Spark: mark it `spark` (pytest.mark.spark)", pytrace=False)
+    return result
 
 
 @pytest.fixture
