@@ -17,6 +17,8 @@ import pytest
 from reference import assert_same_rows, single_source_shortest, transitive_closure
 from spark_processes import free_port, spark_home, wait_for_port, worker_python
 
+pytestmark = pytest.mark.cluster
+
 DRIVER = Path(__file__).resolve().parent / "cluster_session.py"
 
 

@@ -252,6 +252,7 @@ def insert_selects_held(warehouse: Path, table: str) -> int:
     return statements
 
 
+@pytest.mark.cluster
 def test_kill_during_insert_select_loses_nothing(tmp_path):
     """Ten writers, one after the other on one warehouse, each make a table k<trial> with 1,000 rows and
     loop `INSERT INTO k<trial> SELECT ... FROM range(3,000,000)`; each is killed at a random moment of a
@@ -306,6 +307,7 @@ def batches_held(warehouse: Path) -> int:
     return len(found)
 
 
+@pytest.mark.cluster
 def test_kill_during_executemany_keeps_whole_batches(tmp_path):
     """A writer loops `executemany("INSERT INTO m VALUES (?, ?)", batch)` over batches of 50,000 rows; it is
     killed at a random moment of a batch, ten times. m holds exactly batches 0 .. j - 1 for some j; at the
@@ -341,6 +343,7 @@ def race(pair: list[Writer], statements: list[list[list]]) -> list[list[dict]]:
     return [each.result() for each in pair]
 
 
+@pytest.mark.cluster
 def test_concurrent_inserts_lose_nothing(tmp_path):
     """Two processes, each 20 executemany statements of 1,000 rows into one table, at the same time."""
     warehouse = tmp_path / "warehouse"
@@ -383,6 +386,7 @@ def only_one_succeeds(outcomes: list[dict], words: str, where: str) -> None:
     )
 
 
+@pytest.mark.cluster
 def test_concurrent_create_and_drop_of_one_name(tmp_path):
     """Two processes run `CREATE TABLE same (a INT)` then `INSERT INTO same VALUES (1)` at the same moment,
     then `DROP TABLE same` at the same moment, five times. One CREATE succeeds and the other says the

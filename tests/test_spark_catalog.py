@@ -176,6 +176,7 @@ def test_parquet_file_written_by_arrow(cur, tmp_path):
 HIVE_SESSION = Path(__file__).resolve().parent / "hive_session.py"
 
 
+@pytest.mark.cluster
 def test_hive_metastore_table(tmp_path):
     """A Hive table made by one Spark process is found in the metastore by recsql in another."""
     import hive_session
@@ -189,6 +190,7 @@ def test_hive_metastore_table(tmp_path):
     assert_same_rows([tuple(row) for row in rows[0]], sorted(transitive_closure(hive_session.EDGES)))
 
 
+@pytest.mark.cluster
 def test_connect_prints_nothing(tmp_path):
     """Spark's start-up lines go to the log file; asked for a log level, they come to the terminal."""
     environment = {**os.environ, "RECSQL_LOG": str(tmp_path / "spark.log"), "RECSQL_WAREHOUSE": str(tmp_path)}

@@ -20,6 +20,8 @@ from spark_processes import free_port, spark_home, wait_for_port, worker_python
 
 import recsql
 
+pytestmark = pytest.mark.cluster
+
 ROOT = Path(__file__).resolve().parent.parent
 DRIVER = Path(__file__).resolve().parent / "connect_session.py"
 SUITES = ("tests/test_recursion_vs_duckdb.py", "tests/test_aggregates_in_recursion.py", "tests/test_arrow_frames.py")
