@@ -17,6 +17,8 @@ from recsql.engine.spark.runner import SparkRun
 from recsql.engine.spark.types import DistributedTypes
 from recsql.engine.types.result_types import InferredTypes, row_of
 from recsql.engine.types.spark_types import NotInferred, expression_type
+from recsql.engine.types.type_syntax import UnknownTypeName
+from recsql.engine.types.type_syntax import spark_type as named_type
 from translator import dialect
 
 COLUMNS = {
@@ -187,6 +189,13 @@ def test_inferred_type_is_spark_type(typed, sql):
 def test_declines_what_it_does_not_cover(sql):
     with pytest.raises(NotInferred):
         inferred_type(sql)
+
+
+@pytest.mark.parametrize("name", ["DECIMAL(x, 2)", "DECIMAL(10, y)", "DECIMAL(p)"])
+def test_a_type_parameter_that_is_not_a_number_is_left_to_spark(name):
+    """Python reads only numbers as a type's parameters; any other name goes to Spark's parser (CREATE TABLE)."""
+    with pytest.raises(UnknownTypeName):
+        named_type(dialect.parse_one(f"SELECT CAST(NULL AS {name})").expressions[0].to)
 
 
 NUMERIC = ["i", "l", "s", "t", "d", "f", "m", "w", "n"]

@@ -61,6 +61,13 @@ def test_rasql_header_aggregate_and_recursion_level_parse():
     assert int(cte.args["max_level"].this) == 7
 
 
+@pytest.mark.parametrize("columns", ["min() AS", "n, max() AS"])
+def test_header_aggregate_without_a_column_name_is_a_syntax_error(columns):
+    with pytest.raises(TranslationError, match=r"syntax error: Expected a column name after m..\(\) AS") as info:
+        parse_one(f"WITH RECURSIVE t({columns}) AS (SELECT 1) SELECT * FROM t")
+    assert info.value.line == 1 and info.value.column is not None
+
+
 def test_both_parenthesizations_translate_alike():
     rasql = datalog(
         "WITH RECURSIVE tc(a, b) AS (SELECT a, b FROM arc) UNION (SELECT tc.a, arc.b FROM tc, arc WHERE tc.b = arc.a) "

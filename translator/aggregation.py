@@ -29,8 +29,8 @@ class AggregationMixin(TranslatorCore):
     """The grouping rule of an aggregating block."""
 
     def translate_aggregation(
-        self, select: exp.Select, items: list[tuple[str, exp.Expression]], block: Block, env: dict[str, str]
-    ) -> tuple[Block, list[exp.Expression], list[exp.Expression]]:
+        self, select: exp.Select, items: list[tuple[str, exp.Expr]], block: Block, env: dict[str, str]
+    ) -> tuple[Block, list[exp.Expr], list[exp.Expr]]:
         """Emit the grouping rule. Returns the block reading its result, with the select list's terms and
         the HAVING conditions over that block (both already translated)."""
         group = select.args.get("group")
@@ -38,7 +38,7 @@ class AggregationMixin(TranslatorCore):
         group_terms = [self.translate_expression(g, block, env) for g in group_exprs]
         having = select.args.get("having")
         having_conjuncts = split_conjuncts(having.this) if having is not None else []
-        aggregate_calls: dict[str, exp.Expression] = {}
+        aggregate_calls: dict[str, exp.Expr] = {}
         for node in [e for _, e in items] + having_conjuncts:
             for call in outermost_aggregates(node):
                 nested = [inner for argument in call.iter_expressions() for inner in outermost_aggregates(argument)]
@@ -75,12 +75,12 @@ class AggregationMixin(TranslatorCore):
         replacements = {text_of(term): v for term, v in zip(group_terms, key_vars)}
         replacements.update(zip(aggregate_calls, call_vars))
 
-        def post(expression: exp.Expression) -> exp.Expression:
+        def post(expression: exp.Expr) -> exp.Expr:
             """An expression over the grouped rows, rewritten over the grouping rule's output."""
             expression = expression.copy()
             calls = {id(c) for c in outermost_aggregates(expression)}
 
-            def swap(node: exp.Expression) -> exp.Expression:
+            def swap(node: exp.Expr) -> exp.Expr:
                 if id(node) in calls:
                     return var(replacements[text_of(node)])
                 if isinstance(node, exp.Subquery):
@@ -102,12 +102,13 @@ class AggregationMixin(TranslatorCore):
         return aggregated, [post(e) for _, e in items], [post(c) for c in having_conjuncts]
 
     def direct_aggregation_terms(
-        self, items: list[tuple[str, exp.Expression]], group_terms: list[exp.Expression], block: Block, env: dict
-    ) -> list[exp.Expression] | None:
+        self, items: list[tuple[str, exp.Expr]], group_terms: list[exp.Expr], block: Block, env: dict[str, str]
+    ) -> list[exp.Expr] | None:
         """When each select item is a group key or an aggregate call, and each key is selected, the grouping
         rule can produce the answer directly: `q(k, sum<x>) :- ...`."""
         group_sql = {text_of(term) for term in group_terms}
-        terms, keys_seen = [], set()
+        terms: list[exp.Expr] = []
+        keys_seen: set[str] = set()
         for _, expression in items:
             translated = self.translate_expression(expression, block, env)
             if isinstance(translated, exp.AggFunc) and len(outermost_aggregates(translated)) == 1:
@@ -119,7 +120,7 @@ class AggregationMixin(TranslatorCore):
                 return None
         return terms if keys_seen == group_sql else None
 
-    def group_expression(self, node: exp.Expression, items: list[tuple[str, exp.Expression]]) -> exp.Expression:
+    def group_expression(self, node: exp.Expr, items: list[tuple[str, exp.Expr]]) -> exp.Expr:
         """GROUP BY 2 and GROUP BY alias refer to select items."""
         if isinstance(node, exp.Literal) and node.is_int:
             position = int(node.this)
@@ -130,7 +131,7 @@ class AggregationMixin(TranslatorCore):
 
 
 GROUPING_SETS = "recsql does not implement grouping sets yet"
-GROUPING_FORMS = {
+GROUPING_FORMS: dict[type[exp.Expr], str] = {
     exp.Rollup: "GROUP BY ROLLUP",
     exp.Cube: "GROUP BY CUBE",
     exp.GroupingSets: "GROUP BY GROUPING SETS",
@@ -148,7 +149,7 @@ GROUP_MODIFIERS = {
 }
 
 
-def refuse_grouping_sets(query: exp.Expression) -> None:
+def refuse_grouping_sets(query: exp.Expr) -> None:
     """Raise UnsupportedError at the first grouping clause of `query` (subqueries included) that recsql does not
     implement: grouping by the plain keys alone would drop the subtotal and total rows it asks for."""
     for node in query.walk():
@@ -158,7 +159,7 @@ def refuse_grouping_sets(query: exp.Expression) -> None:
             raise UnsupportedError.at_node(f"{clause} is not supported: {reason}", node)
 
 
-def unsupported_grouping(node: exp.Expression) -> tuple[str, str] | None:
+def unsupported_grouping(node: exp.Expr) -> tuple[str, str] | None:
     """(the clause as written, why it is refused) when `node` is a grouping form recsql does not implement."""
     if isinstance(node, exp.Group):
         return next((refused for arg, refused in GROUP_MODIFIERS.items() if node.args.get(arg)), None)

@@ -21,9 +21,9 @@ class Correlation:
     other conditions on outer columns read (`inner`). Those `conditions` (over inner and outer variables)
     become the condition of the outer query's semi- or anti-join."""
 
-    outer: list[exp.Expression] = field(default_factory=list)
+    outer: list[exp.Expr] = field(default_factory=list)
     inner: list[str] = field(default_factory=list)
-    conditions: list[exp.Expression] = field(default_factory=list)
+    conditions: list[exp.Expr] = field(default_factory=list)
 
     @property
     def width(self) -> int:
@@ -38,9 +38,9 @@ class Block:
     body: list[Literal] = field(default_factory=list)
     parent_of: dict[str, str] = field(default_factory=dict)
     # correlation pairs (inner expression, outer column) of a correlated subquery
-    correlations: list[tuple[exp.Expression, exp.Expression]] = field(default_factory=list)
+    correlations: list[tuple[exp.Expr, exp.Expr]] = field(default_factory=list)
     # its other conditions reading outer columns, over inner and outer variables
-    outer_conditions: list[exp.Expression] = field(default_factory=list)
+    outer_conditions: list[exp.Expr] = field(default_factory=list)
     optional: set[str] = field(default_factory=set)  # variables of LEFT JOINed atoms: never unified
 
     def outer_joined(self) -> set[str]:
@@ -62,14 +62,14 @@ class Block:
         if a != b:
             self.parent_of[b] = a
 
-    def canonical(self, expression: exp.Expression) -> exp.Expression:
+    def canonical(self, expression: exp.Expr) -> exp.Expr:
         if not self.parent_of:
             return expression
         return expression.transform(
             lambda node: var(self.find(node.name)) if isinstance(node, exp.Column) and not node.table else node
         )
 
-    def rule(self, head: str, terms: list[exp.Expression]) -> Rule:
+    def rule(self, head: str, terms: list[exp.Expr]) -> Rule:
         body: list[Literal] = []
         for literal in self.body:
             if isinstance(literal, Atom):

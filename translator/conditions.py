@@ -27,7 +27,7 @@ from translator.sql_helpers import column_depth, in_subquery, outermost_aggregat
 class ConditionsMixin(TranslatorCore):
     """Conditions and expressions of a block, subqueries among them."""
 
-    def translate_conjuncts(self, conjuncts: list[exp.Expression], block: Block, env: dict[str, str]) -> None:
+    def translate_conjuncts(self, conjuncts: list[exp.Expr], block: Block, env: dict[str, str]) -> None:
         for conjunct in map(predicate_over_one_row, conjuncts):
             if self.try_unify(conjunct, block) or self.try_subquery_predicate(conjunct, block, env):
                 continue
@@ -35,7 +35,7 @@ class ConditionsMixin(TranslatorCore):
                 continue
             block.body.append(Condition(self.translate_expression(conjunct, block, env)))
 
-    def try_unify(self, conjunct: exp.Expression, block: Block) -> bool:
+    def try_unify(self, conjunct: exp.Expr, block: Block) -> bool:
         """`a.x = b.y` between columns of this block joins by sharing one variable. Sides that are one
         variable already (`a.x = a.x`, or joined before) stay a condition: it is not true on NULL, where a
         shared variable would require nothing."""
@@ -60,7 +60,7 @@ class ConditionsMixin(TranslatorCore):
         read = set().union(*(variables_of(c) for c in block.outer_conditions)) if block.outer_conditions else set()
         return sorted(read & own)
 
-    def try_correlation(self, conjunct: exp.Expression, block: Block, env: dict[str, str]) -> bool:
+    def try_correlation(self, conjunct: exp.Expr, block: Block, env: dict[str, str]) -> bool:
         """A condition of a correlated subquery that reads outer columns: `inner = outer` becomes an output
         column joined by the outer query; any other becomes a condition of its semi- or anti-join."""
         depths = {column_depth(block.scope, c) for c in conjunct.find_all(exp.Column) if not in_subquery(c, conjunct)}
@@ -79,7 +79,7 @@ class ConditionsMixin(TranslatorCore):
         return True
 
     def try_subquery_predicate(
-        self, conjunct: exp.Expression, block: Block, env: dict[str, str], name_hint: str | None = None
+        self, conjunct: exp.Expr, block: Block, env: dict[str, str], name_hint: str | None = None
     ) -> bool:
         """[NOT] EXISTS (subquery) and x [NOT] IN (subquery) as semi- and anti-joins (`name_hint`: what the
         subquery's relation is named after, by default the predicate)."""
@@ -111,7 +111,7 @@ class ConditionsMixin(TranslatorCore):
         if not (negated or semi):  # joined: one fact per match, so that no outer row is repeated
             self.program.relations[relation] = replace(relation_info, distinct=True)
         args: list[str] = []
-        conditions = []
+        conditions: list[exp.Expr] = []
         if probe_variable is not None and negated:
             # x NOT IN (...) holds only when no member equals x, is NULL, or meets a NULL x (SQL's three values)
             member = self.fresh_variable("member")
@@ -136,7 +136,7 @@ class ConditionsMixin(TranslatorCore):
         block.body.append(Atom(relation, tuple(args), negated=negated, semi=semi, on=on))
         return True
 
-    def bind_expression(self, expression: exp.Expression, block: Block, env: dict[str, str]) -> str:
+    def bind_expression(self, expression: exp.Expr, block: Block, env: dict[str, str]) -> str:
         """A variable holding `expression`: the column's own variable, or a new assigned one."""
         translated = self.translate_expression(expression, block, env)
         if isinstance(translated, exp.Column):
@@ -148,12 +148,12 @@ class ConditionsMixin(TranslatorCore):
     # ------------------------------------------------------------------ expressions
 
     def translate_expression(
-        self, expression: exp.Expression, block: Block, env: dict[str, str], correlated: bool = False
-    ) -> exp.Expression:
+        self, expression: exp.Expr, block: Block, env: dict[str, str], correlated: bool = False
+    ) -> exp.Expr:
         """Replace column references by variables and scalar subqueries by joined auxiliary relations.
         `correlated`: references to the enclosing query's columns become its variables."""
 
-        def rewrite(node: exp.Expression) -> exp.Expression:
+        def rewrite(node: exp.Expr) -> exp.Expr:
             if isinstance(node, exp.Placeholder):
                 raise TranslationError.at_node("a query parameter (?) has no value bound", node)
             if isinstance(node, (exp.Exists, exp.In)) and (isinstance(node, exp.Exists) or node.args.get("query")):
@@ -173,7 +173,7 @@ class ConditionsMixin(TranslatorCore):
 
         return expression.copy().transform(rewrite, copy=False)
 
-    def scalar_subquery(self, subquery: exp.Subquery, block: Block, env: dict[str, str]) -> exp.Expression:
+    def scalar_subquery(self, subquery: exp.Subquery, block: Block, env: dict[str, str]) -> exp.Expr:
         """A scalar subquery as an outer join: NULL when it returns no row for its correlation values, or
         for an aggregate with no GROUP BY (which returns a row whatever its input), its value over no row
         (`count(*)` 0). The keys are NULL exactly when no row matches: they equal the outer values."""
@@ -191,7 +191,7 @@ class ConditionsMixin(TranslatorCore):
         outer = [self.bind_expression(c, block, env) for c in correlations.outer]
         on = exp.and_(*[exp.EQ(this=var(k), expression=var(o)) for k, o in zip(keys, outer)]) if keys else exp.true()
         block.optional |= {value, *keys}
-        result: exp.Expression = var(value)
+        result: exp.Expr = var(value)
         if at_most_one_row(self.program, relation, frozenset(range(1, 1 + len(keys)))):
             block.body.append(Atom(relation, (value, *keys), optional=True, on=on))
         else:
@@ -215,7 +215,7 @@ class ConditionsMixin(TranslatorCore):
         return counted
 
 
-def subquery_predicate(conjunct: exp.Expression) -> tuple[bool, exp.Expression, exp.Expression | None] | None:
+def subquery_predicate(conjunct: exp.Expr) -> tuple[bool, exp.Expr, exp.Expr | None] | None:
     """A conjunct `[NOT] EXISTS (query)` or `probe [NOT] IN (query)` as (negated, query, probe: None for EXISTS);
     None for any other conjunct."""
     negated = isinstance(conjunct, exp.Not)
@@ -228,7 +228,7 @@ def subquery_predicate(conjunct: exp.Expression) -> tuple[bool, exp.Expression, 
     return None
 
 
-def predicate_over_one_row(conjunct: exp.Expression) -> exp.Expression:
+def predicate_over_one_row(conjunct: exp.Expr) -> exp.Expr:
     """[NOT] EXISTS and [NOT] IN over a subquery that gives one row whatever its input (see `one_row`) as what
     they are over that row: EXISTS true, IN an equality with the subquery as a scalar. As a semi-join, the
     subquery's relation would hold no row for outer values no input row matches, where SQL's holds one (a
@@ -247,7 +247,7 @@ def predicate_over_one_row(conjunct: exp.Expression) -> exp.Expression:
     return exp.Not(this=exp.Paren(this=equality)) if negated else equality
 
 
-def one_row(query: exp.Expression) -> bool:
+def one_row(query: exp.Expr) -> bool:
     """Whether `query` gives exactly one row whatever its input: a SELECT aggregating without GROUP BY, HAVING,
     LIMIT or OFFSET."""
     if not isinstance(query, exp.Select) or any(query.args.get(key) for key in ("group", "having", "limit", "offset")):
@@ -255,7 +255,7 @@ def one_row(query: exp.Expression) -> bool:
     return any(outermost_aggregates(item) for item in query.expressions)
 
 
-def value_over_no_rows(query: exp.Expression) -> exp.Expression | None:
+def value_over_no_rows(query: exp.Expr) -> exp.Expr | None:
     """What an aggregating SELECT without GROUP BY or HAVING gives over no input row: its item with each
     count 0 and every other aggregate NULL; None for any other query (or an item reading columns outside
     its aggregates)."""
@@ -264,7 +264,7 @@ def value_over_no_rows(query: exp.Expression) -> exp.Expression | None:
     if len(query.expressions) != 1 or not any(query.expressions[0].find_all(exp.AggFunc)):
         return None
 
-    def over_no_rows(node: exp.Expression) -> exp.Expression:
+    def over_no_rows(node: exp.Expr) -> exp.Expr:
         if isinstance(node, exp.Count):
             return exp.Literal.number(0)
         return exp.Null() if isinstance(node, exp.AggFunc) else node
@@ -276,7 +276,7 @@ def value_over_no_rows(query: exp.Expression) -> exp.Expression | None:
 NULL_PROPAGATING = (exp.Paren, exp.Neg, exp.Cast, exp.Add, exp.Sub, exp.Mul, exp.Div, exp.IntDiv, exp.Mod)
 
 
-def null_for_sure(value: exp.Expression) -> bool:
+def null_for_sure(value: exp.Expr) -> bool:
     """Whether `value` is NULL because an operand of arithmetic is: the outer join's NULL is then the value
     over no row already (`0.2 * avg(x)`), and the join may stay one that a comparison makes inner."""
     if isinstance(value, exp.Null):

@@ -9,12 +9,16 @@ mixins over this core, combined into `Translator` in translator/translate.py.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from sqlglot import exp
 
 from translator.errors import TranslationError
 from translator.ir import Program, Relation, Rule
+
+if TYPE_CHECKING:
+    from translator.block import Block, Correlation
+    from translator.scope import Scope
 
 PATH_FORMATS = ("parquet", "csv", "json", "orc", "delta")  # `parquet.`/data/edges``: a path table
 
@@ -27,7 +31,7 @@ class SchemaProvider(Protocol):
 
     def table_columns(self, name: str) -> tuple[str, ...] | None: ...
 
-    def view_query(self, name: str) -> exp.Expression | None: ...
+    def view_query(self, name: str) -> exp.Expr | None: ...
 
     def versioned(self, name: str, kind: str, value: int | str) -> str:
         """The name of a table's version (kind VERSION: a number; TIMESTAMP: the version of that time)."""
@@ -52,12 +56,54 @@ class TranslatorCore:
         self.views_in_progress: list[str] = []
         self.table_names: set[str] = set()  # what the statement's table references name, in views' too
         self.cte_names: set[str] = set()
-        self.view_queries: dict[str, exp.Expression | None] = {}
+        self.view_queries: dict[str, exp.Expr | None] = {}
         # recursive CTEs whose UNION or UNION ALL chose how their recursion iterates (see iterate_as_recursion)
         self.set_iterations: set[str] = set()
         self.recursing: set[str] = set()  # the recursive CTEs whose branches are being translated
 
-    def reserve_names(self, query: exp.Expression) -> None:
+    if TYPE_CHECKING:
+        # What the mixins call of one another; each is defined by the mixin named in its comment.
+
+        def translate_query(  # queries
+            self,
+            query: exp.Expr,
+            env: dict[str, str],
+            outer: Scope | None,
+            name_hint: str = "q",
+            correlations: Correlation | None = None,
+        ) -> str: ...
+
+        def branch_columns(self, branch: exp.Expr, required: bool = True) -> tuple[str, ...] | None: ...  # queries
+
+        @staticmethod
+        def cte_column_list(cte: exp.CTE) -> tuple[str, ...] | None: ...  # queries
+
+        def translate_from(self, select: exp.Select, env: dict[str, str], block: Block) -> list[exp.Expr]: ...  # from
+
+        def resolve_table(self, name: str, env: dict[str, str], node: exp.Expr) -> tuple[str, tuple[str, ...]]: ...
+
+        def expand_stars(self, select: exp.Select, block: Block) -> list[tuple[str, exp.Expr]]: ...  # from
+
+        def translate_conjuncts(self, conjuncts: list[exp.Expr], block: Block, env: dict[str, str]) -> None: ...
+
+        @staticmethod
+        def inner_variables(block: Block) -> list[str]: ...  # conditions
+
+        def try_subquery_predicate(  # conditions
+            self, conjunct: exp.Expr, block: Block, env: dict[str, str], name_hint: str | None = None
+        ) -> bool: ...
+
+        def translate_expression(  # conditions
+            self, expression: exp.Expr, block: Block, env: dict[str, str], correlated: bool = False
+        ) -> exp.Expr: ...
+
+        def scalar_subquery(self, subquery: exp.Subquery, block: Block, env: dict[str, str]) -> exp.Expr: ...
+
+        def translate_aggregation(  # aggregation
+            self, select: exp.Select, items: list[tuple[str, exp.Expr]], block: Block, env: dict[str, str]
+        ) -> tuple[Block, list[exp.Expr], list[exp.Expr]]: ...
+
+    def reserve_names(self, query: exp.Expr) -> None:
         """Note every name a table reference of the query makes, through the views it reads, and the
         names of its CTEs: a derived relation must not take the name of a table the program reads, and
         knowing them up front spares asking the catalog of each new name (Spark's answers by a round trip)."""
@@ -73,7 +119,7 @@ class TranslatorCore:
                     if view is not None:
                         pending.append(view)
 
-    def view_query(self, name: str) -> exp.Expression | None:
+    def view_query(self, name: str) -> exp.Expr | None:
         """The query of the stored view `name` (None: no such view), parsed once per translation."""
         name = name.lower()
         if name not in self.view_queries:
@@ -112,7 +158,7 @@ class TranslatorCore:
         self.variable_names.add(name.lower())
         return name
 
-    def add_rule(self, rule: Rule, node: exp.Expression | None = None) -> None:
+    def add_rule(self, rule: Rule, node: exp.Expr | None = None) -> None:
         relation = self.program.relations[rule.head]
         if len(rule.terms) != len(relation.columns):
             raise TranslationError.at_node(

@@ -22,6 +22,8 @@ to know the columns of a FROM item inside the WITH before translating it.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from sqlglot import exp
 
 from translator.core import TranslatorCore, table_name
@@ -69,7 +71,7 @@ class CorrelatedWithMixin(TranslatorCore):
         reads: dict[str, set[str]] = {}
         for rule in self.program.rules:
             reads.setdefault(rule.head, set()).update(atom.relation for atom in rule.atoms)
-        relations = {outer.source(alias).relation for alias in aliases}
+        relations = {outer.named(alias).relation for alias in aliases}
         return any(relation in self.recursing or reachable(relation, reads) & self.recursing for relation in relations)
 
     def correlated_set_operation(self, query: exp.SetOperation, outer: Scope, env: dict[str, str]) -> exp.Select | None:
@@ -114,6 +116,7 @@ class CorrelatedWithMixin(TranslatorCore):
         """Whether a FROM item of a query around `column` inside `with_` has it (its alias, when qualified);
         a FROM item whose columns only its translation knows (a `SELECT *`) is taken to have it. A CTE's
         query does not see the FROM items of the query its WITH belongs to."""
+        child: exp.Expr
         child, node = column, column.parent
         while node is not None and node is not with_:
             if isinstance(node, exp.Select) and child is not node.args.get("with_"):
@@ -123,14 +126,16 @@ class CorrelatedWithMixin(TranslatorCore):
                     if not column.table:
                         if id(item) not in names:
                             names[id(item)] = self.item_columns(item, ctes, env)
-                        if names[id(item)] is None or column.name.lower() in names[id(item)]:
+                        known = names[id(item)]
+                        if known is None or column.name.lower() in known:
                             return True
             child, node = node, node.parent
         return False
 
-    def item_columns(self, item: exp.Expression, ctes: dict[str, exp.CTE], env: dict[str, str]) -> set[str] | None:
+    def item_columns(self, item: exp.Expr, ctes: dict[str, exp.CTE], env: dict[str, str]) -> set[str] | None:
         """The column names of a FROM item inside a WITH, before it is translated (None: unknown)."""
         alias = item.args.get("alias")
+        columns: Sequence[str] | None
         if alias is not None and alias.columns:
             columns = [column.name for column in alias.columns]
         elif isinstance(item, exp.Table) and isinstance(item.this, (exp.Anonymous, exp.Func)):
@@ -149,11 +154,12 @@ class CorrelatedWithMixin(TranslatorCore):
             return None
         return None if columns is None else {column.lower() for column in columns}
 
-    def outer_domain(self, keys: list[OuterColumn], outer: Scope, node: exp.Expression) -> str:
+    def outer_domain(self, keys: list[OuterColumn], outer: Scope, node: exp.Expr) -> str:
         """A relation of every combination of the distinct values of the outer columns `keys`."""
-        body, variables = [], {}
+        body: list[Atom] = []
+        variables: dict[OuterColumn, str] = {}
         for alias in dict.fromkeys(alias for alias, _ in keys):
-            source = outer.source(alias)
+            source = outer.named(alias)
             names = [self.fresh_variable(column) for column in source.columns]
             body.append(Atom(source.relation, tuple(names), call_args=source.call_args))
             variables |= {(alias, column.lower()): name for column, name in zip(source.columns, names)}
@@ -171,9 +177,9 @@ def parameter(position: int) -> str:
     return f"__outer_{position}"
 
 
-def item_alias(item: exp.Expression) -> str:
+def item_alias(item: exp.Expr) -> str:
     """The name a FROM item's columns are qualified by."""
-    alias = item.args.get("alias")
+    alias: exp.TableAlias | None = item.args.get("alias")
     if alias is not None and alias.name:
         return alias.name.lower()
     if isinstance(item, exp.Table) and isinstance(item.this, (exp.Anonymous, exp.Func)):
@@ -181,7 +187,7 @@ def item_alias(item: exp.Expression) -> str:
     return item.name.lower()
 
 
-def from_items(select: exp.Select) -> list[tuple[exp.Expression, exp.Join | None]]:
+def from_items(select: exp.Select) -> list[tuple[exp.Expr, exp.Join | None]]:
     """The FROM items of `select` (not of its subqueries), each with its JOIN (None for the FROM clause's)."""
     from_ = select.args.get("from_")
     items = [(from_.this, None)] if from_ is not None else []
@@ -260,13 +266,13 @@ def refuse_unrestricted_rows(branch: exp.Select, references: list[exp.Column]) -
             )
 
 
-def ancestors(node: exp.Expression, root: exp.Expression) -> list[exp.Expression]:
+def ancestors(node: exp.Expr, root: exp.Expr) -> list[exp.Expr]:
     """The nodes between `node` and `root` (both excluded)."""
     found = []
-    node = node.parent
-    while node is not None and node is not root:
-        found.append(node)
-        node = node.parent
+    parent = node.parent
+    while parent is not None and parent is not root:
+        found.append(parent)
+        parent = parent.parent
     return found
 
 
@@ -278,10 +284,10 @@ def filtering_join(join: exp.Join | None) -> str:
     return " ".join(word for word in (side, kind) if word) if side or kind in ("SEMI", "ANTI") else ""
 
 
-def restrict(select: exp.Select, item: exp.Table, join: exp.Join | None, equalities: list[exp.Expression]) -> None:
+def restrict(select: exp.Select, item: exp.Table, join: exp.Join | None, equalities: list[exp.Expr]) -> None:
     """`select` reads `item` only where `equalities` hold: in its WHERE for the FROM item or an inner join,
     in the ON condition of an outer, semi- or anti-join (where WHERE would drop the rows those keep)."""
-    if not filtering_join(join):
+    if join is None or not filtering_join(join):
         select.where(*equalities, copy=False)
     elif join.args.get("using"):
         raise UnsupportedError.at_node(
@@ -341,7 +347,7 @@ def carry_values(
 
 def equated_values(
     branch: exp.Select, keys: list[OuterColumn], outer: dict[int, OuterColumn], references: list[exp.Column]
-) -> list[exp.Expression] | None:
+) -> list[exp.Expr] | None:
     """Per outer value, an expression over the branch's own columns that a conjunct of its WHERE (or of an
     inner join's ON) equates the value with, when every value has one and the branch reads them at its
     own level only: each row of the branch belongs to the outer value it equals, so the branch holds the
@@ -349,7 +355,7 @@ def equated_values(
     row for a NULL outer value). None otherwise."""
     if any(column.find_ancestor(exp.Select) is not branch for column in references):
         return None  # an expression of the branch would not mean the same inside a nested query
-    found: dict[OuterColumn, exp.Expression] = {}
+    found: dict[OuterColumn, exp.Expr] = {}
     for conjunct in inner_conjuncts(branch):
         if not isinstance(conjunct, exp.EQ):
             continue
@@ -361,7 +367,7 @@ def equated_values(
     return [found[key].copy() for key in keys]
 
 
-def inner_conjuncts(select: exp.Select) -> list[exp.Expression]:
+def inner_conjuncts(select: exp.Select) -> list[exp.Expr]:
     """The conjuncts every row of `select` satisfies: its WHERE's and its inner joins' ON conditions'."""
     conditions = [select.args["where"].this] if select.args.get("where") else []
     conditions += [
@@ -372,7 +378,7 @@ def inner_conjuncts(select: exp.Select) -> list[exp.Expression]:
     return [conjunct for condition in conditions for conjunct in split_conjuncts(condition)]
 
 
-def own_expression(expression: exp.Expression, outer: dict[int, OuterColumn]) -> bool:
+def own_expression(expression: exp.Expr, outer: dict[int, OuterColumn]) -> bool:
     """An expression of a branch's own columns, one value per row: no outer column, subquery or aggregate."""
     return not any(
         isinstance(node, (exp.Query, exp.AggFunc)) or (isinstance(node, exp.Column) and id(node) in outer)

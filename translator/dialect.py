@@ -21,8 +21,9 @@ Its generator writes a RaSQL CTE back in this syntax, so that a statement holdin
 from __future__ import annotations
 
 import re
+from typing import Any, NoReturn
 
-from sqlglot import exp, tokens
+from sqlglot import Token, TokenType, exp
 from sqlglot.dialects.spark import Spark
 from sqlglot.errors import ParseError, TokenError
 from sqlglot.generators.spark import SparkGenerator
@@ -33,11 +34,11 @@ from translator.errors import TranslationError, UnsupportedError
 HEADER_AGGREGATES = ("min", "max", "sum", "count")
 # the tokens a parenthesized query may start with (a CTE's body, told apart from its column list)
 QUERY_STARTS = {
-    tokens.TokenType.SELECT,
-    tokens.TokenType.WITH,
-    tokens.TokenType.VALUES,
-    tokens.TokenType.FROM,
-    tokens.TokenType.L_PAREN,
+    TokenType.SELECT,
+    TokenType.WITH,
+    TokenType.VALUES,
+    TokenType.FROM,
+    TokenType.L_PAREN,
 }
 
 
@@ -140,13 +141,13 @@ class RecSQL(Spark):
         }
 
     class Tokenizer(Spark.Tokenizer):
-        KEYWORDS = {**Spark.Tokenizer.KEYWORDS, "EXPLAIN": tokens.TokenType.VAR, "VACUUM": tokens.TokenType.VAR}
+        KEYWORDS = {**Spark.Tokenizer.KEYWORDS, "EXPLAIN": TokenType.VAR, "VACUUM": TokenType.VAR}
 
     class Parser(SparkParser):
         PLACEHOLDER_PARSERS = {
             **SparkParser.PLACEHOLDER_PARSERS,
             # remember where each `?` stands: parameters bind in text order, not tree order
-            tokens.TokenType.PLACEHOLDER: lambda self: self._positioned_placeholder(),
+            TokenType.PLACEHOLDER: lambda self: self._positioned_placeholder(),
         }
 
         def _warn_unsupported(self) -> None:
@@ -158,7 +159,7 @@ class RecSQL(Spark):
             placeholder.meta.update(start=self._prev.start, line=self._prev.line, col=self._prev.col)
             return placeholder
 
-        def _parse_statement(self) -> exp.Expression | None:
+        def _parse_statement(self) -> exp.Expr | None:
             if self._curr and self._curr.text.upper() == "EXPLAIN":
                 self._advance()
                 analyze = self._match_text_seq("ANALYZE")
@@ -172,7 +173,7 @@ class RecSQL(Spark):
                     if len(words) == 3 and words[1].upper() in ("IN", "FROM"):
                         self._advance(2)
                         return self.expression(exp.Show(this="TABLES", db=exp.to_identifier(words[2])))
-            if self._curr and self._curr.token_type == tokens.TokenType.CREATE:
+            if self._curr and self._curr.token_type == TokenType.CREATE:
                 view = self._parse_recursive_view()
                 if view is not None:
                     return view
@@ -198,11 +199,13 @@ class RecSQL(Spark):
                 self._retreat(start)
                 return None
             view = self._parse_table_parts(schema=True)
-            if not self._match(tokens.TokenType.L_PAREN):
+            if not isinstance(view, exp.Table):
+                self._fail("Expected the name of the RECURSIVE VIEW")
+            if not self._match(TokenType.L_PAREN):
                 self.raise_error("Expected a column list after the name of a RECURSIVE VIEW")
             columns = self._parse_csv(self._parse_id_var)
             self._match_r_paren()
-            if not self._match(tokens.TokenType.ALIAS):
+            if not self._match(TokenType.ALIAS):
                 self.raise_error("Expected AS after the column list of a RECURSIVE VIEW")
             cte = RecursiveCTE(
                 this=self._parse_statement(), alias=exp.TableAlias(this=view.this.copy(), columns=columns)
@@ -211,7 +214,7 @@ class RecSQL(Spark):
             query.set("with_", exp.With(expressions=[cte], recursive=True))
             return self.expression(exp.Create(this=view, kind="VIEW", expression=query, replace=replace))
 
-        def _parse_set_item_assignment(self, kind: str | None = None) -> exp.Expression | None:
+        def _parse_set_item_assignment(self, kind: str | None = None) -> exp.Expr | None:
             item = super()._parse_set_item_assignment(kind)
             value = item.this.expression if item is not None and isinstance(item.this, exp.EQ) else None
             if not isinstance(value, exp.Var):
@@ -220,16 +223,15 @@ class RecSQL(Spark):
             # more names, as long as the next comma does not start another assignment (SET a = 1, b = 2)
             while (
                 self._curr
-                and self._curr.token_type == tokens.TokenType.COMMA
+                and self._curr.token_type == TokenType.COMMA
                 and self._next
-                and self._next.token_type == tokens.TokenType.VAR
+                and self._next.token_type == TokenType.VAR
                 and not (
-                    self._index + 2 < len(self._tokens)
-                    and self._tokens[self._index + 2].token_type == tokens.TokenType.EQ
+                    self._index + 2 < len(self._tokens) and self._tokens[self._index + 2].token_type == TokenType.EQ
                 )
             ):
                 self._advance()
-                names.append(self._parse_id_var().name)
+                names.append(self._parse_name("Expected a name after ','").name)
             value.set("this", ",".join(names))
             return item
 
@@ -239,14 +241,14 @@ class RecSQL(Spark):
                 self.raise_error("Expected CTE to have a name")
             columns: list[exp.Identifier] = []
             aggregates: dict[str, str] = {}
-            if self._curr and self._curr.token_type == tokens.TokenType.L_PAREN and not self._body_follows():
+            if self._curr and self._curr.token_type == TokenType.L_PAREN and not self._body_follows():
                 self._advance()
                 while True:
                     column, aggregate = self._parse_cte_column()
                     columns.append(column)
                     if aggregate:
                         aggregates[column.name] = aggregate
-                    if not self._match(tokens.TokenType.COMMA):
+                    if not self._match(TokenType.COMMA):
                         break
                 self._match_r_paren()
             max_level = None
@@ -261,14 +263,14 @@ class RecSQL(Spark):
                     "aggregate in the column list, as in t(a, min() AS b)",
                     *_token_position(using),
                 )
-            if not self._match(tokens.TokenType.ALIAS) and not self._body_follows():
+            if not self._match(TokenType.ALIAS) and not self._body_follows():
                 self.raise_error("Expected AS after the CTE name")
             body = self._parse_wrapped(self._parse_statement)
-            while self._curr and self._curr.token_type == tokens.TokenType.UNION:
+            while self._curr and self._curr.token_type == TokenType.UNION:
                 # RaSQL: AS (base) UNION [ALL] (recursive)
                 self._advance()
-                distinct = not self._match(tokens.TokenType.ALL)
-                self._match(tokens.TokenType.DISTINCT)
+                distinct = not self._match(TokenType.ALL)
+                self._match(TokenType.DISTINCT)
                 branch = self._parse_wrapped(self._parse_statement)
                 body = exp.Union(this=body, expression=branch, distinct=distinct)
             alias = exp.TableAlias(this=name, columns=columns or None)
@@ -307,7 +309,7 @@ class RecSQL(Spark):
             to = default = None
             if self._match_text_seq("TO"):
                 to = self._parse_bitwise()
-                if not self._match(tokens.TokenType.DEFAULT):
+                if not self._match(TokenType.DEFAULT):
                     self.raise_error("Expected DEFAULT after CYCLE ... TO value")
                 default = self._parse_bitwise()
             if not self._match_text_seq("USING"):
@@ -320,7 +322,7 @@ class RecSQL(Spark):
             """Whether the CTE's parenthesized query starts here: Spark makes the AS before it optional, so
             `name (SELECT ...)` is a CTE without a column list."""
             ahead = [token.token_type for token in self._tokens[self._index : self._index + 2]]
-            return len(ahead) == 2 and ahead[0] == tokens.TokenType.L_PAREN and ahead[1] in QUERY_STARTS
+            return len(ahead) == 2 and ahead[0] == TokenType.L_PAREN and ahead[1] in QUERY_STARTS
 
         def _parse_cte_column(self) -> tuple[exp.Identifier, str | None]:
             """`name` or RaSQL's `agg() AS name`."""
@@ -328,21 +330,30 @@ class RecSQL(Spark):
                 self._curr
                 and self._next
                 and self._curr.text.lower() in HEADER_AGGREGATES
-                and self._next.token_type == tokens.TokenType.L_PAREN
+                and self._next.token_type == TokenType.L_PAREN
             ):
                 aggregate = self._curr.text.lower()
                 self._advance(2)
                 self._match_r_paren()
-                if not self._match(tokens.TokenType.ALIAS):
+                if not self._match(TokenType.ALIAS):
                     self.raise_error(f"Expected AS after {aggregate}() in the CTE column list")
-                return self._parse_id_var(any_token=True), aggregate
-            column = self._parse_id_var(any_token=True)
-            if not column:
-                self.raise_error("Expected a column name in the CTE column list")
-            return column, None
+                return self._parse_name(f"Expected a column name after {aggregate}() AS"), aggregate
+            return self._parse_name("Expected a column name in the CTE column list"), None
+
+        def _parse_name(self, message: str) -> exp.Identifier:
+            """The identifier (any word) here; a syntax error saying `message` when there is none."""
+            name = self._parse_id_var(any_token=True)
+            if not isinstance(name, exp.Identifier):
+                self._fail(message)
+            return name
+
+        def _fail(self, message: str) -> NoReturn:
+            """`raise_error`, typed as the raise it is at the ErrorLevel.IMMEDIATE recsql parses at."""
+            self.raise_error(message)
+            raise ParseError(message)
 
 
-def parse(sql: str) -> list[exp.Expression]:
+def parse(sql: str) -> list[exp.Expr]:
     """Parse SQL text (one or more statements) in the recsql dialect; errors carry line and column."""
     try:
         return [stmt for stmt in RecSQL().parse(sql) if stmt is not None]
@@ -359,7 +370,7 @@ def parse(sql: str) -> list[exp.Expression]:
         raise TranslationError("syntax error: unterminated string, quoted name or comment", line, column) from None
 
 
-def parse_one(sql: str) -> exp.Expression:
+def parse_one(sql: str) -> exp.Expr:
     statements = parse(sql)
     if len(statements) != 1:
         raise TranslationError(f"expected one SQL statement, found {len(statements)}")
@@ -370,7 +381,7 @@ _TOKEN_REPR = re.compile(r"<Token token_type: [^,]+, text: (.*?), line: .*?>")
 _MISSING_ARGUMENT = re.compile(r"Required keyword: '(\w+)' missing for <class '[\w.]+\.(\w+)'>")
 
 
-def _missing_argument(match: re.Match) -> str:
+def _missing_argument(match: re.Match[str]) -> str:
     """sqlglot's "Required keyword: 'expression' missing for <class '...EQ'>" in SQL terms."""
     node = getattr(exp, match.group(2), None)
     if isinstance(node, type) and issubclass(node, exp.Binary):
@@ -378,7 +389,7 @@ def _missing_argument(match: re.Match) -> str:
     return f"{match.group(2).upper()} is missing its {match.group(1)}"
 
 
-def _token_position(token: tokens.Token) -> tuple[int, int]:
+def _token_position(token: Token) -> tuple[int, int]:
     """(line, column) where `token` starts (sqlglot records the column of its last character)."""
     return token.line, token.col - (token.end - token.start)
 
@@ -390,8 +401,8 @@ def _line_column(sql: str, offset: int | None) -> tuple[int | None, int | None]:
     return before.count("\n") + 1, offset - (before.rfind("\n") + 1) + 1
 
 
-def _start_column(detail: dict) -> int | None:
-    column = detail.get("col")
+def _start_column(detail: dict[str, Any]) -> int | None:
+    column: int | None = detail.get("col")
     highlight = detail.get("highlight") or ""
     if column is None:
         return None

@@ -19,7 +19,7 @@ class TranslationError(Exception):
         self.column = column
 
     @classmethod
-    def at_node(cls, message: str, node: exp.Expression | None) -> TranslationError:
+    def at_node(cls, message: str, node: exp.Expr | None) -> TranslationError:
         """An error positioned at the first token of `node` that sqlglot recorded a position for."""
         line, column = position_of(node)
         return cls(message, line, column)
@@ -29,7 +29,7 @@ class UnsupportedError(TranslationError):
     """Valid SQL that recsql does not implement (yet)."""
 
 
-def position_of(node: exp.Expression | None) -> tuple[int | None, int | None]:
+def position_of(node: exp.Expr | None) -> tuple[int | None, int | None]:
     """(line, column) of the leftmost identifier or literal under `node`, as sqlglot recorded it."""
     if node is None:
         return None, None

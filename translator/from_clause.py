@@ -26,10 +26,10 @@ from translator.ir import Atom
 from translator.scope import Source
 from translator.sql_helpers import output_name, split_conjuncts
 
-TABLE_FUNCTIONS = {"range": ("id",)}
+TABLE_FUNCTIONS: dict[str, tuple[str, ...]] = {"range": ("id",)}
 
 
-def function_name(function: exp.Expression) -> str:
+def function_name(function: exp.Func) -> str:
     """The name of a table-valued function called in FROM."""
     return (function.name if isinstance(function, exp.Anonymous) else function.sql_name()).lower()
 
@@ -37,9 +37,9 @@ def function_name(function: exp.Expression) -> str:
 class FromMixin(TranslatorCore):
     """FROM items and joins as the atoms of a block."""
 
-    def translate_from(self, select: exp.Select, env: dict[str, str], block: Block) -> list[exp.Expression]:
+    def translate_from(self, select: exp.Select, env: dict[str, str], block: Block) -> list[exp.Expr]:
         """Add an atom per FROM item; returns the inner joins' conditions as conjuncts."""
-        conjuncts: list[exp.Expression] = []
+        conjuncts: list[exp.Expr] = []
         from_ = select.args.get("from_")
         if from_ is None:
             if select.args.get("joins"):
@@ -50,7 +50,7 @@ class FromMixin(TranslatorCore):
             conjuncts.extend(self.translate_join(join, env, block))
         return conjuncts
 
-    def translate_join(self, join: exp.Join, env: dict[str, str], block: Block) -> list[exp.Expression]:
+    def translate_join(self, join: exp.Join, env: dict[str, str], block: Block) -> list[exp.Expr]:
         """One JOIN: an inner join's condition comes back as conjuncts, a LEFT JOIN's atom becomes optional,
         a SEMI or ANTI JOIN filters the rows joined so far."""
         side = (join.args.get("side") or "").upper()
@@ -81,9 +81,7 @@ class FromMixin(TranslatorCore):
         predicate = exp.Not(this=exp.Exists(this=query)) if kind == "ANTI" else exp.Exists(this=query)
         self.try_subquery_predicate(predicate, block, env, name_hint=f"{kind.lower()}_join")
 
-    def make_optional(
-        self, join: exp.Join, condition: exp.Expression | None, block: Block, env: dict[str, str]
-    ) -> None:
+    def make_optional(self, join: exp.Join, condition: exp.Expr | None, block: Block, env: dict[str, str]) -> None:
         """LEFT JOIN: the atom just added becomes optional, its ON (or USING) condition the condition of the
         outer join."""
         if condition is None:
@@ -91,14 +89,15 @@ class FromMixin(TranslatorCore):
         if condition.find(exp.Subquery):
             raise UnsupportedError.at_node("subqueries in a LEFT JOIN's ON condition are not supported", condition)
         atom = block.body.pop()
+        assert isinstance(atom, Atom)  # the joined table's, add_source's last
         block.optional |= atom.variables()
         block.body.append(replace(atom, optional=True, on=self.translate_expression(condition, block, env)))
 
-    def add_source(self, node: exp.Expression, env: dict[str, str], block: Block) -> None:
+    def add_source(self, node: exp.Expr, env: dict[str, str], block: Block) -> None:
         alias_node = node.args.get("alias")
         alias = alias_node.name.lower() if alias_node is not None and alias_node.name else None
         column_aliases = [c.name for c in alias_node.columns] if alias_node is not None and alias_node.columns else None
-        call_args: tuple[exp.Expression, ...] = ()
+        call_args: tuple[exp.Expr, ...] = ()
         if isinstance(node, exp.Table) and isinstance(node.this, (exp.Anonymous, exp.Func)):
             function = node.this
             fname = function_name(function)
@@ -134,7 +133,7 @@ class FromMixin(TranslatorCore):
         block.scope.add(Source(alias, tuple(columns), variables, relation, call_args), node)
         block.body.append(Atom(relation, tuple(variables), call_args=call_args))
 
-    def resolve_table(self, name: str, env: dict[str, str], node: exp.Expression) -> tuple[str, tuple[str, ...]]:
+    def resolve_table(self, name: str, env: dict[str, str], node: exp.Expr) -> tuple[str, tuple[str, ...]]:
         if name in env:
             relation = env[name]
             return relation, self.program.relations[relation].columns
@@ -163,7 +162,7 @@ class FromMixin(TranslatorCore):
             raise TranslationError.at_node(f"VERSION AS OF takes a version number, not {value.sql()}", version)
         return self.catalog.versioned(name, kind, int(value.name) if kind == "VERSION" else value.name)
 
-    def translate_view(self, name: str, query: exp.Expression, node: exp.Expression) -> str:
+    def translate_view(self, name: str, query: exp.Expr, node: exp.Expr) -> str:
         if name in self.views:
             return self.views[name]
         if name in self.views_in_progress:
@@ -180,9 +179,9 @@ class FromMixin(TranslatorCore):
         self.views[name] = relation
         return relation
 
-    def expand_stars(self, select: exp.Select, block: Block) -> list[tuple[str, exp.Expression]]:
+    def expand_stars(self, select: exp.Select, block: Block) -> list[tuple[str, exp.Expr]]:
         """(output name, SQL expression) per select item, `*` and `alias.*` expanded to qualified columns."""
-        items: list[tuple[str, exp.Expression]] = []
+        items: list[tuple[str, exp.Expr]] = []
         for i, expression in enumerate(select.expressions):
             if isinstance(expression, exp.Star) or (isinstance(expression, exp.Column) and expression.is_star):
                 qualifier = expression.table if isinstance(expression, exp.Column) else None

@@ -33,12 +33,12 @@ def var(name: str) -> exp.Column:
     return exp.column(name)
 
 
-def variables_of(expression: exp.Expression) -> set[str]:
+def variables_of(expression: exp.Expr) -> set[str]:
     """The IR variables an expression reads."""
     return {column.name for column in expression.find_all(exp.Column)}
 
 
-def renamed(expression: exp.Expression, names: dict[str, str]) -> exp.Expression:
+def renamed(expression: exp.Expr, names: dict[str, str]) -> exp.Expr:
     """`expression` with the variables in `names` replaced by the variables they map to."""
     return expression.transform(
         lambda node: var(names[node.name]) if isinstance(node, exp.Column) and node.name in names else node
@@ -55,13 +55,13 @@ class Atom:
     relation: str
     args: tuple[str, ...]
     negated: bool = False
-    call_args: tuple[exp.Expression, ...] = ()
+    call_args: tuple[exp.Expr, ...] = ()
     nulls_equal: bool = False  # match NULL with NULL, as SQL's set operations (EXCEPT, INTERSECT) do
     optional: bool = False  # LEFT OUTER JOIN: rows without a match keep NULLs for this atom's variables
     semi: bool = False  # a semi-join: keeps a row when some fact matches it (shared variables and `on`)
     # the join condition of an outer join, or the extra condition of a semi- or anti-join besides the
     # shared variables; a variable only this atom and its condition use is local to that join
-    on: exp.Expression | None = None
+    on: exp.Expr | None = None
 
     @property
     def filters(self) -> bool:
@@ -90,7 +90,7 @@ class Atom:
 class Condition:
     """A filter over bound variables."""
 
-    expression: exp.Expression
+    expression: exp.Expr
 
     def variables(self) -> set[str]:
         return variables_of(self.expression)
@@ -104,7 +104,7 @@ class Assignment:
     """`variable = expression`: binds a new variable from bound ones."""
 
     variable: str
-    expression: exp.Expression
+    expression: exp.Expr
 
     def variables(self) -> set[str]:
         return variables_of(self.expression)
@@ -131,7 +131,7 @@ def bound_by(literals: Iterable[Literal]) -> set[str]:
 @dataclass(frozen=True)
 class Rule:
     head: str
-    terms: tuple[exp.Expression, ...]
+    terms: tuple[exp.Expr, ...]
     body: tuple[Literal, ...]
     # how the optimizer expects each inner join to run, per positive non-outer atom in body order
     # (BROADCAST: the atom's side is small; BROADCAST_LEFT: what is joined before it is); empty: unknown
@@ -153,7 +153,7 @@ class Rule:
         return f"{head} :- {', '.join(str(literal) for literal in self.body)}."
 
 
-def _term_text(term: exp.Expression) -> str:
+def _term_text(term: exp.Expr) -> str:
     if isinstance(term, exp.AggFunc) and not isinstance(term, exp.Anonymous):
         argument = term.this
         distinct = ""

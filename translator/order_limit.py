@@ -18,7 +18,7 @@ from translator.ir import SortKey
 from translator.sql_helpers import output_name, text_of
 
 
-def hidden_order_columns(query: exp.Expression, order: exp.Order | None) -> list[exp.Expression]:
+def hidden_order_columns(query: exp.Expr, order: exp.Order | None) -> list[exp.Expr]:
     """ORDER BY expressions that are not output columns become hidden trailing columns. Over `*`, which output
     columns there are is known once it is expanded: every key but a position is hidden, as an OrderKey."""
     if order is None or not isinstance(query, exp.Select):
@@ -49,14 +49,14 @@ def hidden_order_columns(query: exp.Expression, order: exp.Order | None) -> list
 DISTINCT_ORDER = "with SELECT DISTINCT, ORDER BY expressions must appear in the select list"
 
 
-def resolve_order_keys(items: list[tuple[str, exp.Expression]], distinct: bool) -> list[tuple[str, exp.Expression]]:
+def resolve_order_keys(items: list[tuple[str, exp.Expr]], distinct: bool) -> list[tuple[str, exp.Expr]]:
     """A SELECT's items (`*` expanded) with each OrderKey replaced by the output item it names (a copy of
     it), else by its key, which a SELECT DISTINCT may not have."""
     visible = [(name.lower(), expression) for name, expression in items if not isinstance(expression, OrderKey)]
     if len(visible) == len(items):
         return items
 
-    def resolved(expression: exp.Expression) -> exp.Expression:
+    def resolved(expression: exp.Expr) -> exp.Expr:
         if not isinstance(expression, OrderKey):
             return expression
         key = expression.this
@@ -68,7 +68,7 @@ def resolve_order_keys(items: list[tuple[str, exp.Expression]], distinct: bool) 
     return [(name, resolved(expression)) for name, expression in items]
 
 
-def names_item(key: exp.Expression, name: str, item: exp.Expression) -> bool:
+def names_item(key: exp.Expr, name: str, item: exp.Expr) -> bool:
     """Whether an ORDER BY key names the output item `name`, `item`: by its name, as the same column of the
     same FROM item, or as the same expression."""
     if isinstance(key, exp.Column) and not key.table:
@@ -79,7 +79,7 @@ def names_item(key: exp.Expression, name: str, item: exp.Expression) -> bool:
 
 
 def sort_keys(
-    query: exp.Expression, order: exp.Order, hidden: list[exp.Expression], answer_columns: tuple[str, ...]
+    query: exp.Expr, order: exp.Order, hidden: list[exp.Expr], answer_columns: tuple[str, ...]
 ) -> tuple[SortKey, ...]:
     """The position and direction of each ORDER BY key among `answer_columns`, the columns of the
     answer's relation (the `hidden` ones last)."""
@@ -124,7 +124,7 @@ def offset_value(offset: exp.Offset) -> int:
     return row_count(offset.expression, "OFFSET")
 
 
-def row_count(value: exp.Expression, clause: str) -> int:
+def row_count(value: exp.Expr, clause: str) -> int:
     if isinstance(value, exp.Paren):
         value = value.unnest()
     if not (isinstance(value, exp.Literal) and value.is_int):

@@ -13,6 +13,7 @@ translate_expression and inner_variables (ConditionsMixin), translate_aggregatio
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 from sqlglot import exp
 
@@ -39,7 +40,7 @@ class QueriesMixin(CorrelatedWithMixin):
 
     def translate_query(
         self,
-        query: exp.Expression,
+        query: exp.Expr,
         env: dict[str, str],
         outer: Scope | None,
         name_hint: str = "q",
@@ -67,7 +68,7 @@ class QueriesMixin(CorrelatedWithMixin):
 
     def translate_windowed(
         self,
-        query: exp.Query,
+        query: exp.Expr,
         env: dict[str, str],
         outer: Scope | None,
         name_hint: str,
@@ -98,7 +99,7 @@ class QueriesMixin(CorrelatedWithMixin):
         visible = relation.columns[: len(relation.columns) - len(hidden)]
         return self.copy_of(source, visible, query) if hidden else source
 
-    def copy_of(self, source: str, columns: tuple[str, ...], node: exp.Expression) -> str:
+    def copy_of(self, source: str, columns: tuple[str, ...], node: exp.Expr) -> str:
         """A relation of `source`'s rows, one each, with its first columns (`columns`)."""
         relation = self.new_relation(source, columns)
         self.copy_rule(source, relation, node)
@@ -121,7 +122,7 @@ class QueriesMixin(CorrelatedWithMixin):
         return relation
 
     def leading_columns(
-        self, branch: exp.Expression, env: dict[str, str], name_hint: str, required: bool
+        self, branch: exp.Expr, env: dict[str, str], name_hint: str, required: bool
     ) -> tuple[tuple[str, ...], str | None]:
         """The columns of a set operation's first branch; when only its translation knows them (SELECT *,
         VALUES), also the relation it was translated into (`required`: raise instead of translating it)."""
@@ -131,24 +132,24 @@ class QueriesMixin(CorrelatedWithMixin):
         source = self.translate_query(branch, env, None, name_hint=name_hint)
         return self.program.relations[source].columns, source
 
-    def copy_rule(self, source: str, target: str, node: exp.Expression) -> None:
+    def copy_rule(self, source: str, target: str, node: exp.Expr) -> None:
         """`target` gets the rows of `source` (their first columns, as many as `target` has)."""
         variables = [self.fresh_variable(c) for c in self.program.relations[source].columns]
         width = len(self.program.relations[target].columns)
         self.add_rule(Rule(target, tuple(var(v) for v in variables[:width]), (Atom(source, tuple(variables)),)), node)
 
-    def translate_branch(self, branch: exp.Expression, relation: str, env: dict[str, str]) -> None:
+    def translate_branch(self, branch: exp.Expr, relation: str, env: dict[str, str]) -> None:
         """Add the rules of one UNION branch to `relation`."""
         target = self.program.relations[relation]
         branch = bind_values(branch, target.columns)
-        whole = isinstance(branch, exp.Select) and not windowed(branch)  # all its rows, one rule
-        if whole and (target.distinct or not branch.args.get("distinct")):
+        whole = not windowed(branch)  # all its rows, one rule
+        if isinstance(branch, exp.Select) and whole and (target.distinct or not branch.args.get("distinct")):
             self.translate_select(branch, env, None, relation)
             return
         source = self.translate_query(branch, env, None, name_hint=f"{target.display_name}_branch")
         self.copy_rule(source, relation, branch)
 
-    def translate_except_intersect(self, node: exp.Expression, env: dict[str, str], name_hint: str) -> str:
+    def translate_except_intersect(self, node: exp.Expr, env: dict[str, str], name_hint: str) -> str:
         if not node.args.get("distinct", True):
             raise UnsupportedError.at_node(f"{node.key.upper()} ALL is not supported", node)
         env = self.translate_with(node.args.get("with_"), env)
@@ -184,7 +185,7 @@ class QueriesMixin(CorrelatedWithMixin):
             self.add_rule(Rule(relation, tuple(t.copy() for t in terms), ()), row)
         return relation
 
-    def branch_columns(self, branch: exp.Expression, required: bool = True) -> tuple[str, ...] | None:
+    def branch_columns(self, branch: exp.Expr, required: bool = True) -> tuple[str, ...] | None:
         """Output column names of a query, known before translating it (None when it selects *)."""
         while isinstance(branch, (exp.Subquery, exp.SetOperation)):
             branch = branch.this
@@ -259,7 +260,7 @@ class QueriesMixin(CorrelatedWithMixin):
                 self.iterate_as_recursion(relation, cte)
 
     def next_to_declare(
-        self, undeclared: list[tuple[exp.CTE, str]], unknown: set[str], pending: dict[str, list[exp.Expression]]
+        self, undeclared: list[tuple[exp.CTE, str]], unknown: set[str], pending: dict[str, list[exp.Expr]]
     ) -> tuple[exp.CTE, str]:
         """The CTE without a column list whose columns can be known next: its first branch names them, or
         reads no CTE of the recursion whose columns are `unknown` (the first, which cannot, otherwise)."""
@@ -274,8 +275,8 @@ class QueriesMixin(CorrelatedWithMixin):
         )
 
     def declare_columns(
-        self, cte: exp.CTE, relation: str, branches: list[exp.Expression], unknown: set[str], env: dict[str, str]
-    ) -> list[exp.Expression]:
+        self, cte: exp.CTE, relation: str, branches: list[exp.Expr], unknown: set[str], env: dict[str, str]
+    ) -> list[exp.Expr]:
         """Give a recursive CTE without a column list the columns of its first branch, translating that
         branch first when only its translation knows them (SELECT *, VALUES): possible when it reads no CTE
         of the recursion whose columns are `unknown`. Returns the branches still to translate."""
@@ -326,7 +327,7 @@ class QueriesMixin(CorrelatedWithMixin):
         return relation
 
     @staticmethod
-    def reads_any(query: exp.Expression, names: set[str]) -> bool:
+    def reads_any(query: exp.Expr, names: set[str]) -> bool:
         return any(table.name.lower() in names for table in query.find_all(exp.Table))
 
     @staticmethod
@@ -336,7 +337,7 @@ class QueriesMixin(CorrelatedWithMixin):
             return tuple(column.name for column in alias.columns)
         return None
 
-    def cte_properties(self, cte: exp.CTE, columns: tuple[str, ...]) -> dict:
+    def cte_properties(self, cte: exp.CTE, columns: tuple[str, ...]) -> dict[str, Any]:
         union = top_union(cte.this)
         aggregates = cte.args.get("aggregates") or {}
         if len(aggregates) > 1:

@@ -50,7 +50,7 @@ def at_most_one_row(program: Program, relation: str, keys: frozenset[int], seen:
     return at_most_one_row(program, atom.relation, inner_keys, seen | {relation})
 
 
-def one_row_value(value: str, rows: str, subquery: exp.Expression) -> exp.Expression:
+def one_row_value(value: str, rows: str, subquery: exp.Expr) -> exp.Expr:
     """A scalar subquery's `value` where it is read, an error where its count of `rows` for the row of the
     query is above 1. The error is part of the value, not a condition of its own: a condition on the
     subquery's columns alone could be evaluated on its rows before the join (after the outer join was made

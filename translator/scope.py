@@ -21,7 +21,7 @@ class Source:
     columns: tuple[str, ...]
     variables: list[str]
     relation: str = ""
-    call_args: tuple[exp.Expression, ...] = ()
+    call_args: tuple[exp.Expr, ...] = ()
 
 
 @dataclass
@@ -32,7 +32,7 @@ class Scope:
     # USING names appears once, first, as its left side's
     columns: list[tuple[Source, int]] = field(default_factory=list)
 
-    def add(self, source: Source, node: exp.Expression | None = None) -> None:
+    def add(self, source: Source, node: exp.Expr | None = None) -> None:
         if any(existing.alias == source.alias for existing in self.sources):
             raise TranslationError.at_node(f"table alias '{source.alias}' is used twice in one FROM clause", node)
         self.sources.append(source)
@@ -145,11 +145,17 @@ class Scope:
             scope = scope.parent
         return None
 
+    def named(self, alias: str) -> Source:
+        """The FROM item `alias` names, which this scope or an enclosing one has (`alias` was found in it)."""
+        found = self.source(alias)
+        assert found is not None, alias
+        return found
+
     def has_alias(self, alias: str) -> bool:
         """Whether `alias` names a FROM item of this scope or an enclosing one."""
         return self.source(alias) is not None
 
-    def star(self, qualifier: str | None, node: exp.Expression) -> list[tuple[str, str]]:
+    def star(self, qualifier: str | None, node: exp.Expr) -> list[tuple[str, str]]:
         """(source alias, column name) pairs a `*` or `alias.*` expands to."""
         if qualifier is None:
             return [(source.alias, source.columns[i]) for source, i in self.columns]

@@ -23,18 +23,21 @@ DEPTH = "depth"  # the level field of a breadth-first sequence
 
 def expand_search_cycle(cte: exp.CTE) -> exp.CTE:
     """`cte` with its SEARCH and CYCLE clauses written as columns of its branches (as it is without)."""
-    search, cycle = cte.args.get("search"), cte.args.get("cycle")
-    if search is None and cycle is None:
+    search: Search | None = cte.args.get("search")
+    cycle: Cycle | None = cte.args.get("cycle")
+    clause = search or cycle  # what an error points at
+    if clause is None:
         return cte
     cte = cte.copy()
     name = cte.alias_or_name.lower()
     branches = union_branches(cte.this)
-    if len(branches) < 2 or not all(isinstance(branch, exp.Select) for branch in branches):
-        raise UnsupportedError.at_node(f"SEARCH / CYCLE on '{name}' need a UNION of SELECTs", search or cycle)
-    columns = cte_columns(cte, branches[0])
+    selects = [branch for branch in branches if isinstance(branch, exp.Select)]
+    if len(branches) < 2 or len(selects) < len(branches):
+        raise UnsupportedError.at_node(f"SEARCH / CYCLE on '{name}' need a UNION of SELECTs", clause)
+    columns = cte_columns(cte, selects[0])
     added = ([search.this] if search is not None else []) + ([cycle.this, cycle.args["path"]] if cycle else [])
-    for branch in branches:
-        extended = extended_row(branch, name, search or cycle)
+    for branch in selects:
+        extended = extended_row(branch, name, clause)
         if search is not None:
             values = values_of(columns, search)
             branch.append("expressions", exp.alias_(sequence(search, values, extended), search.this.name))
@@ -62,10 +65,10 @@ def cte_columns(cte: exp.CTE, anchor: exp.Select) -> list[str] | None:
     return [output_name(item, i).lower() for i, item in enumerate(anchor.expressions)]
 
 
-def values_of(columns: list[str] | None, clause: Search | Cycle) -> list[CteValue]:
+def values_of(columns: list[str] | None, clause: Search | Cycle) -> list[exp.Expr]:
     """What a branch computes for each column the clause names: its item at the column's position among the
     CTE's `columns` (None: not known before the first branch's `*` are expanded)."""
-    values = []
+    values: list[exp.Expr] = []
     for column in clause.expressions:
         value = CteValue(this=column.copy(), clause=clause.key.upper())
         if columns is not None:
@@ -83,7 +86,7 @@ def column_position(value: CteValue, columns: list[str]) -> int:
     return columns.index(value.name.lower())
 
 
-def bind_values(branch: exp.Expression, columns: tuple[str, ...]) -> exp.Expression:
+def bind_values(branch: exp.Expr, columns: tuple[str, ...]) -> exp.Expr:
     """A branch of a relation with `columns`, its CteValue items given their positions among them."""
     if not any(value.args.get("position") is None for value in branch.find_all(CteValue)):
         return branch
@@ -95,7 +98,7 @@ def bind_values(branch: exp.Expression, columns: tuple[str, ...]) -> exp.Express
     return branch
 
 
-def resolve_values(items: list[tuple[str, exp.Expression]]) -> list[tuple[str, exp.Expression]]:
+def resolve_values(items: list[tuple[str, exp.Expr]]) -> list[tuple[str, exp.Expr]]:
     """A SELECT's items (`*` expanded) with each CteValue in them replaced by the item it stands for, one of
     the items before those holding CteValues."""
     selected = [(name, expression) for name, expression in items if not expression.find(CteValue)]
@@ -103,7 +106,7 @@ def resolve_values(items: list[tuple[str, exp.Expression]]) -> list[tuple[str, e
         return items
     names = [name.lower() for name, _ in selected]
 
-    def value(node: exp.Expression) -> exp.Expression:
+    def value(node: exp.Expr) -> exp.Expr:
         if not isinstance(node, CteValue):
             return node
         position = column_position(node, names) if node.args.get("position") is None else node.args["position"]
@@ -118,7 +121,7 @@ def resolve_values(items: list[tuple[str, exp.Expression]]) -> list[tuple[str, e
     return [(name, expression.transform(value)) for name, expression in items]
 
 
-def extended_row(branch: exp.Select, name: str, clause: exp.Expression) -> exp.Identifier | None:
+def extended_row(branch: exp.Select, name: str, clause: exp.Expr) -> exp.Identifier | None:
     """The qualifier by which a recursive branch reads the row it extends; None in a non-recursive one."""
     reads = [table for table in branch.find_all(exp.Table) if table.name.lower() == name and not table.db]
     if not reads:
@@ -132,29 +135,27 @@ def field_of(row: exp.Identifier, column: exp.Identifier) -> exp.Column:
     return exp.column(column.copy(), table=row.copy())
 
 
-def element(clause: exp.Expression, values: list[exp.Expression]) -> exp.Expression:
+def element(clause: exp.Expr, values: list[exp.Expr]) -> exp.Expr:
     """One row's entry in a path: its value, or a struct of its values."""
     if len(values) == 1:
         return values[0].copy()
     return struct([(column.name, value) for column, value in zip(clause.expressions, values)])
 
 
-def struct(fields: list[tuple[str, exp.Expression]]) -> exp.Expression:
+def struct(fields: list[tuple[str, exp.Expr]]) -> exp.Expr:
     return exp.Struct(
         expressions=[exp.PropertyEQ(this=exp.to_identifier(name), expression=value.copy()) for name, value in fields]
     )
 
 
-def path(
-    clause: exp.Expression, values: list[exp.Expression], extended: exp.Identifier | None, column: exp.Identifier
-) -> exp.Expression:
+def path(clause: exp.Expr, values: list[exp.Expr], extended: exp.Identifier | None, column: exp.Identifier) -> exp.Expr:
     here = exp.Array(expressions=[element(clause, values)])
     if extended is None:
         return here
     return exp.Concat(expressions=[field_of(extended, column), here])
 
 
-def sequence(search: Search, values: list[exp.Expression], extended: exp.Identifier | None) -> exp.Expression:
+def sequence(search: Search, values: list[exp.Expr], extended: exp.Identifier | None) -> exp.Expr:
     if search.args["kind"] == "DEPTH":
         return path(search, values, extended, search.this)
     depth = (
@@ -168,14 +169,14 @@ def sequence(search: Search, values: list[exp.Expression], extended: exp.Identif
     return struct([(DEPTH, depth), *((column.name, value) for column, value in zip(search.expressions, values))])
 
 
-def marks(cycle: Cycle) -> tuple[exp.Expression, exp.Expression]:
+def marks(cycle: Cycle) -> tuple[exp.Expr, exp.Expr]:
     """The mark of a row closing a cycle, and of the others."""
     if cycle.args.get("to") is None:
         return exp.true(), exp.false()
     return cycle.args["to"], cycle.args["default"]
 
 
-def cycle_columns(cycle: Cycle, values: list[exp.Expression], extended: exp.Identifier | None) -> list[exp.Expression]:
+def cycle_columns(cycle: Cycle, values: list[exp.Expr], extended: exp.Identifier | None) -> list[exp.Expr]:
     on_cycle, off_cycle = marks(cycle)
     mark = off_cycle.copy()
     if extended is not None:
@@ -187,7 +188,7 @@ def cycle_columns(cycle: Cycle, values: list[exp.Expression], extended: exp.Iden
     ]
 
 
-def not_marked(cycle: Cycle, extended: exp.Identifier) -> exp.Expression:
+def not_marked(cycle: Cycle, extended: exp.Identifier) -> exp.Expr:
     """The extended row did not close a cycle."""
     on_cycle, _ = marks(cycle)
     return exp.not_(exp.NullSafeEQ(this=field_of(extended, cycle.this), expression=on_cycle.copy()))

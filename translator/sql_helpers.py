@@ -14,25 +14,25 @@ from translator.ir import reachable
 from translator.scope import Scope
 
 
-def windowed(query: exp.Expression) -> bool:
+def windowed(query: exp.Expr) -> bool:
     """Whether a query keeps only some of its rows (LIMIT, FETCH FIRST, OFFSET); an ORDER BY alone keeps them all."""
     return bool(query.args.get("limit") or query.args.get("offset"))
 
 
-def unparenthesized(query: exp.Expression) -> exp.Expression:
+def unparenthesized(query: exp.Expr) -> exp.Expr:
     """A query without the parentheses around it that change nothing (no alias, no window of their own)."""
     while isinstance(query, exp.Subquery) and not query.args.get("alias") and not windowed(query):
         query = query.this
     return query
 
 
-def top_union(query: exp.Expression) -> exp.Union | None:
+def top_union(query: exp.Expr) -> exp.Union | None:
     """The UNION [ALL] a query is, under its parentheses; None when it is another kind of query."""
     query = unparenthesized(query)
     return query if isinstance(query, exp.Union) else None
 
 
-def union_branches(query: exp.Expression) -> list[exp.Expression]:
+def union_branches(query: exp.Expr) -> list[exp.Expr]:
     """The branches of the UNION [ALL] a query is: the UNIONs below it that mean what their branches joined
     to it would (one of its kind, or any under a UNION that removes duplicates) split into their branches.
     A query that is no such UNION, or that has a window or a WITH of its own, is its one branch
@@ -46,7 +46,7 @@ def joinable(union: exp.Union) -> bool:
     return not windowed(union) and not union.args.get("with_")
 
 
-def _branches(query: exp.Expression, distinct: bool) -> list[exp.Expression]:
+def _branches(query: exp.Expr, distinct: bool) -> list[exp.Expr]:
     union = top_union(query)
     if union is None or not joinable(union) or (union.args.get("distinct") and not distinct):
         return [query]
@@ -56,7 +56,7 @@ def _branches(query: exp.Expression, distinct: bool) -> list[exp.Expression]:
 HOLDER = "__subquery"  # the CTE holding a subquery's query that is not a SELECT
 
 
-def select_from_holder(query: exp.Query, items: list[exp.Expression], columns: list[str] | None = None) -> exp.Select:
+def select_from_holder(query: exp.Expr, items: list[exp.Expr], columns: list[str] | None = None) -> exp.Select:
     """`WITH <query's own CTEs>, __subquery[(columns)] AS (query) SELECT items FROM __subquery`: a query other
     than a SELECT (a set operation, VALUES) as a SELECT, whose items and correlation are those of a SELECT."""
     body = query.copy()
@@ -69,7 +69,7 @@ def select_from_holder(query: exp.Query, items: list[exp.Expression], columns: l
     return select
 
 
-def split_conjuncts(condition: exp.Expression) -> list[exp.Expression]:
+def split_conjuncts(condition: exp.Expr) -> list[exp.Expr]:
     if isinstance(condition, exp.And):
         return split_conjuncts(condition.this) + split_conjuncts(condition.expression)
     if isinstance(condition, exp.Paren) and isinstance(condition.this, exp.And):
@@ -77,13 +77,13 @@ def split_conjuncts(condition: exp.Expression) -> list[exp.Expression]:
     return [condition]
 
 
-def text_of(expression: exp.Expression) -> str:
+def text_of(expression: exp.Expr) -> str:
     """An expression's SQL text, to tell expressions apart or name them: written in recsql's dialect, as no
     other can write the CTEs of a subquery's WITH."""
     return expression.sql(dialect=RecSQL)
 
 
-def output_name(expression: exp.Expression, position: int) -> str:
+def output_name(expression: exp.Expr, position: int) -> str:
     """An unnamed item is named by its SQL text."""
     if isinstance(expression, exp.Alias):
         return expression.alias
@@ -92,11 +92,11 @@ def output_name(expression: exp.Expression, position: int) -> str:
     return text_of(expression)
 
 
-def outermost_aggregates(expression: exp.Expression) -> list[exp.AggFunc]:
+def outermost_aggregates(expression: exp.Expr) -> list[exp.AggFunc]:
     """Aggregate calls not nested in another aggregate or in a subquery."""
     found = []
 
-    def visit(node: exp.Expression) -> None:
+    def visit(node: exp.Expr) -> None:
         if isinstance(node, (exp.Subquery, exp.Query)):  # EXISTS holds its query bare
             return
         if isinstance(node, exp.AggFunc):
@@ -113,7 +113,7 @@ def column_depth(scope: Scope, column: exp.Column) -> int:
     return scope.resolve(column)[1]
 
 
-def in_subquery(node: exp.Expression, root: exp.Expression) -> bool:
+def in_subquery(node: exp.Expr, root: exp.Expr) -> bool:
     parent = node.parent
     while parent is not None and parent is not root:
         if isinstance(parent, exp.Subquery):

@@ -26,7 +26,7 @@ from translator.order_limit import hidden_order_columns, limit_value, offset_val
 from translator.queries import QueriesMixin
 
 
-def translate(query: exp.Expression, catalog: SchemaProvider) -> Program:
+def translate(query: exp.Expr, catalog: SchemaProvider) -> Program:
     """Translate a query (SELECT, set operation, WITH ...) into a Program whose output is its answer."""
     return Translator(catalog).translate(query)
 
@@ -34,7 +34,7 @@ def translate(query: exp.Expression, catalog: SchemaProvider) -> Program:
 class Translator(QueriesMixin, FromMixin, ConditionsMixin, AggregationMixin):
     """One translation: a query into the Program it is the answer of."""
 
-    def translate(self, query: exp.Expression) -> Program:
+    def translate(self, query: exp.Expr) -> Program:
         if not isinstance(query, (exp.Query, exp.Values)):
             raise UnsupportedError.at_node(f"expected a query, got {query.key.upper()}", query)
         refuse_grouping_sets(query)

@@ -20,9 +20,10 @@ from recsql.engine.spark_settings import ANSI, SparkSettings
 from recsql.engine.sql.printing import LocalLimit
 from recsql.engine.trace import Trace
 from recsql.engine.types import exact_meaning
+from recsql.engine.types.errors import NotInferred
 from recsql.engine.types.plan_types import PlanTyping
 from recsql.engine.types.result_types import row_of
-from recsql.engine.types.spark_types import NotInferred, Row
+from recsql.engine.types.spark_types import Row
 from recsql.planner.plan import Plan
 from recsql.settings import Settings, Strategy
 from recsql.spark.defaults import TIME_ZONE
@@ -48,7 +49,9 @@ class Executor:
         self.progress = progress
         self.trace = trace
         self.scratch = scratch  # the statement's files on this machine
-        self.outgrown: dict[tuple[str, ...], Reached | None] = {}  # strata past their capacity: where they stopped
+        self.outgrown: dict[
+            tuple[str, ...], Reached[pa.Table] | None
+        ] = {}  # strata past their capacity: where they stopped
 
     def fetch(self, plan: Plan) -> Answer:
         """The answer of the plan's program as Arrow (collected from Spark when it ran there).
@@ -86,7 +89,7 @@ class Executor:
                     self.trace.notes.append(f"run again on Spark: {limit.message}")
         return self.run(plan)
 
-    def in_process(self, plan: Plan) -> tuple[LocalProgram, dict[str, pa.Table]] | str:
+    def in_process(self, plan: Plan) -> tuple[LocalProgram[DataType], dict[str, pa.Table]] | str:
         """The plan as a LocalProgram and the tables it reads as Arrow, when it can run in this process
         without Spark; else why it cannot (for EXPLAIN)."""
         if self.settings.spark == "always":

@@ -9,7 +9,7 @@ import functools
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Generic, Protocol
+from typing import Generic, Protocol, TypeVar
 
 from sqlglot import exp
 
@@ -27,7 +27,10 @@ from translator.ir import Atom, Program, Relation, Rule, var
 Versions = tuple[Version | None, ...] | None  # per body literal, the version an atom of the component reads
 
 
-class RuleEngine(Engine[Facts], Protocol):
+Candidates = TypeVar("Candidates")  # an engine's handle of derived facts not yet merged (SQL text, a DataFrame)
+
+
+class RuleEngine(Engine[Facts], Protocol[Facts, Candidates]):
     """An engine that derives facts from rules, besides keeping them (states.Engine)."""
 
     def begin(self, iteration: int) -> None:
@@ -39,30 +42,35 @@ class RuleEngine(Engine[Facts], Protocol):
     def publish(self, relation: str, version: Version, facts: Facts) -> None:
         """Make a version of a relation of the component readable by the rules derived next."""
 
-    def derive(self, rule: Rule, versions: Versions, extra_terms: tuple[exp.Expression, ...]) -> object:
+    def derive(self, rule: Rule, versions: Versions, extra_terms: tuple[exp.Expr, ...]) -> Candidates:
         """The candidates of `rule`, each atom of the component reading its published version."""
 
-    def contribute(self, query: Query, derived: object) -> object:
+    def contribute(self, query: Query, derived: Candidates) -> Candidates:
         """Candidates: `query` (of input queries.DERIVED) over a rule's derived facts."""
 
-    def union(self, relation: str, parts: list[object]) -> object:
+    def union(self, relation: str, parts: list[Candidates]) -> Candidates:
         """The candidates of a relation from several rules."""
 
-    def seeded(self, facts: Facts) -> object:
+    def seeded(self, facts: Facts) -> Candidates:
         """Facts computed elsewhere, as candidates."""
 
-    def count(self, derived: object) -> int:
+    def count(self, derived: Candidates) -> int:
         """How many candidates a rule derived (`derive`'s result)."""
 
 
+Kept = TypeVar(
+    "Kept", covariant=True
+)  # the facts a Reached holds: only read, so a Reached of any facts is one of objects
+
+
 @dataclass(frozen=True)
-class Reached(Generic[Facts]):
+class Reached(Generic[Kept]):
     """Where a fixpoint stopped short of its end: per relation, the facts known before the last iteration
     and the new facts of that iteration (the next one's input), after `iterations` iterations. Another
     evaluation given this goes on from there (Fixpoint's `reached`)."""
 
-    known: Mapping[str, Facts]
-    new: Mapping[str, Facts]
+    known: Mapping[str, Kept]
+    new: Mapping[str, Kept]
     iterations: int
     seconds: float = 0.0  # how long the evaluation took to get there
     facts: int = 0  # how many facts it had derived
@@ -79,7 +87,7 @@ class CapacityExceeded(Exception):
         self.relations = relations
         self.facts = facts
         self.expected = expected
-        self.reached: Reached | None = None
+        self.reached: Reached[object] | None = None
 
 
 class Limits:
@@ -156,7 +164,19 @@ def next_rows(new_rows: int, previous_rows: int) -> int:
     return new_rows * new_rows // previous_rows if previous_rows else 0
 
 
-def iterate(evaluation: Fixpoint, limits: Limits, progress: ProgressListener | None, after: int = 0) -> int:
+class Evaluation(Protocol):
+    """What `iterate` runs: a Fixpoint, or several in lockstep."""
+
+    def start(self) -> int: ...
+
+    def step(self) -> int: ...
+
+    def facts(self) -> dict[str, int]: ...
+
+    def watched(self) -> tuple[int, ...]: ...
+
+
+def iterate(evaluation: Evaluation, limits: Limits, progress: ProgressListener | None, after: int = 0) -> int:
     """Run `evaluation` until an iteration derives nothing new, or the rows a LIMIT over the stratum needs
     are there (Limits.enough); returns the number of iterations.
     `after`: the iterations an evaluation handed over to this one had made (its start is the next one)."""
@@ -182,45 +202,48 @@ def iterate(evaluation: Fixpoint, limits: Limits, progress: ProgressListener | N
     return iteration
 
 
-def contributor_terms(program: Program, stratum: Stratum, rule: Rule) -> tuple[Rule, tuple[exp.Expression, ...]]:
+def contributor_terms(program: Program, stratum: Stratum, rule: Rule) -> tuple[Rule, tuple[exp.Expr, ...]]:
     """A sum()/count() rule as it derives contributions (each column of its atoms named), and the terms
     that identify a contribution (translator.contributions)."""
     named, variables = contributor(rule, program.relations, stratum.relations)
     return named, tuple(var(name) for name in variables)
 
 
-def rule_ids(program: Program) -> dict[tuple, int]:
+RuleKey = tuple[str, tuple[str, ...], tuple[str, ...]]  # rule_key's: head, terms, sorted body
+
+
+def rule_ids(program: Program) -> dict[RuleKey, int]:
     """A number per rule of the program, naming the rule a contribution comes from (see `rule_key`)."""
     return {rule_key(rule): i for i, rule in enumerate(program.rules)}
 
 
 @functools.lru_cache(maxsize=4096)
-def rule_key(rule: Rule) -> tuple:
+def rule_key(rule: Rule) -> RuleKey:
     """A rule up to the order of its body: the planner may reorder a delta variant's joins, and every
     variant of a rule contributes as that rule. Kept per rule: every evaluation of a program (and its
     typing) asks again, and printing literals costs more than the rest of a small evaluation."""
     return rule.head, tuple(term.sql() for term in rule.terms), tuple(sorted(str(literal) for literal in rule.body))
 
 
-class Fixpoint(Generic[Facts]):
+class Fixpoint(Generic[Facts, Candidates]):
     """One recursive component evaluated semi-naively by `engine`; `seeds`: the candidates of the exit
     rules, derived elsewhere (a part of them, under the decomposed strategy); `reached`: where another
     evaluation of the component stopped, to go on from (its new facts being the seeds)."""
 
     def __init__(
         self,
-        engine: RuleEngine[Facts],
+        engine: RuleEngine[Facts, Candidates],
         program: Program,
         stratum: Stratum,
         seeds: Mapping[str, Facts] | None = None,
-        reached: Reached | None = None,
+        reached: Reached[Facts] | None = None,
     ):
         self.engine = engine
         self.program = program
         self.stratum = stratum
         self.seeds = reached.new if reached is not None else seeds
         self.known = reached.known if reached is not None else None
-        self.states: dict[str, State] = {
+        self.states: dict[str, State[Facts]] = {
             name: state_for(engine, program.relations[name], stratum.iteration) for name in stratum.relations
         }
         self.rule_ids = rule_ids(program)
@@ -261,7 +284,7 @@ class Fixpoint(Generic[Facts]):
         self.engine.begin(self.iterations)
         return self.absorb(self.derive([(variant.rule, variant.versions) for variant in variants]))
 
-    def absorb(self, candidates: Mapping[str, object]) -> int:
+    def absorb(self, candidates: Mapping[str, Candidates]) -> int:
         for name, state in self.states.items():
             state.merge(candidates.get(name))
         return sum(state.new_facts for state in self.states.values())
@@ -284,15 +307,15 @@ class Fixpoint(Generic[Facts]):
         versions = tuple(Version.DELTA if isinstance(literal, Atom) else None for literal in path.rule.body)
         return self.engine.count(self.engine.derive(path.rule, versions, ()))
 
-    def derive(self, rules: Iterable[tuple[Rule, Versions]]) -> dict[str, object]:
+    def derive(self, rules: Iterable[tuple[Rule, Versions]]) -> dict[str, Candidates]:
         """The candidates of each relation from the given rules."""
         rules = list(rules)
         for rule, versions in rules:
             for atom, version in zip(rule.body, versions or ()):
-                if version is not None:
+                if version is not None and isinstance(atom, Atom):  # versions are None but for atoms
                     state = self.states[atom.relation]
                     self.engine.publish(atom.relation, version, getattr(state, version.value))
-        parts: dict[str, list[object]] = {}
+        parts: dict[str, list[Candidates]] = {}
         for rule, versions in rules:
             if isinstance(self.states[rule.head], SumState):
                 named, contributors = contributor_terms(self.program, self.stratum, rule)

@@ -80,8 +80,8 @@ class State(Generic[Facts]):
         return self.engine.rows(self.delta)
 
 
-class SetState(State):
-    def __init__(self, engine: Engine, relation: Relation):
+class SetState(State[Facts]):
+    def __init__(self, engine: Engine[Facts], relation: Relation):
         super().__init__(engine, relation)
         self.query = q.new_facts(self.width)
 
@@ -90,7 +90,7 @@ class SetState(State):
         self.full = self.engine.append(self.name, self.full, self.delta)
 
 
-class BagState(State):
+class BagState(State[Facts]):
     query = q.all_rows()
 
     def absorb(self, candidates: object) -> None:
@@ -98,8 +98,8 @@ class BagState(State):
         self.full = self.engine.append(self.name, self.full, self.delta)
 
 
-class ExtremumState(State):
-    def __init__(self, engine: Engine, relation: Relation):
+class ExtremumState(State[Facts]):
+    def __init__(self, engine: Engine[Facts], relation: Relation):
         super().__init__(engine, relation)
         if relation.group_key:
             self.improved, self.replace = q.improved(relation), q.replace_groups(relation)
@@ -116,10 +116,10 @@ class ExtremumState(State):
         self.full = self.run(self.replace, Result.FULL, **{q.FULL: self.full, q.DELTA: self.delta})
 
 
-class SumState(State):
+class SumState(State[Facts]):
     """Candidates arrive as contributions (queries.contributions_of)."""
 
-    def __init__(self, engine: Engine, relation: Relation):
+    def __init__(self, engine: Engine[Facts], relation: Relation):
         super().__init__(engine, relation)
         self.contributions: object | None = None
         self.first_merge = q.largest_contributions(relation, first=True)
@@ -143,7 +143,8 @@ class SumState(State):
         self.contributions = merged
 
 
-def state_for(engine: Engine, relation: Relation, iteration: Iteration) -> State:
+def state_for(engine: Engine[Facts], relation: Relation, iteration: Iteration) -> State[Facts]:
+    kind: type[State[Facts]]
     if relation.aggregate is not None:
         kind = ExtremumState if relation.aggregate.function in ("min", "max") else SumState
     else:

@@ -203,8 +203,9 @@ def atom_estimate(atom: Atom, relation: RelationEstimate) -> AtomEstimate:
             distinct[arg] = min(d, distinct[arg])
         else:
             distinct[arg] = d
-        if i < len(relation.ranges) and relation.ranges[i] is not None:
-            ranges[arg] = relation.ranges[i]
+        span = relation.ranges[i] if i < len(relation.ranges) else None
+        if span is not None:
+            ranges[arg] = span
     rows = max(rows, 1e-3)
     return AtomEstimate(rows, {v: min(d, rows) for v, d in distinct.items()}, ranges)
 
@@ -233,9 +234,7 @@ def join_estimate(atoms: list[AtomEstimate], conditions: list[Condition]) -> Ato
     return AtomEstimate(rows, {v: min(d, max(rows, 1.0)) for v, d in distinct.items()}, ranges)
 
 
-def selectivity(
-    expression: exp.Expression, distinct: dict[str, float], ranges: dict[str, tuple[float, float]]
-) -> float:
+def selectivity(expression: exp.Expr, distinct: dict[str, float], ranges: dict[str, tuple[float, float]]) -> float:
     """The fraction of rows a condition keeps."""
     if isinstance(expression, exp.Paren):
         return selectivity(expression.this, distinct, ranges)

@@ -33,6 +33,13 @@ def inner_atom_positions(rule: Rule) -> list[int]:
     ]
 
 
+def atom_at(rule: Rule, position: int) -> Atom:
+    """The atom at a body position known to hold one (one of inner_atom_positions, say)."""
+    literal = rule.body[position]
+    assert isinstance(literal, Atom), f"literal {position} of {rule} is not an atom"
+    return literal
+
+
 def order_body(
     rule: Rule,
     estimator: Estimator,
@@ -46,7 +53,7 @@ def order_body(
     if not inner:
         return OrderedBody(rule.body, tuple(range(len(rule.body))), None, None)
     overrides = overrides or {}
-    estimates = [overrides.get(i) or estimator.atom(rule.body[i]) for i in inner]
+    estimates = [overrides.get(i) or estimator.atom(atom_at(rule, i)) for i in inner]
     conditions = [literal for literal in rule.body if isinstance(literal, Condition)]
     space = JoinSpace(estimates, conditions, model)
     plan = best_plan(space, inner.index(first) if first is not None else None)

@@ -27,7 +27,7 @@ from sqlglot import exp
 from recsql.analysis import AnalysisError, stratify, strongly_connected_components
 from recsql.optimizer.cardinality import Estimator
 from recsql.optimizer.context import Context, Outcome
-from recsql.optimizer.join_order import inner_atom_positions
+from recsql.optimizer.join_order import atom_at, inner_atom_positions
 from translator.ir import Assignment, Atom, Condition, Iteration, Literal, Program, Relation, Rule, bound_by, var
 
 SMALL_ROWS = 10_000.0  # a relation this small passes its bindings on even when nothing restricts it
@@ -99,7 +99,7 @@ class Rewrite:
             and not any(rule.is_aggregate for rule in rules)
         )
 
-    def adornment_of(self, atom: Atom, bound: set[str]) -> str | None:
+    def adornment_of(self, atom: Atom, bound: frozenset[str]) -> str | None:
         """The binding pattern `atom` is read with, or None when it stays the original relation."""
         if atom.filters or atom.optional or atom.nulls_equal or atom.call_args or not self.eligible(atom.relation):
             return None
@@ -181,7 +181,7 @@ class Rewrite:
         adornment: str,
         prefix: list[Literal],
         conditions: list[Condition],
-        equalities: dict[str, exp.Expression],
+        equalities: dict[str, exp.Expr],
     ) -> None:
         """m_q(bound arguments of `atom`) :- what is bound before it."""
         bound_args = tuple(arg for arg, mark in zip(atom.args, adornment) if mark == BOUND)
@@ -200,15 +200,15 @@ class Rewrite:
 
     def sideways_order(
         self, rule: Rule, bound: set[str]
-    ) -> tuple[list[tuple[Literal, frozenset[str]]], dict[str, exp.Expression]]:
+    ) -> tuple[list[tuple[Literal, frozenset[str]]], dict[str, exp.Expr]]:
         """The body in the order bindings travel (atoms restricted by a binding first, then small relations
         that are not rewritten themselves, in join order), each
         literal with the variables bound before it, and the variables that equalities such as `X = 7` bind."""
         bound = set(bound)
-        equalities: dict[str, exp.Expression] = {}
+        equalities: dict[str, exp.Expr] = {}
         conditions = [lit for lit in rule.body if isinstance(lit, (Condition, Assignment))]
         self.close(bound, conditions, equalities)
-        remaining = [rule.body[i] for i in inner_atom_positions(rule)]
+        remaining = [atom_at(rule, i) for i in inner_atom_positions(rule)]
         steps: list[tuple[Literal, frozenset[str]]] = []
         while remaining:
             passing = next((a for a in remaining if a.variables() & bound), None) or next(
@@ -225,12 +225,13 @@ class Rewrite:
         return steps, equalities
 
     @staticmethod
-    def close(bound: set[str], conditions: list[Literal], equalities: dict[str, exp.Expression]) -> None:
+    def close(bound: set[str], conditions: list[Condition | Assignment], equalities: dict[str, exp.Expr]) -> None:
         """Variables bound by assignments and by `X = expression over bound variables`."""
         changed = True
         while changed:
             changed = False
             for literal in conditions:
+                target: str | None
                 if isinstance(literal, Assignment):
                     target, source = literal.variable, literal.expression
                 elif isinstance(literal.expression, exp.EQ):
@@ -257,7 +258,7 @@ def with_filters(prefix: list[Literal], conditions: list[Condition]) -> list[Lit
     return kept + [c for c in conditions if c.variables() <= available and c not in kept]
 
 
-def equality_target(condition: exp.EQ, bound: set[str]) -> tuple[str | None, exp.Expression]:
+def equality_target(condition: exp.EQ, bound: set[str]) -> tuple[str | None, exp.Expr]:
     """For `X = e` (or `e = X`) with X a variable: X and e, the side that is not yet bound first."""
     for target, source in ((condition.left, condition.right), (condition.right, condition.left)):
         if isinstance(target, exp.Column) and target.name not in bound:

@@ -15,6 +15,7 @@ from dataclasses import replace
 from sqlglot import exp
 
 from recsql.optimizer.context import Context, Outcome
+from recsql.optimizer.join_order import atom_at
 from translator.ir import Atom, Condition, Literal, Program, Rule, bound_by, renamed, variables_of
 
 # a condition built only of these is not true when any variable it reads is NULL
@@ -85,7 +86,7 @@ def semi_join_rejects(atom: Atom, own: set[str]) -> bool:
     return any(variables_of(conjunct) & own and null_rejecting(conjunct) for conjunct in conjuncts(atom.on))
 
 
-def null_rejecting(expression: exp.Expression) -> bool:
+def null_rejecting(expression: exp.Expr) -> bool:
     if not isinstance(expression, COMPARISONS):
         return False
     return all(isinstance(node, STRICT) for node in expression.this.walk()) and all(
@@ -96,11 +97,11 @@ def null_rejecting(expression: exp.Expression) -> bool:
 def inner_join(rule: Rule, position: int) -> Rule:
     """The rule with the outer-joined atom at `position` made inner: each `own = other` conjunct of its ON
     condition (`other` a variable bound elsewhere) renames `own` to `other`; the others become conditions."""
-    atom = rule.body[position]
+    atom = atom_at(rule, position)
     own = atom.variables()
     inner = bound_by(rule.body)
     names: dict[str, str] = {}
-    conditions: list[exp.Expression] = []
+    conditions: list[exp.Expr] = []
     for conjunct in conjuncts(atom.on):
         pair = equated_variables(conjunct)
         if pair is not None:
@@ -129,7 +130,7 @@ def rename_literal(literal: Literal, names: dict[str, str]) -> Literal:
     return replace(literal, expression=renamed(literal.expression, names))
 
 
-def conjuncts(condition: exp.Expression | None) -> list[exp.Expression]:
+def conjuncts(condition: exp.Expr | None) -> list[exp.Expr]:
     if condition is None:
         return []
     if isinstance(condition, exp.And):
@@ -139,7 +140,7 @@ def conjuncts(condition: exp.Expression | None) -> list[exp.Expression]:
     return [condition]
 
 
-def equated_variables(conjunct: exp.Expression) -> tuple[str, str] | None:
+def equated_variables(conjunct: exp.Expr) -> tuple[str, str] | None:
     """(a, b) when the conjunct is `a = b` between two variables."""
     if (
         isinstance(conjunct, exp.EQ)

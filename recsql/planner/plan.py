@@ -11,6 +11,7 @@ the previous round's rows.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import Enum
 
@@ -97,7 +98,7 @@ class Plan:
         self.program: Program = optimized.program
         self.strata = strata
 
-    def order_variant(self, variant: Variant, delta_rows: dict[str, float]) -> Variant:
+    def order_variant(self, variant: Variant, delta_rows: Mapping[str, float]) -> Variant:
         """`variant` with its joins ordered for a Δ of the given size (rows seen in the last iteration)."""
         return order_variant(self.optimized, variant, delta_rows)
 
@@ -307,7 +308,7 @@ def broadcast_rows(optimized: Optimized, decomposition: Decomposition) -> float:
     return sum(optimized.estimator.relation(name).rows for name in decomposition.broadcast)
 
 
-def order_variant(optimized: Optimized, variant: Variant, delta_rows: dict[str, float]) -> Variant:
+def order_variant(optimized: Optimized, variant: Variant, delta_rows: Mapping[str, float]) -> Variant:
     driver = variant.driver
     if driver is None:
         return variant

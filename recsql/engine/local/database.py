@@ -36,16 +36,19 @@ class Database:
     def __init__(self, timezone: str, threads: int | None = None):
         """`threads`: how many threads each query may use (DuckDB's default: every core)."""
         self.reusable = threads is None
-        self.connection, self.timezone = (
+        connection: duckdb.DuckDBPyConnection | None
+        self.timezone: str | None
+        connection, self.timezone = (
             self.idle.__dict__.pop("connection", (None, None)) if self.reusable else (None, None)
         )
-        if self.connection is None:
-            self.connection = duckdb.connect(config={"threads": threads} if threads else {})
+        if connection is None:
+            connection = duckdb.connect(config={"threads": threads} if threads else {})
+        self.connection = connection
         if timezone != self.timezone:
             self.connection.execute(f"SET TimeZone = {exp.Literal.string(timezone).sql(dialect='duckdb')}")
             self.timezone = timezone
         self.registered: dict[str, pa.Table] = {}
-        self.casts: dict[tuple, str] = {}
+        self.casts: dict[tuple[tuple[str, ...], pa.Schema], str] = {}
 
     def register(self, name: str, table: pa.Table) -> None:
         """Make `table` readable as `name` (registering costs about as much as a small query: skipped

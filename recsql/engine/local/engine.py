@@ -57,7 +57,7 @@ class DuckDBEngine:
         for name, facts in inputs.items():
             self.db.register(self.inputs[name], facts)
         self.version_names: dict[tuple[str, Version], str] = {}
-        self.rules: dict[tuple, str] = {}
+        self.rules: dict[tuple[Rule, Versions], str] = {}
         self.seed_names = itertools.count()
 
     # ------------------------------------------------------------------ facts (states.Engine)
@@ -85,7 +85,7 @@ class DuckDBEngine:
         return self.db.conform(facts, self.schema(relation, result))
 
     def rows(self, facts: pa.Table) -> int:
-        return facts.num_rows
+        return int(facts.num_rows)
 
     def schema(self, relation: str, result: Result) -> pa.Schema | None:
         types = self.current.get(relation)
@@ -107,7 +107,7 @@ class DuckDBEngine:
             self.version_names[key] = f"state_{len(self.version_names)}"
         self.db.register(self.version_names[key], facts)
 
-    def derive(self, rule: Rule, versions: Versions, extra_terms: tuple[exp.Expression, ...]) -> str:
+    def derive(self, rule: Rule, versions: Versions, extra_terms: tuple[exp.Expr, ...]) -> str:
         """The SQL of a rule reading the given versions (printed once: the table names stay the same)."""
         key = (rule, versions)
         if key not in self.rules:
@@ -119,10 +119,10 @@ class DuckDBEngine:
             self.rules[key] = self.printer.sql(rule_query(rule, source, extra_terms))
         return self.rules[key]
 
-    def contribute(self, query: Query, derived: object) -> str:
+    def contribute(self, query: Query, derived: str) -> str:
         return self.printer.with_inputs(query.sql(self.printer), {DERIVED: derived})
 
-    def union(self, relation: str, parts: list[object]) -> str:
+    def union(self, relation: str, parts: list[str]) -> str:
         sql = self.printer.union_all(parts)
         types = self.current.get(relation)
         if types is not None and types.candidates is not None:
@@ -134,8 +134,8 @@ class DuckDBEngine:
         self.db.register(name, facts)
         return f"SELECT * FROM {self.printer.quote(name)}"
 
-    def count(self, derived: object) -> int:
-        return self.db.query(f"SELECT count(*) FROM ({derived})").column(0)[0].as_py()
+    def count(self, derived: str) -> int:
+        return int(self.db.query(f"SELECT count(*) FROM ({derived})").column(0)[0].as_py())
 
 
 class LocalFixpoint:
@@ -153,7 +153,7 @@ class LocalFixpoint:
         spark_settings: SparkSettings = DEFAULT_SPARK_SETTINGS,
         database: Database | None = None,
         seeds: Mapping[str, pa.Table] | None = None,
-        reached: Reached | None = None,
+        reached: Reached[pa.Table] | None = None,
     ):
         """`database`: evaluate in this DuckDB connection (left open) instead of a new one. `seeds`: the
         facts of the exit rules, derived elsewhere (one part of them, under the decomposed strategy).

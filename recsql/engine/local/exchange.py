@@ -160,7 +160,7 @@ class TotalsReader:
         latest = os.path.join(self.directory, str(max(attempts)))
         if latest != self.attempt:
             self.attempt, self.round, self.totals = latest, 0, 0
-        totals = []
+        totals: list[tuple[int, int]] = []
         while True:
             folder = os.path.join(latest, str(self.round + 1))
             texts = []

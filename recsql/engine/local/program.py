@@ -10,15 +10,15 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Mapping, Sequence
-from typing import Protocol
+from collections.abc import Mapping
+from typing import Generic, Protocol, TypeVar
 
 import pyarrow as pa
 from sqlglot import exp
 
 from recsql.engine.columns import column_names
 from recsql.engine.local.database import Database, duckdb_errors, null_table
-from recsql.engine.local.engine import LocalFixpoint, ResultTypes
+from recsql.engine.local.engine import LocalFixpoint, RelationTypes
 from recsql.engine.progress import ProgressListener
 from recsql.engine.spark_settings import SparkSettings
 from recsql.engine.sql.printing import Dialect, Printer
@@ -29,33 +29,34 @@ from recsql.planner.plan import Plan, Stratum
 from recsql.settings import Settings
 from translator.ir import Atom
 
-Types = Sequence[object]  # a relation's column types, as the Typing gives them
+ColumnType = TypeVar("ColumnType")  # a column's type, as the Typing gives it (a Spark DataType)
+ColumnTypeOut = TypeVar("ColumnTypeOut", covariant=True)
 
 
-class StratumTyping(Protocol):
-    def arrow(self, iteration: int) -> ResultTypes: ...
+class StratumTyping(Protocol[ColumnTypeOut]):
+    def arrow(self, iteration: int) -> Mapping[str, RelationTypes]: ...
 
-    def spark(self, iteration: int) -> Mapping[str, Types]: ...
+    def spark(self, iteration: int) -> Mapping[str, tuple[ColumnTypeOut, ...]]: ...
 
 
-class Typing(Protocol):
+class Typing(Protocol[ColumnType]):
     """The column types Spark gives each relation (types/plan_types.py)."""
 
-    def relation(self, name: str, known: Mapping[str, Types]) -> Types:
+    def relation(self, name: str, known: Mapping[str, tuple[ColumnType, ...]]) -> tuple[ColumnType, ...]:
         """A non-recursive relation's, from the types of what it reads."""
 
-    def stratum(self, stratum: Stratum, known: Mapping[str, Types]) -> StratumTyping:
+    def stratum(self, stratum: Stratum, known: Mapping[str, tuple[ColumnType, ...]]) -> StratumTyping[ColumnType]:
         """A recursive stratum's, iteration by iteration."""
 
-    def arrow_schema(self, types: Types) -> pa.Schema: ...
+    def arrow_schema(self, types: tuple[ColumnType, ...]) -> pa.Schema: ...
 
 
-class LocalProgram:
+class LocalProgram(Generic[ColumnType]):
     def __init__(
         self,
         plan: Plan,
-        table_types: Mapping[str, Types],
-        typing: Typing,
+        table_types: Mapping[str, tuple[ColumnType, ...]],
+        typing: Typing[ColumnType],
         settings: Settings,
         progress: ProgressListener | None,
         spark_settings: SparkSettings,
@@ -68,11 +69,11 @@ class LocalProgram:
         self.progress = progress
         self.spark_settings = spark_settings
         self.trace = trace
-        self.types: dict[str, Types] = dict(table_types)
+        self.types: dict[str, tuple[ColumnType, ...]] = dict(table_types)
         self.facts: dict[str, pa.Table] = {}
         self.printer = Printer(Dialect.DUCKDB, spark_settings.ansi)
 
-    def run(self, tables: Mapping[str, pa.Table]) -> tuple[pa.Table, Types]:
+    def run(self, tables: Mapping[str, pa.Table]) -> tuple[pa.Table, tuple[ColumnType, ...]]:
         """The answer (columns c0 .. cN) and its column types, from the rows of the tables the plan reads."""
         with duckdb_errors(), contextlib.closing(Database(self.spark_settings.timezone)) as db:
             for name, facts in tables.items():
@@ -115,14 +116,14 @@ class LocalProgram:
         facts = db.query(self.printer.sql(relation_query(relation, parts)))
         return db.conform(facts, self.typing.arrow_schema(self.types[name]))
 
-    def source(self, db: Database, atom: Atom) -> exp.Expression:
+    def source(self, db: Database, atom: Atom) -> exp.Expr:
         if atom.call_args:
             return range_call(atom)
         name = f"relation_{atom.relation}"
         db.register(name, self.facts[atom.relation])
         return table(name)
 
-    def answer(self, db: Database) -> tuple[pa.Table, Types]:
+    def answer(self, db: Database) -> tuple[pa.Table, tuple[ColumnType, ...]]:
         program = self.program
         width = len(program.relations[program.output].columns) - program.hidden_columns
         types = self.types[program.output][:width]

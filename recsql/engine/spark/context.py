@@ -29,7 +29,7 @@ class StratumRun(Protocol):
     plan: Plan
     program: Program
     views: Views
-    outgrown: dict[tuple[str, ...], Reached | None]  # strata past their local capacity: where they stopped
+    outgrown: dict[tuple[str, ...], Reached[pa.Table] | None]  # strata past their local capacity: where they stopped
     scratch: Scratch  # the statement's files on this machine
 
     def report(self, event: Progress) -> None:
@@ -44,7 +44,7 @@ class StratumRun(Protocol):
     def source(self, relation: str) -> str:
         """The view a rule's SQL reads for a relation outside the stratum."""
 
-    def atom_source(self, atom: Atom) -> exp.Expression:
+    def atom_source(self, atom: Atom) -> exp.Expr:
         """What a rule's query reads for an atom outside the stratum (a view, a table function)."""
 
     def atom_frame(self, atom: Atom) -> DataFrame:

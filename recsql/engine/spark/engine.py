@@ -75,7 +75,7 @@ def without_constraints(spark: SparkSession) -> Iterator[None]:
     try:
         yield
     finally:
-        spark.conf.set(CONSTRAINTS, previous)
+        spark.conf.set(CONSTRAINTS, previous or "true")
 
 
 class Views:
@@ -108,17 +108,17 @@ class Views:
             return self.spark.sql(query)
         frames: dict[str, DataFrame] = {}
 
-        def relation(match: re.Match) -> str:
+        def relation(match: re.Match[str]) -> str:
             key = f"v{len(frames)}"
             frames[key] = self.shown[match.group(0)]
             return "{" + key + "}"
 
         text = self.names.sub(relation, query.replace("{", "{{").replace("}", "}}"))
-        frame = self.spark.sql(text, **frames)
+        frame = self.spark.sql(text, **frames)  # type: ignore[arg-type]  # keys v0, v1...: none binds `args`
         # the server's plan of `frame` names the server-side data of checkpointed frames by id, which the
         # client releases once nothing refers to those frames: the plan's client-side node keeps them, and
         # every frame derived from `frame` keeps that node
-        frame._plan.recsql_reads = list(frames.values())
+        setattr(frame._plan, "recsql_reads", list(frames.values()))  # noqa: B010 (an attribute of recsql's own)
         return frame
 
     def drop(self) -> None:
@@ -152,10 +152,10 @@ class SparkEngine:
         self.source = source
         self.order = arrange
         self.schema_only = schema_only
-        self.partitions = int(spark.conf.get("spark.sql.shuffle.partitions"))
+        self.partitions = int(spark.conf.get("spark.sql.shuffle.partitions") or 200)  # set, if only to Spark's default
         self.rounds: dict[str, int] = {}
-        self.rules: dict[tuple, str] = {}
-        self.printed: dict[tuple, str] = {}
+        self.rules: dict[tuple[Rule, Versions], str] = {}
+        self.printed: dict[tuple[int, tuple[tuple[str, str], ...]], str] = {}
         self.candidate_schemas: dict[str, StructType] = {}  # schema-only: the candidates' of the last step
 
     # ------------------------------------------------------------------ facts (states.Engine)
@@ -224,7 +224,7 @@ class SparkEngine:
     def publish(self, relation: str, version: Version, facts: SparkFacts) -> None:
         self.views.show(version_view(relation, version), facts.frame)
 
-    def derive(self, rule: Rule, versions: Versions, extra_terms: tuple[exp.Expression, ...]) -> str:
+    def derive(self, rule: Rule, versions: Versions, extra_terms: tuple[exp.Expr, ...]) -> str:
         """The Spark SQL of a rule reading the given versions (printed once: the view names stay the same)."""
         key = (rule, versions)
         if key not in self.rules:
@@ -234,10 +234,10 @@ class SparkEngine:
             self.rules[key] = SPARK.sql(rule_query(rule, source, extra_terms))
         return self.rules[key]
 
-    def contribute(self, query: Query, derived: object) -> str:
+    def contribute(self, query: Query, derived: str) -> str:
         return SPARK.with_inputs(query.sql(SPARK), {DERIVED: derived})
 
-    def union(self, relation: str, parts: list[object]) -> str:
+    def union(self, relation: str, parts: list[str]) -> str:
         sql = SPARK.union_all(parts)
         if self.schema_only:
             self.candidate_schemas[relation] = self.views.sql(sql).schema
@@ -246,7 +246,7 @@ class SparkEngine:
     def seeded(self, facts: SparkFacts) -> str:
         raise NotImplementedError("the Spark engine derives its exit rules' facts itself")
 
-    def count(self, derived: object) -> int:
+    def count(self, derived: str) -> int:
         return self.views.sql(derived).count()
 
 

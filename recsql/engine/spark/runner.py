@@ -10,6 +10,7 @@ from typing import Protocol
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType
+from sqlglot import exp
 
 from recsql.engine.columns import column_names
 from recsql.engine.fixpoint import CapacityExceeded, Reached
@@ -60,7 +61,7 @@ class SparkRun:
         scratch: Scratch,
         progress: ProgressListener | None = None,
         trace: Trace | None = None,
-        outgrown: dict[tuple[str, ...], Reached | None] | None = None,
+        outgrown: dict[tuple[str, ...], Reached[pa.Table] | None] | None = None,
     ):
         self.spark = spark
         self.source_tables = tables
@@ -128,7 +129,7 @@ class SparkRun:
         if self.trace is not None:
             self.trace.notes.append(text)
 
-    def atom_source(self, atom: Atom):
+    def atom_source(self, atom: Atom) -> exp.Expr:
         """What a rule's SQL reads for `atom`: a table function call, or a view of its relation."""
         if atom.call_args:
             return range_call(atom)

@@ -10,13 +10,14 @@ from pyspark.sql.types import NullType
 from recsql.engine.fixpoint import Fixpoint
 from recsql.engine.spark.context import StratumRun
 from recsql.engine.spark.engine import SparkEngine, SparkFacts
+from recsql.engine.types.errors import NotInferred
 from recsql.engine.types.result_types import SETTLED, InferredTypes, StratumTypes, row_of
-from recsql.engine.types.spark_types import NotInferred, Row
+from recsql.engine.types.spark_types import Row
 from recsql.planner.plan import Stratum
 from translator.ir import Program
 
 
-class DistributedTypes(StratumTypes):
+class DistributedTypes(StratumTypes[SparkFacts, str]):
     """Types read from a schema-only fixpoint on Spark stepped as far as asked (no Spark job runs, but
     every step is a round of Spark analysis): for the expressions spark_types.py does not cover."""
 
@@ -35,7 +36,10 @@ class DistributedTypes(StratumTypes):
         return row_of(schema) if schema is not None else None
 
 
-def stratum_types(run: StratumRun, stratum: Stratum) -> StratumTypes:
+AnyStratumTypes = InferredTypes | DistributedTypes  # what stratum_types gives
+
+
+def stratum_types(run: StratumRun, stratum: Stratum) -> AnyStratumTypes:
     """The types of the stratum's relations, iteration by iteration: derived in Python when
     spark_types covers the rules, else from Spark's analysis."""
     timezone = run.spark_settings.timezone

@@ -43,7 +43,7 @@ EXISTS = SEARCH.format(
     unknown=HAS_NULL.format(list="list_transform(:a, :f)"),
 )
 
-TEMPLATES: dict[type[exp.Expression] | str, str] = {
+TEMPLATES: dict[type[exp.Expr] | str, str] = {
     exp.ArrayContains: SEARCH.format(
         null=":a IS NULL OR :v IS NULL", found="list_contains(:a, :v)", unknown=HAS_NULL.format(list=":a")
     ),
@@ -88,9 +88,7 @@ TEMPLATES: dict[type[exp.Expression] | str, str] = {
 }
 
 
-def spark_array(
-    node: exp.Expression, recurse: Callable[[exp.Expression], exp.Expression], ansi: bool
-) -> exp.Expression | None:
+def spark_array(node: exp.Expr, recurse: Callable[[exp.Expr], exp.Expr], ansi: bool) -> exp.Expr | None:
     """The DuckDB rendering of an array function whose DuckDB meaning differs from Spark's (its arguments
     printed by `recurse`); None for any other node."""
     if isinstance(node, exp.Bracket):
@@ -114,7 +112,7 @@ def spark_array(
     return template(TEMPLATES[key], **{name: recurse(value) for name, value in arguments.items()})
 
 
-def applies(node: exp.Expression) -> bool:
+def applies(node: exp.Expr) -> bool:
     """Whether the template covers this call: reverse of an array (not a string), array_join without a
     NULL replacement, sequence without a step."""
     if isinstance(node, exp.Reverse):
@@ -127,7 +125,7 @@ def applies(node: exp.Expression) -> bool:
 
 
 # the arguments of each template, by placeholder (None: a call the template does not cover)
-ARGUMENTS: dict[type[exp.Expression] | str, Callable[[exp.Expression], dict[str, exp.Expression] | None]] = {
+ARGUMENTS: dict[type[exp.Expr] | str, Callable[[exp.Expr], dict[str, exp.Expr] | None]] = {
     exp.ArrayContains: lambda n: {"a": n.this, "v": n.expression},
     "arrays_overlap": lambda n: {"a": n.expressions[0], "b": n.expressions[1]},
     exp.ArrayDistinct: lambda n: {"a": n.this},
@@ -146,7 +144,7 @@ ARGUMENTS: dict[type[exp.Expression] | str, Callable[[exp.Expression], dict[str,
 }
 
 
-def bracket(node: exp.Bracket, recurse: Callable[[exp.Expression], exp.Expression], ansi: bool) -> exp.Expression:
+def bracket(node: exp.Bracket, recurse: Callable[[exp.Expr], exp.Expr], ansi: bool) -> exp.Expr:
     """element_at(a, i) (from 1), try_element_at(a, i) and a[i] (from 0): Spark's error for an index out of
     bounds under ANSI (try_element_at's and, without ANSI, everyone's NULL); element_at's error for 0."""
     from_one = node.args.get("offset") == 1
@@ -156,7 +154,7 @@ def bracket(node: exp.Bracket, recurse: Callable[[exp.Expression], exp.Expressio
     return template((ELEMENT_AT if from_one else ZERO_BASED).format(out=out), a=recurse(node.this), i=recurse(index))
 
 
-def zip_with(node: exp.Anonymous, recurse: Callable[[exp.Expression], exp.Expression]) -> exp.Expression:
+def zip_with(node: exp.Anonymous, recurse: Callable[[exp.Expr], exp.Expr]) -> exp.Expr:
     """zip_with(a, b, (x, y) -> f): f over the elements at each position, NULL past the shorter array."""
     first, second, function = (recurse(argument) for argument in node.expressions)
     position = exp.to_identifier("_i")
@@ -171,17 +169,17 @@ def zip_with(node: exp.Anonymous, recurse: Callable[[exp.Expression], exp.Expres
     return template(TEMPLATES["zip_with"], a=first, b=second, f=body)
 
 
-def counted_from_zero(function: exp.Lambda) -> exp.Lambda:
+def counted_from_zero(function: exp.Expr) -> exp.Lambda:
     """A lambda over (element, index) reading DuckDB's index (from 1) as Spark's (from 0)."""
     index = function.expressions[1].name
     shifted = exp.Paren(this=exp.Sub(this=exp.to_identifier(index), expression=exp.Literal.number(1)))
     return exp.Lambda(this=substituted(function.this, {index: shifted}), expressions=function.expressions)
 
 
-def substituted(body: exp.Expression, values: dict[str, exp.Expression]) -> exp.Expression:
+def substituted(body: exp.Expr, values: dict[str, exp.Expr]) -> exp.Expr:
     """`body` with each lambda parameter named in `values` replaced by its value."""
 
-    def replace(node: exp.Expression) -> exp.Expression:
+    def replace(node: exp.Expr) -> exp.Expr:
         if (
             isinstance(node, (exp.Identifier, exp.Column))
             and not isinstance(node.parent, exp.Column)
@@ -195,14 +193,14 @@ def substituted(body: exp.Expression, values: dict[str, exp.Expression]) -> exp.
 
 
 @cache
-def parsed(sql: str) -> exp.Expression:
+def parsed(sql: str) -> exp.Expr:
     return sqlglot.parse_one(sql, read="duckdb")
 
 
-def template(sql: str, **arguments: exp.Expression) -> exp.Expression:
+def template(sql: str, **arguments: exp.Expr) -> exp.Expr:
     """The DuckDB expression `sql` with a copy of each argument in place of its :name placeholders."""
 
-    def fill(node: exp.Expression) -> exp.Expression:
+    def fill(node: exp.Expr) -> exp.Expr:
         if isinstance(node, exp.Placeholder) and node.name in arguments:
             value = arguments[node.name].copy()
             return (

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from enum import Enum
+from typing import TypeVar
 
 from sqlglot import exp
 from sqlglot.errors import ErrorLevel, UnsupportedError
@@ -54,7 +55,7 @@ class Printer:
         self.dialect = dialect
         self.ansi = ansi
 
-    def sql(self, tree: exp.Expression) -> str:
+    def sql(self, tree: exp.Expr) -> str:
         """The tree's SQL; an error where sqlglot writes it for this engine only by losing part of its meaning
         (RANDOM with seed in DuckDB): for DuckDB a LocalLimit (Spark runs it instead)."""
         if self.dialect is Dialect.DUCKDB:
@@ -82,7 +83,7 @@ class Printer:
         """The printed queries' rows together (their columns by position)."""
         return " UNION ALL ".join(f"({part})" for part in parts)
 
-    def spark_semantics(self, tree: exp.Expression) -> exp.Expression:
+    def spark_semantics(self, tree: exp.Expr) -> exp.Expr:
         """`tree` where sqlglot's DuckDB rendering would mean something else than on Spark: Spark's CAST
         (read as TRY_CAST) fails on a bad value under ANSI; a zero divisor of `/`, `div` or `%` is an error
         under ANSI and gives NULL without it (DuckDB's own behaviour varies by version); and what the
@@ -90,7 +91,7 @@ class Printer:
         or average rounded half up at the quotient's scale, a date plus an interval a date); Spark's
         array functions (arrays.py); and Spark's raise_error, DuckDB's error."""
 
-        def rewrite(node: exp.Expression) -> exp.Expression:
+        def rewrite(node: exp.Expr) -> exp.Expr:
             # a replaced node's children are not visited by transform: rewrite them here
             typed = self.typed(node)
             if typed is not None:
@@ -115,7 +116,7 @@ class Printer:
 
         return tree.transform(rewrite)
 
-    def typed(self, node: exp.Expression) -> exp.Expression | None:
+    def typed(self, node: exp.Expr) -> exp.Expr | None:
         """The DuckDB rendering of a node whose meta gives its Spark types; None for any other node."""
         meta = node.meta if node.meta else {}
         if DIVISION in meta:
@@ -144,24 +145,24 @@ class Printer:
         return None
 
 
-def decimal_cast(node: exp.Expression, precision: int, scale: int) -> exp.Expression:
+def decimal_cast(node: exp.Expr, precision: int, scale: int) -> exp.Expr:
     return exp.Cast(this=node, to=exp.DataType.build(f"DECIMAL({precision}, {scale})"))
 
 
-def power_of_ten(exponent: int, kind: str = "HUGEINT") -> exp.Expression:
+def power_of_ten(exponent: int, kind: str = "HUGEINT") -> exp.Expr:
     return exp.Cast(this=exp.Literal.string("1" + "0" * exponent), to=exp.DataType.build(kind))
 
 
 def exact_quotient(
-    dividend: exp.Expression,
+    dividend: exp.Expr,
     dividend_scale: int,
-    divisor: exp.Expression,
+    divisor: exp.Expr,
     divisor_scale: int,
     precision: int,
     scale: int,
     ansi: bool,
     zero_is_null: bool = False,
-) -> exp.Expression:
+) -> exp.Expr:
     """dividend / divisor as Spark computes decimals: the quotient at `scale` fractional digits rounded
     half up, as DECIMAL(precision, scale); from the operands' unscaled values in 128-bit integers. Spark
     divides to 39 digits and rounds that to `scale`, which can differ from rounding once only for a
@@ -176,7 +177,7 @@ def exact_quotient(
         denominator = exp.Mul(this=denominator, expression=power_of_ten(-shift))
     numerator, denominator = exp.Paren(this=numerator), exp.Paren(this=denominator)
 
-    def absolute(value: exp.Expression) -> exp.Expression:
+    def absolute(value: exp.Expr) -> exp.Expr:
         return exp.Abs(this=value.copy())
 
     doubled = exp.Mul(this=exp.Literal.number(2), expression=absolute(denominator))
@@ -209,13 +210,13 @@ def exact_quotient(
     return exp.Case(ifs=[exp.If(this=zero, true=on_zero), exp.If(this=too_long, true=inexact)], default=quotient)
 
 
-def unscaled(value: exp.Expression, scale: int) -> exp.Expression:
+def unscaled(value: exp.Expr, scale: int) -> exp.Expr:
     """A decimal of `scale` fractional digits as the integer of its digits (HUGEINT)."""
     shifted = exp.Mul(this=value, expression=power_of_ten(scale, f"DECIMAL({scale + 1}, 0)")) if scale else value
     return exp.Cast(this=shifted, to=exp.DataType.build("HUGEINT"))
 
 
-def without_hints(tree: exp.Expression) -> exp.Expression:
+def without_hints(tree: exp.Expr) -> exp.Expr:
     """Join hints are Spark's: DuckDB plans joins itself."""
     if not any(True for _ in tree.find_all(exp.Hint)):
         return tree
@@ -225,10 +226,10 @@ def without_hints(tree: exp.Expression) -> exp.Expression:
     return tree
 
 
-def renamed(tree: exp.Expression, names: Mapping[str, str]) -> exp.Expression:
+def renamed(tree: exp.Expr, names: Mapping[str, str]) -> exp.Expr:
     """`tree` reading each table named in `names` under its new name."""
 
-    def rename(node: exp.Expression) -> exp.Expression:
+    def rename(node: exp.Expr) -> exp.Expr:
         if isinstance(node, exp.Table) and isinstance(node.this, exp.Identifier) and node.name in names:
             node = node.copy()
             node.set("this", exp.to_identifier(names[node.name], quoted=True))
@@ -237,13 +238,18 @@ def renamed(tree: exp.Expression, names: Mapping[str, str]) -> exp.Expression:
     return tree.transform(rename) if names else tree
 
 
-def inlined(tree: exp.Expression, queries: Mapping[str, exp.Query]) -> exp.Expression:
+Node = TypeVar("Node", bound=exp.Expr)
+
+
+def inlined(tree: Node, queries: Mapping[str, exp.Query]) -> Node:
     """`tree` reading each table named in `queries` as that query (a subquery under the table's alias)."""
 
-    def inline(node: exp.Expression) -> exp.Expression:
+    def inline(node: exp.Expr) -> exp.Expr:
         if isinstance(node, exp.Table) and isinstance(node.this, exp.Identifier) and node.name in queries:
             alias = node.args.get("alias") or exp.TableAlias(this=exp.to_identifier(node.name, quoted=True))
             return exp.Subquery(this=queries[node.name].copy(), alias=alias.copy())
         return node
 
-    return tree.transform(inline)
+    result = tree.transform(inline)
+    assert isinstance(result, type(tree))  # only tables below the root are replaced
+    return result

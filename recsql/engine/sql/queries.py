@@ -13,12 +13,12 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache, reduce
-from typing import Protocol
+from typing import Any, Protocol
 
 from sqlglot import exp
 
 from recsql.engine.columns import CONTRIBUTOR, RULE_ID, VALUE, column_names
-from recsql.engine.sql.printing import Printer, renamed
+from recsql.engine.sql.printing import Dialect, Printer, renamed
 from recsql.engine.sql.rules import aliased, column, conjunction, nested, select, table
 from translator.ir import Program, Relation, SortKey, Window
 
@@ -32,7 +32,7 @@ CANDIDATES, FULL, DELTA, MERGED, CONTRIBUTIONS, DERIVED = (
 )
 
 
-Row = tuple  # the column types of a relation, in the terms of a type system (TypeRules)
+Row = tuple[Any, ...]  # the column types of a relation, in the terms of a type system (TypeRules): opaque here
 
 
 class TypeRules(Protocol):
@@ -55,7 +55,7 @@ class Query:
     tree: exp.Query
     inputs: tuple[str, ...]
     types: Callable[..., Row]  # (type rules, then the inputs' types by name) -> the result's types
-    printed: dict = field(default_factory=dict, compare=False)
+    printed: dict[tuple[Dialect, bool], str] = field(default_factory=dict, compare=False)
 
     def sql(self, printer: Printer, names: Mapping[str, str] | None = None) -> str:
         """The query for `printer`'s engine, reading the inputs of `names` under those names. Printed once
@@ -72,7 +72,7 @@ def everything(source: str, alias: str | None = None) -> exp.Select:
     return select([exp.Star()], table(source, alias))
 
 
-def same_rows(left: str, right: str, names: Sequence[str]) -> exp.Expression:
+def same_rows(left: str, right: str, names: Sequence[str]) -> exp.Expr:
     """Equality of the columns `names` of two aliased inputs, NULL equal to NULL."""
     return conjunction([exp.NullSafeEQ(this=column(n, left), expression=column(n, right)) for n in names]) or exp.true()
 
@@ -105,6 +105,7 @@ def all_rows() -> Query:
 @lru_cache(maxsize=1024)
 def best(relation: Relation) -> Query:
     """The min()/max() of each group of the candidates."""
+    assert relation.aggregate is not None  # asked of a relation with a header aggregate only
     names = column_names(len(relation.columns))
     function = relation.aggregate.function
     items = [
@@ -121,6 +122,7 @@ def best(relation: Relation) -> Query:
 @lru_cache(maxsize=1024)
 def improved(relation: Relation) -> Query:
     """The groups of the candidates whose min()/max() is better than the known one, or new."""
+    assert relation.aggregate is not None  # asked of a relation with a header aggregate only
     names = column_names(len(relation.columns))
     keys = [names[i] for i in relation.group_key]
     value = names[relation.aggregate.column]
@@ -141,6 +143,7 @@ def improved(relation: Relation) -> Query:
 @lru_cache(maxsize=1024)
 def overall_best(relation: Relation) -> Query:
     """The min()/max() of a relation without groups over what is known and the candidates."""
+    assert relation.aggregate is not None  # asked of a relation with a header aggregate only
     names = column_names(len(relation.columns))
     both = union_all([everything(FULL), everything(CANDIDATES)])
     items = [aliased(exp.func(relation.aggregate.function, column(n)), n) for n in names]
@@ -181,19 +184,21 @@ def candidate_columns(relation: Relation) -> list[str]:
 def contributions_of(relation: Relation, rule_id: int, contributors: int) -> Query:
     """A rule's output (head columns, then `contributors` contributor columns) as contributions: group
     keys, the rule, the contributor key as a JSON array of strings, the value."""
+    assert relation.aggregate is not None  # asked of a relation with a header aggregate only
+    value = relation.aggregate.column
     names = column_names(len(relation.columns))
     width = len(names)
     parts = [exp.Cast(this=column(f"c{width + i}"), to=exp.DataType.build("text")) for i in range(contributors)]
-    items = [column(names[i]) for i in relation.group_key] + [
+    items: list[exp.Expr] = [column(names[i]) for i in relation.group_key] + [
         aliased(exp.Literal.number(rule_id), RULE_ID),
         aliased(exp.JSONFormat(this=exp.Array(expressions=parts)), CONTRIBUTOR),
-        aliased(column(names[relation.aggregate.column]), VALUE),
+        aliased(column(names[value]), VALUE),
     ]
 
     def types(rules: TypeRules, **inputs: Row) -> Row:
         derived = inputs[DERIVED]
         keys = tuple(derived[i] for i in relation.group_key)
-        return keys + (rules.integer, rules.string, derived[relation.aggregate.column])
+        return keys + (rules.integer, rules.string, derived[value])
 
     return Query(select(items, table(DERIVED, "d")), (DERIVED,), types)
 
@@ -231,6 +236,7 @@ def read(source: str) -> Query:
 @lru_cache(maxsize=1024)
 def totals(relation: Relation, contributions: Query) -> Query:
     """The sum of each group's contributions (the result of `contributions`), as the relation's facts."""
+    assert relation.aggregate is not None  # asked of a relation with a header aggregate only
     names = column_names(len(relation.columns))
     keys = [names[i] for i in relation.group_key]
     value = relation.aggregate.column
@@ -266,7 +272,7 @@ def combined(relation: Relation, union: exp.Query) -> exp.Query:
         distinct.set("distinct", exp.Distinct())
         return distinct
     summed = aggregate.function in ("sum", "count")
-    source: exp.Expression = nested(union, "u")
+    source: exp.Expr = nested(union, "u")
     if summed:
         rows = select([exp.Star()], source)
         rows.set("distinct", exp.Distinct())
@@ -282,7 +288,7 @@ def combined(relation: Relation, union: exp.Query) -> exp.Query:
     return tree
 
 
-def answer_query(source: exp.Expression, program: Program) -> exp.Select:
+def answer_query(source: exp.Expr, program: Program) -> exp.Select:
     """The output relation's visible columns (c0 .. c{width-1}), ordered, skipped and limited as the
     query says; ORDER BY may read the hidden columns after them."""
     width = len(program.output_columns)

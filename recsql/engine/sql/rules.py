@@ -10,8 +10,9 @@ columns (c0 .. cN; a table function's own names). printing.py prints the tree fo
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 from sqlglot import exp
 
@@ -19,7 +20,8 @@ from recsql.engine.columns import column_names
 from recsql.optimizer.join_search import BROADCAST, BROADCAST_LEFT
 from translator.ir import WILDCARD, Assignment, Atom, Condition, Rule
 
-AtomSources = Callable[[int, Atom], exp.Expression]  # the table (a name or a table function) a body atom reads
+V = TypeVar("V")  # what names a version of a relation (planner.plan.Version)
+AtomSources = Callable[[int, Atom], exp.Expr]  # the table (a name or a table function) a body atom reads
 JOIN_HINTS = {BROADCAST: "r", BROADCAST_LEFT: "l"}  # a join method the optimizer chose -> the side to broadcast
 
 
@@ -31,7 +33,7 @@ def column(name: str, table: str | None = None) -> exp.Column:
     return exp.column(identifier(name), table=identifier(table) if table else None)
 
 
-def aliased(expression: exp.Expression, name: str) -> exp.Alias:
+def aliased(expression: exp.Expr, name: str) -> exp.Alias:
     return exp.Alias(this=expression, alias=identifier(name))
 
 
@@ -40,7 +42,7 @@ def table(name: str, alias: str | None = None) -> exp.Table:
     return exp.Table(this=identifier(name), alias=exp.TableAlias(this=identifier(alias)) if alias else None)
 
 
-def table_function(name: str, arguments: list[exp.Expression]) -> exp.Table:
+def table_function(name: str, arguments: list[exp.Expr]) -> exp.Table:
     """A table function call in FROM, such as range(1, 10)."""
     return exp.Table(this=exp.Anonymous(this=name, expressions=arguments))
 
@@ -51,12 +53,12 @@ def range_call(atom: Atom) -> exp.Table:
 
 
 def versioned_sources(
-    versions: tuple | None, outside: Callable[[Atom], str], version_table: Callable[[str, object], str]
+    versions: tuple[V | None, ...] | None, outside: Callable[[Atom], str], version_table: Callable[[str, V], str]
 ) -> AtomSources:
     """What a fixpoint's rule reads for each atom: range(...), a relation outside the component, or the
     version of a relation of the component that `versions` names for its position."""
 
-    def source(position: int, atom: Atom) -> exp.Expression:
+    def source(position: int, atom: Atom) -> exp.Expr:
         if atom.call_args:
             return range_call(atom)
         version = versions[position] if versions else None
@@ -65,12 +67,10 @@ def versioned_sources(
     return source
 
 
-def select(
-    items: list[exp.Expression], source: exp.Expression | None, where: exp.Expression | None = None
-) -> exp.Select:
+def select(items: Sequence[exp.Expr], source: exp.Expr | None, where: exp.Expr | None = None) -> exp.Select:
     """SELECT items [FROM source] [WHERE where]; SQL has no empty SELECT list, so a query binding no
     variable keeps a placeholder column."""
-    query = exp.Select(expressions=items or [aliased(exp.Null(), "__unit")])
+    query = exp.Select(expressions=list(items) or [aliased(exp.Null(), "__unit")])
     if source is not None:
         query.set("from_", exp.From(this=source))
     if where is not None:
@@ -78,7 +78,7 @@ def select(
     return query
 
 
-def conjunction(conditions: list[exp.Expression]) -> exp.Expression | None:
+def conjunction(conditions: Sequence[exp.Expr]) -> exp.Expr | None:
     return exp.and_(*conditions, copy=False) if conditions else None
 
 
@@ -93,7 +93,7 @@ class Frame:
     query: exp.Query
     columns: tuple[str, ...]
 
-    def select(self, items: list[exp.Expression], where: exp.Expression | None = None) -> exp.Select:
+    def select(self, items: Sequence[exp.Expr], where: exp.Expr | None = None) -> exp.Select:
         return select(items, nested(self.query, "f"), where)
 
 
@@ -103,14 +103,14 @@ UNIT = Frame(
 
 
 def rule_query(
-    rule: Rule, source: AtomSources, extra_terms: tuple[exp.Expression, ...] = (), hints: bool = False
+    rule: Rule, source: AtomSources, extra_terms: tuple[exp.Expr, ...] = (), hints: bool = False
 ) -> exp.Select:
     """The facts `rule` derives (columns c0 .. cN); `extra_terms` follow the head's columns (contributor
     keys of monotonic sum/count). `hints`: broadcast hints for the join methods the optimizer chose."""
     return project(rule, join_body(rule, source, rule.joins if hints else ()), extra_terms)
 
 
-def project(rule: Rule, frame: Frame, extra_terms: tuple[exp.Expression, ...]) -> exp.Select:
+def project(rule: Rule, frame: Frame, extra_terms: tuple[exp.Expr, ...]) -> exp.Select:
     """The head's projection (or aggregation) over the joined body."""
     terms = list(rule.terms) + list(extra_terms)
     items = [aliased(term.copy(), name) for term, name in zip(terms, column_names(len(terms)))]
@@ -129,7 +129,7 @@ def project(rule: Rule, frame: Frame, extra_terms: tuple[exp.Expression, ...]) -
 CONSTANT = (exp.Literal, exp.Null, exp.Boolean, exp.Cast, exp.Neg, exp.Paren, exp.DataType, exp.DataTypeParam)
 
 
-def constant(term: exp.Expression) -> bool:
+def constant(term: exp.Expr) -> bool:
     """A key made of literals: it groups nothing, and both engines read an integer literal in GROUP BY as the
     position of a select item (GROUP BY 0 an error), so it is left out of GROUP BY."""
     return all(isinstance(node, CONSTANT) for node in term.walk())
@@ -148,6 +148,7 @@ def join_body(rule: Rule, source: AtomSources, methods: tuple[str, ...] = ()) ->
         right = bind_atom(source(position, atom), atom)
         joined_null_safe = null_safe_after(null_safe, frame, right, atom)
         if atom.optional:
+            assert atom.on is not None  # the translator gives every outer join its ON condition
             frame = left_join(frame or UNIT, right, atom.on)
         elif frame is None:
             frame = right
@@ -174,7 +175,7 @@ def null_safe_after(null_safe: set[str], frame: Frame | None, right: Frame, atom
     return null_safe | (set(right.columns) - set(frame.columns if frame is not None else ()))
 
 
-def apply_ready(frame: Frame, pending: list) -> tuple[Frame, list]:
+def apply_ready(frame: Frame, pending: list[Condition | Assignment]) -> tuple[Frame, list[Condition | Assignment]]:
     """Apply conditions and assignments whose variables are bound, repeatedly (assignments bind more).
     An assignment whose variable a join bound first (the join order put the atom reading it, such as an
     IN subquery's relation joined on the probe `2`, before the assignment) is the equality it stands for."""
@@ -197,13 +198,13 @@ def apply_ready(frame: Frame, pending: list) -> tuple[Frame, list]:
     return frame, pending
 
 
-def both_sides(left: Frame, right: Frame) -> tuple[list[exp.Expression], tuple[str, ...]]:
+def both_sides(left: Frame, right: Frame) -> tuple[list[exp.Column], tuple[str, ...]]:
     """The select list of a join of `left` (l) and `right` (r): every left column, then the right's new ones."""
     extra = tuple(c for c in right.columns if c not in left.columns)
     return [column(c, "l") for c in left.columns] + [column(c, "r") for c in extra], left.columns + extra
 
 
-def left_join(left: Frame, right: Frame, on: exp.Expression) -> Frame:
+def left_join(left: Frame, right: Frame, on: exp.Expr) -> Frame:
     """LEFT JOIN ... ON: a left row without a match keeps NULLs for the atom's variables."""
     items, columns = both_sides(left, right)
     query = select(items, nested(left.query, "l"))
@@ -239,10 +240,10 @@ def filter_join(left: Frame, right: Frame, atom: Atom) -> Frame:
     (EXISTS with a condition, NOT IN's null-aware anti-join)."""
     keys = [c for c in right.columns if c in left.columns]
     equal = exp.NullSafeEQ if atom.nulls_equal and atom.on is None else exp.EQ
-    conditions = [equal(this=column(k, "l"), expression=column(k, "r")) for k in keys]
+    conditions: list[exp.Expr] = [equal(this=column(k, "l"), expression=column(k, "r")) for k in keys]
     if atom.on is not None:
         conditions.insert(0, exp.Paren(this=qualified(atom.on, set(right.columns) - set(keys))))
-    exists: exp.Expression = exp.Exists(
+    exists: exp.Expr = exp.Exists(
         this=select([exp.Literal.number(1)], nested(right.query, "r"), conjunction(conditions))
     )
     if not atom.semi:
@@ -250,7 +251,7 @@ def filter_join(left: Frame, right: Frame, atom: Atom) -> Frame:
     return Frame(select([column(c, "l") for c in left.columns], nested(left.query, "l"), exists), left.columns)
 
 
-def bind_atom(source: exp.Expression, atom: Atom) -> Frame:
+def bind_atom(source: exp.Expr, atom: Atom) -> Frame:
     """Name a table's columns after the atom's variables; a variable repeated in one atom becomes an
     equality filter, wildcards are dropped."""
     names, seen, equalities = [], [], []
@@ -267,11 +268,11 @@ def bind_atom(source: exp.Expression, atom: Atom) -> Frame:
     return Frame(select([column(v) for v in seen], source, conjunction(equalities)), tuple(seen))
 
 
-def qualified(expression: exp.Expression, right: set[str]) -> exp.Expression:
+def qualified(expression: exp.Expr, right: set[str]) -> exp.Expr:
     """`expression` with each variable read from the right side (`r`) when it is one of `right`, else
     from the left side (`l`)."""
 
-    def qualify(node: exp.Expression) -> exp.Expression:
+    def qualify(node: exp.Expr) -> exp.Expr:
         if isinstance(node, exp.Column) and not node.table:
             return column(node.name, "r" if node.name in right else "l")
         return node

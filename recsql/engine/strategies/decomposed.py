@@ -31,7 +31,7 @@ from recsql.engine.local.engine import LocalFixpoint, RelationTypes
 from recsql.engine.progress import Progress
 from recsql.engine.spark.context import StratumRun
 from recsql.engine.spark.engine import SPARK, checkpoint, empty_frame
-from recsql.engine.spark.types import stratum_types
+from recsql.engine.spark.types import AnyStratumTypes, stratum_types
 from recsql.engine.spark_settings import SparkSettings
 from recsql.engine.sql.printing import inlined
 from recsql.engine.sql.queries import DERIVED, contributions_of, union_all
@@ -46,7 +46,8 @@ from recsql.engine.strategies.part_output import (
     raise_failure,
     storable_in_files,
 )
-from recsql.engine.types.result_types import SETTLED, StratumTypes, struct
+from recsql.engine.types.result_types import SETTLED, struct
+from recsql.optimizer.decomposition import Decomposition
 from recsql.planner.plan import Stratum
 from recsql.settings import Settings
 from recsql.spark.session_kinds import default_parallelism, local_slots
@@ -100,7 +101,9 @@ class PartEvaluation:
             return
         finally:
             fixpoint.db.close()
-        yield from self.output.batches(result, fixpoint.iterations, TaskContext.get().partitionId(), history)
+        task = TaskContext.get()
+        assert task is not None  # run by a Spark task
+        yield from self.output.batches(result, fixpoint.iterations, task.partitionId(), history)
 
 
 def seed_table(batches: Iterator[pa.RecordBatch], schema: pa.Schema) -> pa.Table:
@@ -136,7 +139,7 @@ def run_decomposed(run: StratumRun, stratum: Stratum) -> dict[str, DataFrame] | 
         return Decomposed(run, stratum, types, reached, directory).run()
 
 
-def handover_note(stratum: Stratum, reached: Reached, outcome: str) -> str:
+def handover_note(stratum: Stratum, reached: Reached[pa.Table], outcome: str) -> str:
     """EXPLAIN ANALYZE's line on a local evaluation that outgrew recsql.local_rows."""
     return (
         f"{', '.join(stratum.relations)}: {reached.facts:,} facts after iteration {reached.iterations} in "
@@ -153,8 +156,8 @@ class Decomposed:
         self,
         run: StratumRun,
         stratum: Stratum,
-        types: StratumTypes,
-        reached: Reached | None = None,
+        types: AnyStratumTypes,
+        reached: Reached[pa.Table] | None = None,
         directory: str | None = None,
     ):
         """`reached`: where a local evaluation stopped, handed over through files in `directory`."""
@@ -166,6 +169,12 @@ class Decomposed:
         self.reached = reached
         self.handed_over = HandOver(directory, reached.iterations) if reached is not None and directory else None
         self.rule_ids = rule_ids(run.program)
+
+    @property
+    def decomposition(self) -> Decomposition:
+        """The stratum's pivot and the relations every part reads: what this strategy was planned for."""
+        assert self.stratum.decomposition is not None
+        return self.stratum.decomposition
 
     def run(self) -> dict[str, DataFrame]:
         started = time.monotonic()
@@ -209,7 +218,7 @@ class Decomposed:
     def report_end(self, statistics: list[Row], elapsed: float) -> None:
         """The progress listener hears of the parts' fixpoint once every part has reached its own: of each
         iteration, the facts all parts derived in it."""
-        before = self.reached.seconds if self.handed_over is not None else 0.0
+        before = self.reached.seconds if self.reached is not None and self.handed_over is not None else 0.0
         for event in parts_progress(self.stratum.relations, statistics, elapsed, before):
             self.context.report(event)
 
@@ -218,7 +227,7 @@ class Decomposed:
     def partitioned(self, seeds: DataFrame) -> DataFrame:
         """The exit facts in the parts the tasks evaluate: hashed on the pivot."""
         (name,) = self.stratum.relations
-        pivot = column_names(len(self.program.relations[name].columns))[self.stratum.decomposition.pivots[name]]
+        pivot = column_names(len(self.program.relations[name].columns))[self.decomposition.pivots[name]]
         return seeds.repartition(self.parts(), F.col(pivot))
 
     def evaluation(
@@ -246,7 +255,7 @@ class Decomposed:
             self.reached,
             name,
             self.types.arrow(SETTLED)[name].full,
-            self.stratum.decomposition.pivots[name],
+            self.decomposition.pivots[name],
             parts,
             self.context.spark_settings.timezone,
         )
@@ -265,7 +274,7 @@ class Decomposed:
         parts = []
         for rule in self.stratum.exit_rules:
             named, extra = contributor_terms(self.program, self.stratum, rule) if summed else (rule, ())
-            derived = typed(rule_query(named, lambda _, atom: self.context.atom_source(atom), extra), schema)
+            derived: exp.Query = typed(rule_query(named, lambda _, atom: self.context.atom_source(atom), extra), schema)
             if summed:
                 contributions = contributions_of(relation, self.rule_ids[rule_key(rule)], len(extra))
                 derived = inlined(contributions.tree, {DERIVED: derived})
@@ -285,7 +294,7 @@ class Decomposed:
 
     def broadcast(self) -> tuple[str, ...]:
         """The relations every task reads in full."""
-        return self.stratum.decomposition.broadcast
+        return self.decomposition.broadcast
 
     def parts(self) -> int:
         return default_parallelism(self.spark) * TASKS_PER_CORE
@@ -293,12 +302,12 @@ class Decomposed:
 
 def typed(query: exp.Query, schema: StructType) -> exp.Select:
     """`query` with its first columns cast to the types of `schema` (the columns after them as they are)."""
-    items: list[exp.Expression] = [
+    items: list[exp.Expr] = [
         aliased(
             exp.Cast(this=column(field.name), to=exp.DataType.build(field.dataType.simpleString(), dialect="spark")),
             field.name,
         )
         for field in schema.fields
     ]
-    extra = [column(item.alias_or_name) for item in query.selects[len(schema.fields) :]]
+    extra: list[exp.Expr] = [column(item.alias_or_name) for item in query.selects[len(schema.fields) :]]
     return select(items + extra, nested(query, "r"))

@@ -31,12 +31,12 @@ from recsql.engine.local.engine import DuckDBEngine, RelationTypes, ResultTypes
 from recsql.engine.local.exchange import DirectoryExchange, Stopped, TotalsReader, remove, stop
 from recsql.engine.progress import Progress, ProgressListener
 from recsql.engine.spark.context import StratumRun
-from recsql.engine.spark.types import stratum_types
+from recsql.engine.spark.types import AnyStratumTypes, stratum_types
 from recsql.engine.spark_settings import SparkSettings
 from recsql.engine.sql.printing import Dialect, Printer
 from recsql.engine.strategies.decomposed import Decomposed, seed_table
 from recsql.engine.strategies.part_output import PartOutput
-from recsql.engine.types.result_types import SETTLED, StratumTypes
+from recsql.engine.types.result_types import SETTLED
 from recsql.planner.plan import Stratum
 from recsql.settings import Settings
 from recsql.spark.session_kinds import local_slots
@@ -67,7 +67,7 @@ class Exchanged(Decomposed):
 
     barrier = True  # every task starts together: each waits for the others' candidates
 
-    def __init__(self, run: StratumRun, stratum: Stratum, types: StratumTypes, directory: str, slots: int):
+    def __init__(self, run: StratumRun, stratum: Stratum, types: AnyStratumTypes, directory: str, slots: int):
         super().__init__(run, stratum, types)
         self.directory = directory
         self.slots = slots
@@ -202,7 +202,7 @@ class ExchangingEngine(DuckDBEngine):
         key = f"CAST({quote(owner)} AS {owner_type})" if owner_type else quote(owner)
         self.owners = f"SELECT hash({key}) % {exchange.parts} AS part FROM _routed"
 
-    def union(self, relation: str, parts: list[object]) -> str:
+    def union(self, relation: str, parts: list[str]) -> str:
         received = self.routed(self.db.query(super().union(relation, parts)))
         self.db.register("_received", received)
         return "SELECT * FROM _received"
@@ -266,7 +266,7 @@ class Lockstep:
     tasks, and the rows watched for a LIMIT (Fixpoint.watched), so every task sees the same numbers and
     stops (or fails a limit) in the same iteration."""
 
-    def __init__(self, fixpoint: Fixpoint, exchange: DirectoryExchange):
+    def __init__(self, fixpoint: Fixpoint[pa.Table, str], exchange: DirectoryExchange):
         self.fixpoint = fixpoint
         self.exchange = exchange
         self.counted: list[int] = []

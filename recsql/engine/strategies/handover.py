@@ -32,9 +32,9 @@ NEW = "recsql_new"  # whether the last local iteration derived the fact (else it
 SECONDS_PER_FACT = 2e-7  # moving a fact to a part and absorbing it there (written, read, deduplicated)
 
 
-def worth_handing_over(reached: Reached) -> bool:
+def worth_handing_over(reached: Reached[pa.Table]) -> bool:
     """Whether going on from `reached` is expected to cost less than starting again."""
-    facts = sum(table.num_rows for table in (*reached.known.values(), *reached.new.values()))
+    facts: int = sum(table.num_rows for table in (*reached.known.values(), *reached.new.values()))
     return reached.seconds > facts * SECONDS_PER_FACT
 
 
@@ -45,7 +45,9 @@ class HandOver:
     directory: str
     iterations: int  # the iterations the local evaluation made
 
-    def write(self, reached: Reached, name: str, schema: pa.Schema, pivot: int, parts: int, timezone: str) -> int:
+    def write(
+        self, reached: Reached[pa.Table], name: str, schema: pa.Schema, pivot: int, parts: int, timezone: str
+    ) -> int:
         """Split the facts `reached` holds of relation `name` on column `pivot` into `parts` files; the
         number of facts."""
         marked = pa.concat_tables(
@@ -61,9 +63,9 @@ class HandOver:
         for part in range(parts):
             with pa.OSFile(self.path(part), "wb") as sink, pa.ipc.new_file(sink, marked.schema) as writer:
                 writer.write_table(marked.filter(pc.equal(owners, part)))
-        return marked.num_rows
+        return int(marked.num_rows)
 
-    def read(self, name: str, parts: list[int]) -> Reached:
+    def read(self, name: str, parts: list[int]) -> Reached[pa.Table]:
         """Where the evaluation of the given parts stopped."""
         tables = []
         for part in parts:

@@ -23,11 +23,11 @@ ARRAY_FUNCTIONS = (
     exp.Reverse,
 )
 
-Typer = Callable[[exp.Expression], T.DataType]
+Typer = Callable[[exp.Expr], T.DataType]
 Wider = Callable[[T.DataType, T.DataType], T.DataType]
 
 
-def array_function_type(node: exp.Expression, type_of: Typer, wider: Wider) -> T.DataType:
+def array_function_type(node: exp.Expr, type_of: Typer, wider: Wider) -> T.DataType:
     """The type of one of ARRAY_FUNCTIONS, `type_of` giving its operands' and `wider` the type two
     element types meet in."""
     if isinstance(node, exp.Array):
@@ -45,7 +45,7 @@ def array_function_type(node: exp.Expression, type_of: Typer, wider: Wider) -> T
     return T.IntegerType() if isinstance(node, exp.ArraySize) else operand
 
 
-def array_of(data_type: T.DataType, node: exp.Expression) -> T.ArrayType:
+def array_of(data_type: T.DataType, node: exp.Expr) -> T.ArrayType:
     if not isinstance(data_type, T.ArrayType):
         raise NotInferred(f"{node.sql(dialect='spark')} of {data_type.simpleString()}")
     return data_type

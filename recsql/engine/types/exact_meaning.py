@@ -19,9 +19,9 @@ from sqlglot import exp
 
 from recsql.engine.sql.arrays import ARRAY
 from recsql.engine.sql.printing import AVERAGE, DATE_ARITHMETIC, DECIMAL, DIVISION
+from recsql.engine.types.errors import NotInferred
 from recsql.engine.types.result_types import outside_types
 from recsql.engine.types.spark_types import (
-    NotInferred,
     Row,
     decimal_operands,
     division_type,
@@ -49,7 +49,7 @@ def annotate(plan: Plan, types: Mapping[str, Row]) -> None:
                         annotate_node(node, variables)
 
 
-def annotate_node(node: exp.Expression, variables: Mapping[str, T.DataType]) -> None:
+def annotate_node(node: exp.Expr, variables: Mapping[str, T.DataType]) -> None:
     if isinstance(node, (exp.Add, exp.Sub)) and isinstance(node.expression, exp.Interval):
         node.meta[DATE_ARITHMETIC] = True
     elif isinstance(node, (exp.Add, exp.Sub, exp.Mul, exp.Sum)):
@@ -67,12 +67,12 @@ def annotate_node(node: exp.Expression, variables: Mapping[str, T.DataType]) -> 
             node.meta[AVERAGE] = (*decimal(operand), *decimal(expression_type(node, variables)))
 
 
-def mark_array(node: exp.Expression, variables: Mapping[str, T.DataType]) -> None:
+def mark_array(node: exp.Expr, variables: Mapping[str, T.DataType]) -> None:
     if isinstance(node, (exp.Bracket, exp.Reverse)) and isinstance(expression_type(node.this, variables), T.ArrayType):
         node.meta[ARRAY] = True
 
 
-def refuse_inexact(node: exp.Expression, variables: Mapping[str, T.DataType]) -> None:
+def refuse_inexact(node: exp.Expr, variables: Mapping[str, T.DataType]) -> None:
     division = isinstance(node, exp.Div) and not isinstance(node, exp.IntDiv) and decimal_operands(node, variables)
     average = isinstance(node, exp.Avg) and isinstance(expression_type(node.this, variables), T.DecimalType)
     if division or average:

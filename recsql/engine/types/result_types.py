@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from functools import reduce
+from typing import Generic
 
 import pyarrow as pa
 from pyspark.sql.pandas.types import to_arrow_schema
@@ -20,11 +21,11 @@ from pyspark.sql.types import DataType, LongType, NullType, StructField, StructT
 from sqlglot import exp
 
 from recsql.engine.columns import column_names
-from recsql.engine.fixpoint import Fixpoint
+from recsql.engine.fixpoint import Candidates, Fixpoint
 from recsql.engine.fixpoint import Versions as AtomVersions
 from recsql.engine.local.engine import RelationTypes
 from recsql.engine.sql.queries import CANDIDATES, DERIVED, Query, candidate_columns
-from recsql.engine.states import Result
+from recsql.engine.states import Facts, Result
 from recsql.engine.types.spark_types import SPARK_TYPES, Row, nulls, rule_types, sum_type, wider_row
 from recsql.planner.plan import Stratum, Variant, Version
 from translator.ir import Atom, Program, Relation, Rule
@@ -45,7 +46,7 @@ def arrow_schema(types: Row, timezone: str, names: Sequence[str] | None = None) 
     return to_arrow_schema(struct(types, names), timezone=timezone)
 
 
-class StratumTypes:
+class StratumTypes(Generic[Facts, Candidates]):
     """Types of a stratum's relations after each iteration (0: the exit rules), computed step by step
     as far as asked and no further once two steps agree."""
 
@@ -56,7 +57,7 @@ class StratumTypes:
         self.read = {version for variant in stratum.variants for version in variant.versions if version}
         self.steps: list[dict[str, Versions]] = []
 
-    fixpoint: Fixpoint  # stepped over facts that tell their types (`row`), one step per `advance`
+    fixpoint: Fixpoint[Facts, Candidates]  # stepped over facts that tell their types (`row`), one step per `advance`
 
     def advance(self) -> dict[str, Versions]:
         """The types after the next step (the exit rules first)."""
@@ -74,7 +75,7 @@ class StratumTypes:
             for name, s in self.fixpoint.states.items()
         }
 
-    def row(self, facts: object) -> Row:
+    def row(self, facts: Facts) -> Row:
         """The types of the fixpoint's facts."""
         raise NotImplementedError
 
@@ -106,9 +107,12 @@ class StratumTypes:
         they are NULL types: a relation no rule has derived facts of yet (or only NULLs there) is typed by
         its rules, as when it holds facts."""
         types = self.at(iteration)[name][version]
+        assert types is not None  # only candidates may have none
         if not any(isinstance(data_type, NullType) for data_type in types):
             return types
-        return settled_nulls(types, self.at(SETTLED)[name][Version.FULL])
+        settled = self.at(SETTLED)[name][Version.FULL]
+        assert settled is not None
+        return settled_nulls(types, settled)
 
     def arrow(self, iteration: int) -> dict[str, RelationTypes]:
         """Arrow schemas of each relation's candidates, delta and full facts in iteration `iteration`."""
@@ -143,7 +147,7 @@ class TypeEngine:
     def empty(self, width: int) -> Row:
         return nulls(width)
 
-    def run(self, query: Query, relation: str, result: Result, **inputs: Row) -> Row:
+    def run(self, query: Query, relation: str, result: Result, **inputs: object) -> Row:
         return query.types(SPARK_TYPES, **inputs)
 
     def append(self, relation: str, full: Row, delta: Row) -> Row:
@@ -164,7 +168,7 @@ class TypeEngine:
     def publish(self, relation: str, version: Version, facts: Row) -> None:
         self.published[(relation, version)] = facts
 
-    def derive(self, rule: Rule, versions: AtomVersions, extra_terms: tuple[exp.Expression, ...]) -> Row:
+    def derive(self, rule: Rule, versions: AtomVersions, extra_terms: tuple[exp.Expr, ...]) -> Row:
         """The types of the head's columns (contributor keys are cast to strings: their types do not
         matter)."""
 
@@ -186,8 +190,11 @@ class TypeEngine:
     def seeded(self, facts: Row) -> Row:
         return facts
 
+    def count(self, derived: Row) -> int:
+        return 0  # types stand for any number of facts (a stop's rows are not watched here: `advance`)
 
-class InferredTypes(StratumTypes):
+
+class InferredTypes(StratumTypes[Row, Row]):
     """Types derived without Spark. Raises NotInferred (from spark_types) for what it does not cover."""
 
     def __init__(self, program: Program, stratum: Stratum, tables: TableTypes, timezone: str):
@@ -215,6 +222,7 @@ def outside_types(tables: TableTypes, atom: Atom) -> Row:
 
 def totalled(relation: Relation, row: Row) -> Row:
     """`row` with its aggregated column summed (sum() and count() add up contributions)."""
+    assert relation.aggregate is not None  # asked of a relation with a header aggregate only
     return tuple(sum_type(t) if i == relation.aggregate.column else t for i, t in enumerate(row))
 
 

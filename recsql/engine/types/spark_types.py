@@ -28,12 +28,12 @@ from translator.ir import RAISE_ERROR, WILDCARD, Assignment, Atom, Condition, Ru
 
 Row = tuple[T.DataType, ...]  # the types of a relation's columns
 AtomTypes = Callable[[int, Atom], Row]  # the column types a body atom (by body position) reads
-Scoped = tuple[exp.Expression, Mapping[str, T.DataType]]  # an expression, and its variables' types
+Scoped = tuple[exp.Expr, Mapping[str, T.DataType]]  # an expression, and its variables' types
 
 MAX_PRECISION = 38
 INTEGRAL = (T.ByteType, T.ShortType, T.IntegerType, T.LongType)
 FRACTIONAL = (T.FloatType, T.DoubleType)
-INTEGRAL_DIGITS = {T.ByteType: 3, T.ShortType: 5, T.IntegerType: 10, T.LongType: 20}
+INTEGRAL_DIGITS: dict[type[T.DataType], int] = {T.ByteType: 3, T.ShortType: 5, T.IntegerType: 10, T.LongType: 20}
 
 
 # ------------------------------------------------------------------ widening
@@ -82,9 +82,9 @@ def wider(left: T.DataType, right: T.DataType) -> T.DataType:
         if isinstance(left, T.DoubleType) or isinstance(right, T.DoubleType):
             return T.DoubleType()
         raise NotInferred(f"no common type of {left.simpleString()} and {right.simpleString()}")
-    ranks = numeric_rank(left), numeric_rank(right)
-    if None not in ranks:
-        return left if ranks[0] > ranks[1] else right
+    left_rank, right_rank = numeric_rank(left), numeric_rank(right)
+    if left_rank is not None and right_rank is not None:
+        return left if left_rank > right_rank else right
     if {type(left), type(right)} == {T.DateType, T.TimestampType}:
         return T.TimestampType()
     raise NotInferred(f"no common type of {left.simpleString()} and {right.simpleString()}")
@@ -118,7 +118,7 @@ COMPARISONS = (exp.EQ, exp.NEQ, exp.LT, exp.LTE, exp.GT, exp.GTE, exp.NullSafeEQ
 ARITHMETIC = (exp.Add, exp.Sub, exp.Mul)
 
 
-def expression_type(expression: exp.Expression, variables: Mapping[str, T.DataType]) -> T.DataType:
+def expression_type(expression: exp.Expr, variables: Mapping[str, T.DataType]) -> T.DataType:
     """The Spark type of `expression` over variables of the given types."""
     node = expression
     if isinstance(node, exp.Paren):
@@ -138,8 +138,8 @@ def expression_type(expression: exp.Expression, variables: Mapping[str, T.DataTy
     if isinstance(node, exp.Neg):
         return numeric(expression_type(node.this, variables))
     if isinstance(node, (exp.And, exp.Or, exp.Not)):
-        for operand in node.iter_expressions():
-            boolean(expression_type(operand, variables))
+        for argument in node.iter_expressions():
+            boolean(expression_type(argument, variables))
         return T.BooleanType()
     if isinstance(node, COMPARISONS):
         comparable(expression_type(node.this, variables), expression_type(node.expression, variables))
@@ -165,10 +165,10 @@ def expression_type(expression: exp.Expression, variables: Mapping[str, T.DataTy
             return T.DoubleType()  # an untyped NULL dividend is a double to Spark, whatever the divisor
         return division_type(*operands)
     if isinstance(node, (exp.IntDiv, exp.Mod)):
-        operands = operand_types(node, variables)
-        if not all(isinstance(o, INTEGRAL) for o in operands):
+        numbers = operand_types(node, variables)
+        if not all(isinstance(o, INTEGRAL) for o in numbers):
             raise NotInferred(f"{node.key} of non-integral operands")
-        return T.LongType() if isinstance(node, exp.IntDiv) else wider(*operands)
+        return T.LongType() if isinstance(node, exp.IntDiv) else wider(*numbers)
     if isinstance(node, (exp.Cast, exp.TryCast)):
         return cast_type(node, expression_type(node.this, variables))
     if isinstance(node, (exp.Coalesce, exp.Least, exp.Greatest)):
@@ -191,7 +191,7 @@ def expression_type(expression: exp.Expression, variables: Mapping[str, T.DataTy
     raise NotInferred(f"expression {node.sql(dialect='spark')}")
 
 
-def raises_error(node: exp.Expression) -> bool:
+def raises_error(node: exp.Expr) -> bool:
     """`raise_error('message')`: fails the query where it is evaluated (DuckDB's `error`), of no value."""
     return (
         isinstance(node, exp.Anonymous)
@@ -215,6 +215,7 @@ def literal_type(literal: exp.Literal) -> T.DataType:
         if -(2**63) <= value < 2**63:
             return T.LongType()
     _sign, digits, exponent = value.as_tuple()
+    assert isinstance(exponent, int)  # a finite number: not NaN or infinity
     scale = max(-exponent, 0)
     precision = max(len(digits), scale)
     if precision > MAX_PRECISION:
@@ -250,7 +251,7 @@ def comparable(left: T.DataType, right: T.DataType) -> None:
         raise NotInferred(f"comparison of {left.simpleString()} with {right.simpleString()}")
 
 
-def arithmetic(node: exp.Expression, variables: Mapping[str, T.DataType]) -> T.DataType:
+def arithmetic(node: exp.Expr, variables: Mapping[str, T.DataType]) -> T.DataType:
     if isinstance(node.expression, exp.Interval) and isinstance(node, (exp.Add, exp.Sub)):
         return date_arithmetic(expression_type(node.this, variables), node.expression)
     operands = decimal_operands(node, variables)
@@ -263,7 +264,7 @@ def arithmetic(node: exp.Expression, variables: Mapping[str, T.DataType]) -> T.D
     return adjusted(max(a.precision - a.scale, b.precision - b.scale) + scale + 1, scale)
 
 
-def decimal_operands(node: exp.Expression, variables: Mapping[str, T.DataType]) -> tuple[T.DecimalType, ...] | None:
+def decimal_operands(node: exp.Expr, variables: Mapping[str, T.DataType]) -> tuple[T.DecimalType, ...] | None:
     """The operands of a binary arithmetic node as the decimals Spark computes it with, when one is a
     decimal and neither is floating point (None otherwise): an integral operand as the decimal that holds
     its type's values, an integral literal as the fewest digits that hold it (Spark's
@@ -271,10 +272,18 @@ def decimal_operands(node: exp.Expression, variables: Mapping[str, T.DataType]) 
     types = operand_types(node, variables)
     if not any(isinstance(t, T.DecimalType) for t in types) or any(isinstance(t, FRACTIONAL) for t in types):
         return None
-    return tuple(literal_decimal(o) or as_decimal(t) for o, t in zip((node.this, node.expression), types))
+    return tuple(decimal_operand(o, t) for o, t in zip((node.this, node.expression), types))
 
 
-def operand_types(node: exp.Expression, variables: Mapping[str, T.DataType]) -> tuple[T.DataType, T.DataType]:
+def decimal_operand(node: exp.Expr, data_type: T.DataType) -> T.DecimalType:
+    """An operand beside a decimal as a decimal (operand_types let only integral and decimal ones through)."""
+    decimal = literal_decimal(node) or as_decimal(data_type)
+    if decimal is None:
+        raise NotInferred(f"decimal arithmetic with {data_type.simpleString()}")
+    return decimal
+
+
+def operand_types(node: exp.Expr, variables: Mapping[str, T.DataType]) -> tuple[T.DataType, T.DataType]:
     """The number types of a binary arithmetic node's operands: an untyped NULL beside a number takes its
     type, as Spark casts it to the wider of the two (a column of a relation with no facts yet is one)."""
     left, right = (expression_type(o, variables) for o in (node.this, node.expression))
@@ -283,7 +292,7 @@ def operand_types(node: exp.Expression, variables: Mapping[str, T.DataType]) -> 
     return numeric(left), numeric(right)
 
 
-def literal_decimal(node: exp.Expression) -> T.DecimalType | None:
+def literal_decimal(node: exp.Expr) -> T.DecimalType | None:
     """The decimal type Spark gives an integral literal beside a decimal: as many digits as it has."""
     literal = node.this if isinstance(node, exp.Neg) else node
     if not isinstance(literal, exp.Literal) or literal.is_string or not literal.this.isdigit():
@@ -311,7 +320,7 @@ DATE_PARTS = {"YEAR": exp.Year, "MONTH": exp.Month, "DAY": exp.Day}
 INTERVAL_UNITS = ("DAY", "MONTH", "YEAR")
 
 
-def function_type(node: exp.Expression, variables: Mapping[str, T.DataType]) -> T.DataType:
+def function_type(node: exp.Expr, variables: Mapping[str, T.DataType]) -> T.DataType:
     """LIKE with a literal pattern (no escapes: Spark's escape character is not DuckDB's), the year,
     month or day of a date, and SUBSTRING from a literal position of 1 or more (Spark and DuckDB count
     positions below 1 differently)."""
@@ -373,7 +382,7 @@ def cast_type(node: exp.Cast, source: T.DataType) -> T.DataType:
         return target
     if isinstance(source, INTEGRAL) and (
         isinstance(target, T.StringType)
-        or (isinstance(target, INTEGRAL) and numeric_rank(target) >= numeric_rank(source))
+        or (isinstance(target, INTEGRAL) and INTEGRAL.index(type(target)) >= INTEGRAL.index(type(source)))
     ):
         return target
     if isinstance(source, T.StringType) and isinstance(target, T.DateType) and isinstance(node.this, exp.Literal):
@@ -396,8 +405,9 @@ def aggregate_type(node: exp.AggFunc, variables: Mapping[str, T.DataType]) -> T.
         return operand
     if isinstance(node, exp.Sum):
         return sum_type(operand)
-    if isinstance(numeric(operand), T.DecimalType):
-        return average_type(operand)
+    decimal = numeric(operand)
+    if isinstance(decimal, T.DecimalType):
+        return average_type(decimal)
     return T.DoubleType()
 
 
@@ -449,7 +459,9 @@ def rule_expressions(rule: Rule, atom_types: AtomTypes) -> RuleExpressions:
             scope = dict(variables)
             bind(scope, literal, atom_types(position, literal))
             conditions.append((literal.on, scope))
-    assignments = [(literal.expression, variables) for literal in rule.body if isinstance(literal, Assignment)]
+    assignments: list[Scoped] = [
+        (literal.expression, variables) for literal in rule.body if isinstance(literal, Assignment)
+    ]
     return RuleExpressions(assignments, conditions, [(term, variables) for term in rule.terms])
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pyspark.sql import types as T
 from sqlglot import exp
 
-Type = exp.DataType.Type
+Type = exp.DType  # exp.DataType.Type
 
 SIMPLE: dict[Type, type[T.DataType]] = {
     Type.TINYINT: T.ByteType,
@@ -35,13 +35,14 @@ class UnknownTypeName(Exception):
 def spark_type(node: exp.DataType) -> T.DataType:
     """The Spark type a type name stands for."""
     kind = node.this
-    parameters = [int(p.this.this) if isinstance(p.this, exp.Literal) else p for p in node.expressions]
-    if kind in SIMPLE and not parameters:
+    parameters = [int(p.this.this) for p in node.expressions if isinstance(p.this, exp.Literal)]
+    numbers = len(parameters) == len(node.expressions)  # DECIMAL(p, s), VARCHAR(n); not DECIMAL(x, 2)
+    if kind in SIMPLE and not node.expressions:
         return SIMPLE[kind]()
-    if kind == Type.DECIMAL and len(parameters) <= 2:
+    if kind == Type.DECIMAL and numbers and len(parameters) <= 2:
         precision, scale = (*parameters, *DEFAULT_DECIMAL[len(parameters) :])
         return T.DecimalType(precision, scale)
-    if kind in (Type.VARCHAR, Type.CHAR) and len(parameters) == 1:
+    if kind in (Type.VARCHAR, Type.CHAR) and numbers and len(parameters) == 1:
         return T.VarcharType(parameters[0]) if kind == Type.VARCHAR else T.CharType(parameters[0])
     if kind == Type.ARRAY and len(node.expressions) == 1:
         return T.ArrayType(spark_type(node.expressions[0]))
