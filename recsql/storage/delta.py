@@ -432,13 +432,14 @@ def stored_rows(data: pa.Table, schema: StructType, timezone: Callable[[], str])
     columns = []
     for i, field in enumerate(schema.fields):
         try:
-            columns.append(conform(data.column(i), arrow_schema.field(i).type, timezone))
+            columns.append(stored_column(data.column(i), arrow_schema.field(i).type, timezone))
         except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as error:
             raise DataError(f"column '{field.name}' ({field.dataType.simpleString()}): {error}") from None
     return pa.Table.from_arrays(columns, schema=arrow_schema)
 
 
-def conform(column: pa.ChunkedArray, target: pa.DataType, timezone: Callable[[], str]) -> pa.ChunkedArray:
+def stored_column(column: pa.ChunkedArray, target: pa.DataType, timezone: Callable[[], str]) -> pa.ChunkedArray:
+    """A column cast to the type its file stores, a timestamp without a time zone taken in `timezone()`."""
     if pa.types.is_timestamp(target) and target.tz and pa.types.is_timestamp(column.type) and not column.type.tz:
         column = pc.assume_timezone(column, timezone())
     return column.cast(target)
