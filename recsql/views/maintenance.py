@@ -32,7 +32,7 @@ from recsql.storage.writes import write_rows
 from recsql.views.closure_memory import IN_MEMORY, ClosuresInMemory
 from recsql.views.delta_rules import EXTREMES, Inputs, StratumRules, aggregated_by, changes, closure_of, why_recomputed
 from recsql.views.group_rules import affected_groups, affected_rederivation, regrowable
-from recsql.views.results import Maintained, Result, nonempty
+from recsql.views.results import ChangedRelation, Maintained, Method, nonempty
 from recsql.views.stored import Reflected
 from translator.ir import Atom, Program
 
@@ -84,7 +84,7 @@ class Maintenance:
         started = time.monotonic()
         try:
             inputs = self.base_inputs(bases)
-            results: dict[str, Result] = {}
+            results: dict[str, ChangedRelation] = {}
             for component in analysis.stratify(self.program):
                 self.stratum(component, parts, inputs, results)
             versions = self.commit(results, parts, statement)
@@ -145,7 +145,7 @@ class Maintenance:
         component: analysis.Component,
         parts: dict[str, str],
         inputs: dict[str, Inputs],
-        results: dict[str, Result],
+        results: dict[str, ChangedRelation],
     ) -> None:
         program = self.program
         rules = [rule for rule in program.rules if rule.head in component]
@@ -178,12 +178,16 @@ class Maintenance:
         gains, losses = (changes(stratum.rules, inputs, gains=gaining) for gaining in (True, False))
         started = time.monotonic()
         records = {
-            name: Maintained(program.relations[name].display_name, why and f"computed again: {why}")
+            name: Maintained(
+                program.relations[name].display_name,
+                Method.COMPUTED if self.reflected is None else Method.RECOMPUTED,
+                why,
+            )
             for name in component.relations
         }
         if extreme and not losses:
             for record in records.values():
-                record.how = "improvement"
+                record.method = Method.IMPROVEMENT
             maintained = {name: self.improve(stratum, stored, name) for name in component.relations}
         elif regrow and not (extreme and gains):
             maintained = self.regrow(stratum, stored, records)
@@ -200,8 +204,8 @@ class Maintenance:
             record.added = result.plus.num_rows if result.plus is not None else 0
             record.removed = result.minus.num_rows if result.minus is not None else 0
             record.seconds = (time.monotonic() - started) / len(maintained)
-            if why == "computed":
-                record.how, record.added = "computed", result.facts.num_rows
+            if record.method is Method.COMPUTED:
+                record.added = result.facts.num_rows
             self.trace.relations.append(record)
             results[name] = result
             if name in self.read:  # what later strata read it by
@@ -214,18 +218,18 @@ class Maintenance:
             else:
                 inputs[name] = Inputs(stored.get(name, ""), stored.get(name, ""))
 
-    def improve(self, stratum: StratumRules, stored: dict[str, str], name: str) -> Result:
+    def improve(self, stratum: StratumRules, stored: dict[str, str], name: str) -> ChangedRelation:
         """A min()/max() relation whose inputs only gained facts: the groups that improve replace theirs."""
         old = self.stored_facts(stored[name])
         improved = self.evaluate(stratum.improvement(stored, name)).table.cast(old.schema)
         keys = [f"c{i}" for i in self.program.relations[name].group_key]
         replaced = self.matching(old, improved, keys)
         facts = pa.concat_tables([self.difference(old, replaced, distinct=True), improved])
-        return Result(facts, nonempty(improved), nonempty(replaced))
+        return ChangedRelation(facts, nonempty(improved), nonempty(replaced))
 
     def regrow(
         self, stratum: StratumRules, stored: dict[str, str], records: dict[str, Maintained]
-    ) -> dict[str, Result]:
+    ) -> dict[str, ChangedRelation]:
         """Aggregates in recursion maintained as DRed on groups (min()/max() whose inputs only lost facts,
         sum()/count()): the groups a change affects are derived again, from the values of the other groups
         (which stand) and the inputs' new versions."""
@@ -234,13 +238,13 @@ class Maintenance:
         registered = {name: self.register(table) for name, table in groups.items()}
         results = {}
         for name in names:
-            records[name].how = "DRed"
+            records[name].method = Method.DRED
             old = self.stored_facts(stored[name])
             keys = [f"c{i}" for i in self.program.relations[name].group_key]
             replaced = self.matching(old, groups[name].rename_columns(keys), keys)
             again = self.evaluate(affected_rederivation(stratum, stored, registered, name)).table.cast(old.schema)
             records[name].over_deleted, records[name].rederived = replaced.num_rows, again.num_rows
-            results[name] = Result(
+            results[name] = ChangedRelation(
                 pa.concat_tables([self.difference(old, replaced, distinct=True), again]),
                 nonempty(self.difference(again, replaced)),
                 nonempty(self.difference(replaced, again)),
@@ -253,15 +257,17 @@ class Maintenance:
         with contextlib.closing(Database(self.catalog.timezone())) as db:
             return db.query(f"SELECT f.* FROM facts f SEMI JOIN groups g ON {on}", facts=facts, groups=groups)
 
-    def recompute(self, stratum: StratumRules, name: str, stored: str | None) -> Result:
+    def recompute(self, stratum: StratumRules, name: str, stored: str | None) -> ChangedRelation:
         answer = self.evaluate(stratum.recomputation(name))
         facts = answer.table
         if stored is None:
-            return Result(facts, facts, None, answer.types)
+            return ChangedRelation(facts, facts, None, answer.types)
         old = self.stored_facts(stored, facts.schema)
-        return Result(facts, nonempty(self.difference(facts, old)), nonempty(self.difference(old, facts)))
+        return ChangedRelation(facts, nonempty(self.difference(facts, old)), nonempty(self.difference(old, facts)))
 
-    def dred(self, stratum: StratumRules, stored: dict[str, str], records: dict[str, Maintained]) -> dict[str, Result]:
+    def dred(
+        self, stratum: StratumRules, stored: dict[str, str], records: dict[str, Maintained]
+    ) -> dict[str, ChangedRelation]:
         """The stratum's relations maintained by DRed (insertions only when nothing can be deleted); a
         transitive closure with rules of its own for both steps (delta_rules.closure_of)."""
         names = stratum.component.relations
@@ -287,7 +293,7 @@ class Maintenance:
         gains = changes(stratum.rules, stratum.inputs, gains=True)
         results = {}
         for name in names:
-            records[name].how = "insertion" if over is None else "DRed"
+            records[name].method = Method.INSERTION if over is None else Method.DRED
             if step is not None and over is None:
                 program = stratum.closure_insertion(step, stored[name], name)
             elif step is not None and not gains:
@@ -298,7 +304,7 @@ class Maintenance:
             if over_deleted is not None and not gains:  # every fact derived is an over-deleted one found again
                 records[name].over_deleted = over_deleted[name].num_rows
                 records[name].rederived = derived.num_rows
-                results[name] = Result(
+                results[name] = ChangedRelation(
                     pa.concat_tables([kept_facts[name], derived]),
                     None,
                     nonempty(self.difference(over_deleted[name], derived)),
@@ -307,12 +313,12 @@ class Maintenance:
             fresh = self.difference(derived, kept_facts[name])
             facts = pa.concat_tables([kept_facts[name], fresh])
             if over_deleted is None:
-                results[name] = Result(facts, nonempty(fresh), None)
+                results[name] = ChangedRelation(facts, nonempty(fresh), None)
                 continue
             plus = self.difference(fresh, over_deleted[name])
             records[name].over_deleted = over_deleted[name].num_rows
             records[name].rederived = fresh.num_rows - plus.num_rows
-            results[name] = Result(facts, nonempty(plus), nonempty(self.difference(over_deleted[name], fresh)))
+            results[name] = ChangedRelation(facts, nonempty(plus), nonempty(self.difference(over_deleted[name], fresh)))
         return results
 
     # -------------------------------------------------------------- evaluation
@@ -378,7 +384,7 @@ class Maintenance:
 
     # -------------------------------------------------------------- commits
 
-    def commit(self, results: dict[str, Result], parts: dict[str, str], statement: str) -> dict[str, int]:
+    def commit(self, results: dict[str, ChangedRelation], parts: dict[str, str], statement: str) -> dict[str, int]:
         """Each stored relation's new version: a commit where it changed (an append when it only gained
         facts, else its facts replaced), else the version it had."""
         versions = dict(self.reflected.versions) if self.reflected is not None else {}
@@ -395,7 +401,7 @@ class Maintenance:
             )
         return versions
 
-    def write(self, part: str, result: Result, output: bool, statement: str) -> int:
+    def write(self, part: str, result: ChangedRelation, output: bool, statement: str) -> int:
         """Commit a relation's new facts to its table; the new version. Its rows and statistics are kept
         for the next statements (the statistics carried from the version before, rows counted again)."""
         root = self.root / part
