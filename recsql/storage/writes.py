@@ -10,7 +10,8 @@ from pyspark.sql import DataFrame
 from pyspark.sql.types import StructType
 
 from recsql.errors import ProgrammingError
-from recsql.storage.delta import DataFile, ManagedTable, parquet_files
+from recsql.storage.delta import ManagedTable
+from recsql.storage.snapshots import DataFile, parquet_files
 
 Rows = pa.Table | DataFrame  # a statement's rows: Arrow computed in this process, or Spark's
 

@@ -26,8 +26,9 @@ from recsql.engine.local.database import Database
 from recsql.services import Services
 from recsql.settings import Settings
 from recsql.statistics import TableStatistics
-from recsql.storage.delta import ManagedTable, Snapshot
+from recsql.storage.delta import ManagedTable
 from recsql.storage.names import state_name, version_name
+from recsql.storage.snapshots import Snapshot
 from recsql.storage.writes import write_rows
 from recsql.views.closure_memory import IN_MEMORY, ClosuresInMemory
 from recsql.views.delta_rules import EXTREMES, Inputs, StratumRules, aggregated_by, changes, closure_of, why_recomputed
