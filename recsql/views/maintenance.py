@@ -8,7 +8,6 @@ walk with every stratum computed from the new versions."""
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import time
 import uuid
@@ -16,13 +15,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import pyarrow as pa
-import pyarrow.compute as pc
 from pyspark.sql.types import StructField, StructType
 
 from recsql import analysis, statistics
 from recsql.catalog.catalog import Catalog
 from recsql.engine.answer import Answer
-from recsql.engine.local.database import Database
 from recsql.services import Services
 from recsql.settings import Settings
 from recsql.statistics import TableStatistics
@@ -32,13 +29,13 @@ from recsql.storage.snapshots import Snapshot
 from recsql.storage.writes import write_rows
 from recsql.views.closure_memory import IN_MEMORY, ClosuresInMemory
 from recsql.views.delta_rules import EXTREMES, Inputs, StratumRules, aggregated_by, changes, closure_of, why_recomputed
+from recsql.views.fact_sets import FactSets, positional
 from recsql.views.group_rules import affected_groups, affected_rederivation, regrowable
 from recsql.views.results import ChangedRelation, Maintained, Method, nonempty
 from recsql.views.stored import Reflected
 from translator.ir import Atom, Program
 
 BaseVersions = dict[str, list]  # table -> [its directory, its version]
-LARGER = 4  # a set difference against a table this many times larger reads only its matching rows
 
 
 @dataclass
@@ -79,6 +76,7 @@ class Maintenance:
         self.read = read_by_strata(program)
         self.held: dict[str, int] = {}  # the rows of each table in memory that programs read, by name
         self.closures = ClosuresInMemory(self.catalog, session.settings.local_rows)
+        self.sets = FactSets(self.catalog.timezone)
 
     def run(self, bases: BaseVersions, parts: dict[str, str], statement: str) -> Reflected:
         """Maintain (or compute) every relation; commit the changed ones; the new Reflected."""
@@ -125,7 +123,7 @@ class Maintenance:
         added = self.files_read(after, new_files - old_files)
         removed = self.files_read(before, old_files - new_files)
         if added.num_rows and removed.num_rows:
-            added, removed = self.differences(added, removed)
+            added, removed = self.sets.differences(added, removed)
         return Inputs(
             version_name(name, old),
             version_name(name, new),
@@ -224,8 +222,8 @@ class Maintenance:
         old = self.stored_facts(stored[name])
         improved = self.evaluate(stratum.improvement(stored, name)).table.cast(old.schema)
         keys = [f"c{i}" for i in self.program.relations[name].group_key]
-        replaced = self.matching(old, improved, keys)
-        facts = pa.concat_tables([self.difference(old, replaced, distinct=True), improved])
+        replaced = self.sets.matching(old, improved, keys)
+        facts = pa.concat_tables([self.sets.difference(old, replaced, distinct=True), improved])
         return ChangedRelation(facts, nonempty(improved), nonempty(replaced))
 
     def regrow(
@@ -242,21 +240,15 @@ class Maintenance:
             records[name].method = Method.DRED
             old = self.stored_facts(stored[name])
             keys = [f"c{i}" for i in self.program.relations[name].group_key]
-            replaced = self.matching(old, groups[name].rename_columns(keys), keys)
+            replaced = self.sets.matching(old, groups[name].rename_columns(keys), keys)
             again = self.evaluate(affected_rederivation(stratum, stored, registered, name)).table.cast(old.schema)
             records[name].over_deleted, records[name].rederived = replaced.num_rows, again.num_rows
             results[name] = ChangedRelation(
-                pa.concat_tables([self.difference(old, replaced, distinct=True), again]),
-                nonempty(self.difference(again, replaced)),
-                nonempty(self.difference(replaced, again)),
+                pa.concat_tables([self.sets.difference(old, replaced, distinct=True), again]),
+                nonempty(self.sets.difference(again, replaced)),
+                nonempty(self.sets.difference(replaced, again)),
             )
         return results
-
-    def matching(self, facts: pa.Table, groups: pa.Table, keys: list[str]) -> pa.Table:
-        """The facts of `facts` whose group (the columns `keys`) is one of `groups`' (NULL equal to NULL)."""
-        on = " AND ".join(f"f.{key} IS NOT DISTINCT FROM g.{key}" for key in keys) or "TRUE"
-        with contextlib.closing(Database(self.catalog.timezone())) as db:
-            return db.query(f"SELECT f.* FROM facts f SEMI JOIN groups g ON {on}", facts=facts, groups=groups)
 
     def recompute(self, stratum: StratumRules, name: str, stored: str | None) -> ChangedRelation:
         answer = self.evaluate(stratum.recomputation(name))
@@ -264,7 +256,9 @@ class Maintenance:
         if stored is None:
             return ChangedRelation(facts, facts, None, answer.types)
         old = self.stored_facts(stored, facts.schema)
-        return ChangedRelation(facts, nonempty(self.difference(facts, old)), nonempty(self.difference(old, facts)))
+        return ChangedRelation(
+            facts, nonempty(self.sets.difference(facts, old)), nonempty(self.sets.difference(old, facts))
+        )
 
     def dred(
         self, stratum: StratumRules, stored: dict[str, str], records: dict[str, Maintained]
@@ -289,7 +283,7 @@ class Maintenance:
                 ).table.cast(old[name].schema)
                 for name in names
             }
-            kept_facts = {name: self.difference(old[name], over_deleted[name], distinct=True) for name in names}
+            kept_facts = {name: self.sets.difference(old[name], over_deleted[name], distinct=True) for name in names}
             over = {name: self.register(facts) for name, facts in over_deleted.items()}
         gains = changes(stratum.rules, stratum.inputs, gains=True)
         results = {}
@@ -308,18 +302,20 @@ class Maintenance:
                 results[name] = ChangedRelation(
                     pa.concat_tables([kept_facts[name], derived]),
                     None,
-                    nonempty(self.difference(over_deleted[name], derived)),
+                    nonempty(self.sets.difference(over_deleted[name], derived)),
                 )
                 continue
-            fresh = self.difference(derived, kept_facts[name])
+            fresh = self.sets.difference(derived, kept_facts[name])
             facts = pa.concat_tables([kept_facts[name], fresh])
             if over_deleted is None:
                 results[name] = ChangedRelation(facts, nonempty(fresh), None)
                 continue
-            plus = self.difference(fresh, over_deleted[name])
+            plus = self.sets.difference(fresh, over_deleted[name])
             records[name].over_deleted = over_deleted[name].num_rows
             records[name].rederived = fresh.num_rows - plus.num_rows
-            results[name] = ChangedRelation(facts, nonempty(plus), nonempty(self.difference(over_deleted[name], fresh)))
+            results[name] = ChangedRelation(
+                facts, nonempty(plus), nonempty(self.sets.difference(over_deleted[name], fresh))
+            )
         return results
 
     # -------------------------------------------------------------- evaluation
@@ -353,35 +349,6 @@ class Maintenance:
         self.held[name] = facts.num_rows
         self.registered.append(name)
         return name
-
-    def difference(self, facts: pa.Table, other: pa.Table, distinct: bool = False) -> pa.Table:
-        """The distinct facts of `facts` not in `other` (NULL equal to NULL, as EXCEPT). Against a much
-        larger `other` (the old facts of a relation), only the rows of it matching some fact are
-        taken; from a much larger set (`distinct`: no fact twice), the facts matching none of a small
-        `other` are: a pass over the large side either way, not a hash table of it."""
-        facts = positional(facts)
-        other = positional(other).cast(facts.schema)
-        matching = " AND ".join(f"o.{c} IS NOT DISTINCT FROM f.{c}" for c in facts.column_names)
-        if other.num_rows > LARGER * facts.num_rows:
-            sql = f"SELECT * FROM facts EXCEPT SELECT o.* FROM other o SEMI JOIN facts f ON {matching}"
-        elif distinct and facts.num_rows > LARGER * other.num_rows:
-            sql = f"SELECT f.* FROM facts f ANTI JOIN other o ON {matching}"
-        else:
-            sql = "SELECT * FROM facts EXCEPT SELECT * FROM other"
-        with contextlib.closing(Database(self.catalog.timezone())) as db:  # the thread's idle connection
-            return db.query(sql, facts=facts, other=other)
-
-    def differences(self, facts: pa.Table, other: pa.Table) -> tuple[pa.Table, pa.Table]:
-        """`facts` less `other` and `other` less `facts` (as EXCEPT), in one pass over both."""
-        other = other.cast(facts.schema)
-        sql = (
-            "SELECT TRUE AS left_side, * FROM (SELECT * FROM facts EXCEPT SELECT * FROM other) UNION ALL "
-            "SELECT FALSE, * FROM (SELECT * FROM other EXCEPT SELECT * FROM facts)"
-        )
-        with contextlib.closing(Database(self.catalog.timezone())) as db:
-            both = db.query(sql, facts=facts, other=other)
-        side = both.column(0)
-        return tuple(both.filter(mask).drop_columns(["left_side"]) for mask in (side, pc.invert(side)))
 
     # -------------------------------------------------------------- commits
 
@@ -504,10 +471,6 @@ def read_by_strata(program: Program) -> set[str]:
         for atom in rule.atoms
         if atom.relation not in stratum_of.get(rule.head, ())
     }
-
-
-def positional(facts: pa.Table) -> pa.Table:
-    return facts.rename_columns([f"c{i}" for i in range(facts.num_columns)])
 
 
 def read_files(snapshot: Snapshot) -> pa.Table:
