@@ -21,8 +21,9 @@ from recsql.catalog.file_reads import FileReads
 from recsql.catalog.readers import FileTable, Refused
 from recsql.errors import NotSupportedError
 from recsql.statistics import TableStatistics
-from recsql.storage.delta import ManagedTable, Snapshot
+from recsql.storage.delta import ManagedTable
 from recsql.storage.files import data_version, snapshot_frame
+from recsql.storage.snapshots import Snapshot
 
 DELTA = "delta"
 

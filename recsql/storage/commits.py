@@ -11,8 +11,9 @@ from collections.abc import Callable
 import pyarrow as pa
 
 from recsql.statistics import TableStatistics
-from recsql.storage.delta import DataFile, ManagedTable, Snapshot, stored_rows
+from recsql.storage.delta import ManagedTable
 from recsql.storage.kept_rows import KeptRows
+from recsql.storage.snapshots import DataFile, Snapshot, stored_rows
 from recsql.storage.statistics_files import StatisticsFiles
 from recsql.storage.writes import Rows
 

@@ -15,97 +15,43 @@ directory as a Delta table; without the connector, Spark is handed a snapshot's 
 
 from __future__ import annotations
 
-import contextlib
 import datetime
-import hashlib
 import json
 import os
 import shutil
-import subprocess
-import sys
-import time
 import uuid
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote
 
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
-from deltalake import DeltaTable, Schema
-from deltalake.exceptions import CommitFailedError, DeltaError
-from deltalake.transaction import AddAction, CommitProperties, create_table_with_add_actions
-from pyspark.sql.pandas.types import to_arrow_schema
+from deltalake import DeltaTable
+from deltalake.transaction import create_table_with_add_actions
 from pyspark.sql.types import StructType
 
-from recsql.errors import DataError, NotSupportedError, OperationalError, ProgrammingError
+from recsql.errors import DataError, OperationalError, ProgrammingError
+from recsql.storage.delta_log import (
+    CHECKPOINT_INTERVAL,
+    CHECKPOINTS,
+    OPERATION,
+    STATEMENT,
+    Commit,
+    add_action,
+    add_entry,
+    check_reader,
+    commit_info,
+    commit_name,
+    commit_properties,
+    delta_errors,
+    delta_schema,
+    relative,
+    remove_entry,
+)
+from recsql.storage.snapshots import DataFile, Snapshot, stored_rows
 
 KEPT_SNAPSHOTS = 8  # versions of a table kept in memory
-CHECKPOINT_INTERVAL = 100  # Delta's default: a checkpoint of the log every 100 versions
-OPERATION = "recsql.operation"  # commit metadata: the SQL operation (Delta's own key is delta-rs's to set)
-STATEMENT = "recsql.statement"  # commit metadata: the statement's text
-
-
-@dataclass(frozen=True)
-class DataFile:
-    path: str  # absolute
-    size: int
-    rows: int
-
-
-@dataclass(frozen=True)
-class Snapshot:
-    """One version of a table: what every reader of that version sees."""
-
-    root: str
-    version: int
-    schema: StructType
-    files: tuple[DataFile, ...]
-    part: str = ""  # names a subset of the version's files (see restricted)
-
-    @property
-    def key(self) -> str:
-        """Names this version of this table among all tables and versions (for caches)."""
-        return f"{self.root}@{self.version}"
-
-    @property
-    def identity(self) -> str:
-        """Names what is read: this version, or the part of it `restricted` made."""
-        return self.key + self.part
-
-    def restricted(self, files: tuple[DataFile, ...]) -> Snapshot:
-        """The same version reduced to some of its files."""
-        names = hashlib.sha1("|".join(file.path for file in files).encode()).hexdigest()[:16]
-        return Snapshot(self.root, self.version, self.schema, files, f"#{names}")
-
-    @property
-    def bytes(self) -> int:
-        return sum(file.size for file in self.files)
-
-    @property
-    def rows(self) -> int:
-        """From the log's statistics (or, for a file written without them, its Parquet footer)."""
-        return sum(file.rows if file.rows >= 0 else pq.read_metadata(file.path).num_rows for file in self.files)
-
-    @property
-    def arrow_schema(self) -> pa.Schema:
-        return storage_schema(self.schema)
-
-    def read_arrow(self, file_column: str | None = None) -> pa.Table:
-        """The rows as Arrow, read from the Parquet files in this process; with `file_column`, a last
-        column holding each row's file."""
-        schema = self.arrow_schema
-        if file_column is None:
-            if not self.files:
-                return schema.empty_table()
-            return pq.ParquetDataset([file.path for file in self.files], schema=schema).read()
-        schema = schema.append(pa.field(file_column, pa.string()))
-        parts = []
-        for file in self.files:
-            rows = pq.read_table(file.path, schema=self.arrow_schema)
-            parts.append(rows.append_column(file_column, pa.repeat(pa.scalar(file.path), rows.num_rows)))
-        return pa.concat_tables(parts) if parts else schema.empty_table()
 
 
 @dataclass
@@ -115,14 +61,6 @@ class LogState:
     version: int
     schema: StructType
     files: dict[str, DataFile]  # by path relative to the table's directory
-
-
-@dataclass(frozen=True)
-class Commit:
-    version: int
-    timestamp: datetime.datetime
-    operation: str
-    statement: str
 
 
 class ManagedTable:
@@ -386,148 +324,3 @@ class ManagedTable:
             Path(file.path).unlink(missing_ok=True)
         for directory in directories:
             shutil.rmtree(directory, ignore_errors=True)
-
-
-# ------------------------------------------------------------------ helpers
-
-
-class Checkpoints:
-    """Writes log checkpoints in a process of their own, at the lowest priority: reading a hundred
-    commits and writing their checkpoint costs more than the hundred inserts that made them, and need
-    not hold up the next statement. A checkpoint only saves readers the replay of the commits before
-    it: one that fails, or is skipped while the previous one still runs, costs nothing but time."""
-
-    PROGRAM = (
-        "import os, sys; hasattr(os, 'nice') and os.nice(19); from deltalake import DeltaTable; "
-        "DeltaTable(sys.argv[1], version=int(sys.argv[2])).create_checkpoint()"
-    )
-
-    def __init__(self) -> None:
-        self.running: subprocess.Popen | None = None
-
-    def submit(self, root: Path, version: int) -> None:
-        if self.running is not None and self.running.poll() is None:
-            return
-        with contextlib.suppress(OSError):
-            self.running = subprocess.Popen(
-                [sys.executable, "-c", self.PROGRAM, str(root), str(version)],
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-            )
-
-
-CHECKPOINTS = Checkpoints()
-
-
-def storage_schema(schema: StructType) -> pa.Schema:
-    """The Arrow schema of a table's files: Delta stores a TIMESTAMP as an instant (UTC)."""
-    return to_arrow_schema(schema, timezone="UTC")
-
-
-def stored_rows(data: pa.Table, schema: StructType, timezone: Callable[[], str]) -> pa.Table:
-    """Rows (in the table's column order) as its files store them, and as they read back; a DataError
-    naming the column whose type cannot hold a value."""
-    arrow_schema = storage_schema(schema)
-    columns = []
-    for i, field in enumerate(schema.fields):
-        try:
-            columns.append(conform(data.column(i), arrow_schema.field(i).type, timezone))
-        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as error:
-            raise DataError(f"column '{field.name}' ({field.dataType.simpleString()}): {error}") from None
-    return pa.Table.from_arrays(columns, schema=arrow_schema)
-
-
-def conform(column: pa.ChunkedArray, target: pa.DataType, timezone: Callable[[], str]) -> pa.ChunkedArray:
-    if pa.types.is_timestamp(target) and target.tz and pa.types.is_timestamp(column.type) and not column.type.tz:
-        column = pc.assume_timezone(column, timezone())
-    return column.cast(target)
-
-
-def parquet_files(directory: Path) -> list[DataFile]:
-    """The Parquet files a writer (Spark) left in a directory, with their row counts (from the footers)."""
-    return [
-        DataFile(str(path), path.stat().st_size, pq.read_metadata(str(path)).num_rows)
-        for path in sorted(Path(directory).rglob("*.parquet"))
-        if not path.name.startswith((".", "_"))
-    ]
-
-
-def delta_schema(schema: StructType) -> Schema:
-    """Delta's schema is Spark's StructType JSON: the same types, the same names."""
-    nullable = StructType([field.__class__(field.name, field.dataType, True) for field in schema.fields])
-    return Schema.from_json(nullable.json())
-
-
-def commit_name(version: int) -> str:
-    return f"{version:020}.json"
-
-
-def now_ms() -> int:
-    return int(time.time() * 1000)
-
-
-def relative(root: Path, path: str) -> str:
-    return Path(path).relative_to(root).as_posix()
-
-
-def add_entry(root: Path, file: DataFile) -> dict:
-    return {
-        "path": relative(root, file.path),
-        "partitionValues": {},
-        "size": file.size,
-        "modificationTime": now_ms(),
-        "dataChange": True,
-        "stats": json.dumps({"numRecords": file.rows}),
-    }
-
-
-def remove_entry(root: Path, file: DataFile) -> dict:
-    return {
-        "path": relative(root, file.path),
-        "deletionTimestamp": now_ms(),
-        "dataChange": True,
-        "extendedFileMetadata": True,
-        "partitionValues": {},
-        "size": file.size,
-    }
-
-
-def commit_info(info: dict, operation: str, statement: str) -> dict:
-    return {"commitInfo": {"timestamp": now_ms(), **info, OPERATION: operation, STATEMENT: statement}}
-
-
-def add_action(root: Path, file: DataFile) -> AddAction:
-    entry = add_entry(root, file)
-    return AddAction(entry["path"], entry["size"], {}, entry["modificationTime"], True, entry["stats"])
-
-
-def commit_properties(operation: str, statement: str) -> CommitProperties:
-    return CommitProperties(custom_metadata={OPERATION: operation, STATEMENT: statement})
-
-
-def check_reader(name: str, reader_version: int, features: list[str] | None) -> None:
-    """Files are read as the log lists them: a table that needs more of a reader (deletion vectors, column
-    mapping) is refused, not read wrong."""
-    if reader_version > 1:
-        needed = ", ".join(features or [f"reader version {reader_version}"])
-        raise NotSupportedError(f"table '{name}' uses Delta features recsql cannot read yet: {needed}")
-
-
-@contextlib.contextmanager
-def delta_errors(name: str, root: Path) -> Iterator[None]:
-    """delta-rs and file-system failures as recsql errors naming the table, not a path of the warehouse."""
-    try:
-        yield
-    except CommitFailedError:
-        raise OperationalError(
-            f"table '{name}' was changed by another statement at the same time; run the statement again"
-        ) from None
-    except (DeltaError, OSError) as error:
-        if isinstance(error, FileExistsError):
-            raise
-        text = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        if isinstance(error, OSError) and error.strerror:
-            text = error.strerror
-        text = text.replace(str(root), f"<{name}>")
-        raise OperationalError(f"table '{name}' cannot be read or written: {text}") from None

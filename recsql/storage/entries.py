@@ -36,6 +36,9 @@ class Kind(StrEnum):
     SPARK = "spark"  # a table or view of Spark's catalog, or a path table: read, never stored
 
 
+DELTA_KINDS = (Kind.TABLE, Kind.MATERIALIZED)  # names whose rows are Delta tables recsql keeps
+
+
 @dataclass
 class Entry:
     name: str

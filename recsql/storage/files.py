@@ -11,9 +11,9 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StringType, StructField, StructType
 
-from recsql.storage.delta import Snapshot
 from recsql.storage.entries import Entry
 from recsql.storage.names import FILE_COLUMN
+from recsql.storage.snapshots import Snapshot
 
 
 def snapshot_frame(spark: SparkSession, snapshot: Snapshot, with_files: bool) -> DataFrame:

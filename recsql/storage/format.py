@@ -15,7 +15,8 @@ from pathlib import Path
 from pyspark.sql.types import StructType
 
 from recsql.errors import OperationalError, WarehouseUpgraded
-from recsql.storage.delta import ManagedTable, parquet_files
+from recsql.storage.delta import ManagedTable
+from recsql.storage.snapshots import parquet_files
 
 FORMAT = 2
 

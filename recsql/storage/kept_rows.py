@@ -5,9 +5,9 @@ computed from a version's rows (a closure's index) is kept the same way, in a bu
 
 from __future__ import annotations
 
-from collections import OrderedDict
-from collections.abc import Callable
-from typing import Generic, Protocol, TypeVar
+from typing import Protocol, TypeVar
+
+from recsql.storage.bounded_cache import BoundedCache
 
 BUDGET_BYTES = 1 << 30
 INDEX_BUDGET_BYTES = 1 << 29
@@ -21,30 +21,8 @@ class Sized(Protocol):
 Kept = TypeVar("Kept", bound=Sized)
 
 
-class KeptRows(Generic[Kept]):
+class KeptRows(BoundedCache[str, Kept]):
+    """By a snapshot's identity (`Snapshot.identity`), what is kept of that version."""
+
     def __init__(self, budget: int = BUDGET_BYTES):
-        self.budget = budget
-        self.kept: OrderedDict[str, Kept] = OrderedDict()
-        self.size = 0  # the bytes of the tables kept (summing them at each put would cost a walk of all)
-
-    def get(self, version: str, read: Callable[[], Kept]) -> Kept:
-        """The rows of `version` (a snapshot's identity), read with `read()` unless kept."""
-        rows = self.kept.get(version)
-        if rows is None:
-            rows = read()
-            self.put(version, rows)
-        else:
-            self.kept.move_to_end(version)
-        return rows
-
-    def find(self, version: str) -> Kept | None:
-        """What is kept of `version`, if anything (not read)."""
-        return self.kept.get(version)
-
-    def put(self, version: str, rows: Kept) -> None:
-        replaced = self.kept.get(version)
-        self.size += rows.nbytes - (replaced.nbytes if replaced is not None else 0)
-        self.kept[version] = rows
-        self.kept.move_to_end(version)
-        while len(self.kept) > 1 and self.size > self.budget:
-            self.size -= self.kept.popitem(last=False)[1].nbytes
+        super().__init__(budget, lambda rows: rows.nbytes)

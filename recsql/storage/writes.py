@@ -10,7 +10,8 @@ from pyspark.sql import DataFrame
 from pyspark.sql.types import StructType
 
 from recsql.errors import ProgrammingError
-from recsql.storage.delta import DataFile, ManagedTable, parquet_files
+from recsql.storage.delta import ManagedTable
+from recsql.storage.snapshots import DataFile, parquet_files
 
 Rows = pa.Table | DataFrame  # a statement's rows: Arrow computed in this process, or Spark's
 
@@ -31,10 +32,10 @@ def write_rows(
     try:
         for rows in parts:
             if isinstance(rows, pa.Table):
-                files += table.write_arrow(conform(table.name, rows, schema), schema, timezone)
+                files += table.write_arrow(checked_width(table.name, rows, schema), schema, timezone)
                 continue
             staging.append(table.staging_directory())
-            renamed = conform(table.name, rows, schema).toDF(*schema.fieldNames())
+            renamed = checked_width(table.name, rows, schema).toDF(*schema.fieldNames())
             columns = [renamed[f"`{f.name}`"].cast(f.dataType) for f in schema.fields]
             renamed.select(*columns).write.parquet(str(staging[-1]))
             files += parquet_files(staging[-1])
@@ -50,7 +51,7 @@ def row_count(rows: Rows) -> int:
     return rows.num_rows if isinstance(rows, pa.Table) else rows.count()
 
 
-def conform(name: str, rows: Rows, schema: StructType) -> Rows:
+def checked_width(name: str, rows: Rows, schema: StructType) -> Rows:
     """The rows, if they have as many columns as table `name`."""
     width = rows.num_columns if isinstance(rows, pa.Table) else len(rows.columns)
     if width != len(schema.fields):

@@ -13,7 +13,7 @@ from recsql.catalog.catalog import Catalog
 from recsql.views import closure_arrays
 from recsql.views.closure_arrays import Index, Pairs
 from recsql.views.delta_rules import Inputs
-from recsql.views.results import Maintained, Result, nonempty
+from recsql.views.results import ChangedRelation, Maintained, Method, nonempty
 
 IN_MEMORY = ("auto", "local")  # the strategies under which a closure is maintained over arrays
 
@@ -27,7 +27,7 @@ class ClosuresInMemory:
         self.local_rows = local_rows
         self.builds: ThreadPoolExecutor | None = None  # where indexes are made beside the statement's work
 
-    def maintained(self, stored: str, step: Inputs, old: pa.Table, record: Maintained) -> Result | None:
+    def maintained(self, stored: str, step: Inputs, old: pa.Table, record: Maintained) -> ChangedRelation | None:
         """A closure (stored as `stored`, facts `old`) whose steps only gained or only lost rows, with its
         index; None when its facts or steps are not integers that fit the arrays, or are too many."""
         if (step.plus is None) == (step.minus is None):
@@ -37,19 +37,23 @@ class ClosuresInMemory:
         if changed is None or index is None:
             return None
         if step.plus is not None:
-            record.how = "insertion (in memory)"
+            record.method = Method.INSERTION_IN_MEMORY
             fresh = closure_arrays.insertion(index, changed)
             added = fresh.table(old.schema)
-            return Result(pa.concat_tables([old, added]), nonempty(added), None, index=index.changed(added=fresh))
+            return ChangedRelation(
+                pa.concat_tables([old, added]), nonempty(added), None, index=index.changed(added=fresh)
+            )
         steps = self.pairs_of(step.new)
         if steps is None:
             return None
         deletion = closure_arrays.deletion(index, changed, steps)
         over, again = deletion.over_deleted, deletion.again
-        record.how = "DRed (in memory)"
+        record.method = Method.DRED_IN_MEMORY
         record.over_deleted, record.rederived = len(over), int(again.sum())
         index = index.changed(removed=over.take(~again)).merged()  # the table is written whole: merged anyway
-        return Result(index.table(old.schema), None, nonempty(over.take(~again).table(old.schema)), index=index)
+        return ChangedRelation(
+            index.table(old.schema), None, nonempty(over.take(~again).table(old.schema)), index=index
+        )
 
     def index(self, version: str, facts: pa.Table) -> Index | None:
         """The index of a closure's facts (kept by version, made when first needed)."""
@@ -61,7 +65,7 @@ class ClosuresInMemory:
             self.catalog.kept_indexes.put(version, index)
         return index
 
-    def index_after(self, stored: str | None, result: Result) -> Index | Future | None:
+    def index_after(self, stored: str | None, result: ChangedRelation) -> Index | Future | None:
         """A closure's index after a change the queries made, or a computation: the one kept of the
         version before changed by the facts gained and lost, else made from the facts, by another
         thread while the facts are written (`settled` waits for it)."""

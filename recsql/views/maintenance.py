@@ -8,7 +8,6 @@ walk with every stratum computed from the new versions."""
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import time
 import uuid
@@ -16,28 +15,24 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import pyarrow as pa
-import pyarrow.compute as pc
-from pyspark.sql.types import StructField, StructType
 
-from recsql import analysis, statistics
+from recsql import analysis
 from recsql.catalog.catalog import Catalog
 from recsql.engine.answer import Answer
-from recsql.engine.local.database import Database
 from recsql.services import Services
 from recsql.settings import Settings
-from recsql.statistics import TableStatistics
-from recsql.storage.delta import ManagedTable, Snapshot
-from recsql.storage.names import state_name, version_name
-from recsql.storage.writes import write_rows
+from recsql.storage.names import version_name
+from recsql.storage.snapshots import Snapshot
 from recsql.views.closure_memory import IN_MEMORY, ClosuresInMemory
 from recsql.views.delta_rules import EXTREMES, Inputs, StratumRules, aggregated_by, changes, closure_of, why_recomputed
+from recsql.views.fact_sets import FactSets, positional
 from recsql.views.group_rules import affected_groups, affected_rederivation, regrowable
-from recsql.views.results import Maintained, Result, nonempty
+from recsql.views.relation_commits import RelationCommits
+from recsql.views.results import ChangedRelation, Maintained, Method, nonempty
 from recsql.views.stored import Reflected
 from translator.ir import Atom, Program
 
 BaseVersions = dict[str, list]  # table -> [its directory, its version]
-LARGER = 4  # a set difference against a table this many times larger reads only its matching rows
 
 
 @dataclass
@@ -78,16 +73,26 @@ class Maintenance:
         self.read = read_by_strata(program)
         self.held: dict[str, int] = {}  # the rows of each table in memory that programs read, by name
         self.closures = ClosuresInMemory(self.catalog, session.settings.local_rows)
+        self.sets = FactSets(self.catalog.timezone)
 
     def run(self, bases: BaseVersions, parts: dict[str, str], statement: str) -> Reflected:
         """Maintain (or compute) every relation; commit the changed ones; the new Reflected."""
         started = time.monotonic()
         try:
             inputs = self.base_inputs(bases)
-            results: dict[str, Result] = {}
+            results: dict[str, ChangedRelation] = {}
             for component in analysis.stratify(self.program):
                 self.stratum(component, parts, inputs, results)
-            versions = self.commit(results, parts, statement)
+            commits = RelationCommits(
+                self.catalog,
+                self.view,
+                self.root,
+                self.reflected,
+                self.closures,
+                self.program.output,
+                self.output_names,
+            )
+            versions = commits.commit(results, parts, statement)
         finally:
             self.closures.close()
             for name in self.registered:
@@ -124,7 +129,7 @@ class Maintenance:
         added = self.files_read(after, new_files - old_files)
         removed = self.files_read(before, old_files - new_files)
         if added.num_rows and removed.num_rows:
-            added, removed = self.differences(added, removed)
+            added, removed = self.sets.differences(added, removed)
         return Inputs(
             version_name(name, old),
             version_name(name, new),
@@ -145,7 +150,7 @@ class Maintenance:
         component: analysis.Component,
         parts: dict[str, str],
         inputs: dict[str, Inputs],
-        results: dict[str, Result],
+        results: dict[str, ChangedRelation],
     ) -> None:
         program = self.program
         rules = [rule for rule in program.rules if rule.head in component]
@@ -178,12 +183,16 @@ class Maintenance:
         gains, losses = (changes(stratum.rules, inputs, gains=gaining) for gaining in (True, False))
         started = time.monotonic()
         records = {
-            name: Maintained(program.relations[name].display_name, why and f"computed again: {why}")
+            name: Maintained(
+                program.relations[name].display_name,
+                Method.COMPUTED if self.reflected is None else Method.RECOMPUTED,
+                why,
+            )
             for name in component.relations
         }
         if extreme and not losses:
             for record in records.values():
-                record.how = "improvement"
+                record.method = Method.IMPROVEMENT
             maintained = {name: self.improve(stratum, stored, name) for name in component.relations}
         elif regrow and not (extreme and gains):
             maintained = self.regrow(stratum, stored, records)
@@ -200,8 +209,8 @@ class Maintenance:
             record.added = result.plus.num_rows if result.plus is not None else 0
             record.removed = result.minus.num_rows if result.minus is not None else 0
             record.seconds = (time.monotonic() - started) / len(maintained)
-            if why == "computed":
-                record.how, record.added = "computed", result.facts.num_rows
+            if record.method is Method.COMPUTED:
+                record.added = result.facts.num_rows
             self.trace.relations.append(record)
             results[name] = result
             if name in self.read:  # what later strata read it by
@@ -214,18 +223,18 @@ class Maintenance:
             else:
                 inputs[name] = Inputs(stored.get(name, ""), stored.get(name, ""))
 
-    def improve(self, stratum: StratumRules, stored: dict[str, str], name: str) -> Result:
+    def improve(self, stratum: StratumRules, stored: dict[str, str], name: str) -> ChangedRelation:
         """A min()/max() relation whose inputs only gained facts: the groups that improve replace theirs."""
         old = self.stored_facts(stored[name])
         improved = self.evaluate(stratum.improvement(stored, name)).table.cast(old.schema)
         keys = [f"c{i}" for i in self.program.relations[name].group_key]
-        replaced = self.matching(old, improved, keys)
-        facts = pa.concat_tables([self.difference(old, replaced, distinct=True), improved])
-        return Result(facts, nonempty(improved), nonempty(replaced))
+        replaced = self.sets.matching(old, improved, keys)
+        facts = pa.concat_tables([self.sets.difference(old, replaced, distinct=True), improved])
+        return ChangedRelation(facts, nonempty(improved), nonempty(replaced))
 
     def regrow(
         self, stratum: StratumRules, stored: dict[str, str], records: dict[str, Maintained]
-    ) -> dict[str, Result]:
+    ) -> dict[str, ChangedRelation]:
         """Aggregates in recursion maintained as DRed on groups (min()/max() whose inputs only lost facts,
         sum()/count()): the groups a change affects are derived again, from the values of the other groups
         (which stand) and the inputs' new versions."""
@@ -234,34 +243,32 @@ class Maintenance:
         registered = {name: self.register(table) for name, table in groups.items()}
         results = {}
         for name in names:
-            records[name].how = "DRed"
+            records[name].method = Method.DRED
             old = self.stored_facts(stored[name])
             keys = [f"c{i}" for i in self.program.relations[name].group_key]
-            replaced = self.matching(old, groups[name].rename_columns(keys), keys)
+            replaced = self.sets.matching(old, groups[name].rename_columns(keys), keys)
             again = self.evaluate(affected_rederivation(stratum, stored, registered, name)).table.cast(old.schema)
             records[name].over_deleted, records[name].rederived = replaced.num_rows, again.num_rows
-            results[name] = Result(
-                pa.concat_tables([self.difference(old, replaced, distinct=True), again]),
-                nonempty(self.difference(again, replaced)),
-                nonempty(self.difference(replaced, again)),
+            results[name] = ChangedRelation(
+                pa.concat_tables([self.sets.difference(old, replaced, distinct=True), again]),
+                nonempty(self.sets.difference(again, replaced)),
+                nonempty(self.sets.difference(replaced, again)),
             )
         return results
 
-    def matching(self, facts: pa.Table, groups: pa.Table, keys: list[str]) -> pa.Table:
-        """The facts of `facts` whose group (the columns `keys`) is one of `groups`' (NULL equal to NULL)."""
-        on = " AND ".join(f"f.{key} IS NOT DISTINCT FROM g.{key}" for key in keys) or "TRUE"
-        with contextlib.closing(Database(self.catalog.timezone())) as db:
-            return db.query(f"SELECT f.* FROM facts f SEMI JOIN groups g ON {on}", facts=facts, groups=groups)
-
-    def recompute(self, stratum: StratumRules, name: str, stored: str | None) -> Result:
+    def recompute(self, stratum: StratumRules, name: str, stored: str | None) -> ChangedRelation:
         answer = self.evaluate(stratum.recomputation(name))
         facts = answer.table
         if stored is None:
-            return Result(facts, facts, None, answer.types)
+            return ChangedRelation(facts, facts, None, answer.types)
         old = self.stored_facts(stored, facts.schema)
-        return Result(facts, nonempty(self.difference(facts, old)), nonempty(self.difference(old, facts)))
+        return ChangedRelation(
+            facts, nonempty(self.sets.difference(facts, old)), nonempty(self.sets.difference(old, facts))
+        )
 
-    def dred(self, stratum: StratumRules, stored: dict[str, str], records: dict[str, Maintained]) -> dict[str, Result]:
+    def dred(
+        self, stratum: StratumRules, stored: dict[str, str], records: dict[str, Maintained]
+    ) -> dict[str, ChangedRelation]:
         """The stratum's relations maintained by DRed (insertions only when nothing can be deleted); a
         transitive closure with rules of its own for both steps (delta_rules.closure_of)."""
         names = stratum.component.relations
@@ -282,12 +289,12 @@ class Maintenance:
                 ).table.cast(old[name].schema)
                 for name in names
             }
-            kept_facts = {name: self.difference(old[name], over_deleted[name], distinct=True) for name in names}
+            kept_facts = {name: self.sets.difference(old[name], over_deleted[name], distinct=True) for name in names}
             over = {name: self.register(facts) for name, facts in over_deleted.items()}
         gains = changes(stratum.rules, stratum.inputs, gains=True)
         results = {}
         for name in names:
-            records[name].how = "insertion" if over is None else "DRed"
+            records[name].method = Method.INSERTION if over is None else Method.DRED
             if step is not None and over is None:
                 program = stratum.closure_insertion(step, stored[name], name)
             elif step is not None and not gains:
@@ -298,21 +305,23 @@ class Maintenance:
             if over_deleted is not None and not gains:  # every fact derived is an over-deleted one found again
                 records[name].over_deleted = over_deleted[name].num_rows
                 records[name].rederived = derived.num_rows
-                results[name] = Result(
+                results[name] = ChangedRelation(
                     pa.concat_tables([kept_facts[name], derived]),
                     None,
-                    nonempty(self.difference(over_deleted[name], derived)),
+                    nonempty(self.sets.difference(over_deleted[name], derived)),
                 )
                 continue
-            fresh = self.difference(derived, kept_facts[name])
+            fresh = self.sets.difference(derived, kept_facts[name])
             facts = pa.concat_tables([kept_facts[name], fresh])
             if over_deleted is None:
-                results[name] = Result(facts, nonempty(fresh), None)
+                results[name] = ChangedRelation(facts, nonempty(fresh), None)
                 continue
-            plus = self.difference(fresh, over_deleted[name])
+            plus = self.sets.difference(fresh, over_deleted[name])
             records[name].over_deleted = over_deleted[name].num_rows
             records[name].rederived = fresh.num_rows - plus.num_rows
-            results[name] = Result(facts, nonempty(plus), nonempty(self.difference(over_deleted[name], fresh)))
+            results[name] = ChangedRelation(
+                facts, nonempty(plus), nonempty(self.sets.difference(over_deleted[name], fresh))
+            )
         return results
 
     # -------------------------------------------------------------- evaluation
@@ -346,116 +355,6 @@ class Maintenance:
         self.held[name] = facts.num_rows
         self.registered.append(name)
         return name
-
-    def difference(self, facts: pa.Table, other: pa.Table, distinct: bool = False) -> pa.Table:
-        """The distinct facts of `facts` not in `other` (NULL equal to NULL, as EXCEPT). Against a much
-        larger `other` (the old facts of a relation), only the rows of it matching some fact are
-        taken; from a much larger set (`distinct`: no fact twice), the facts matching none of a small
-        `other` are: a pass over the large side either way, not a hash table of it."""
-        facts = positional(facts)
-        other = positional(other).cast(facts.schema)
-        matching = " AND ".join(f"o.{c} IS NOT DISTINCT FROM f.{c}" for c in facts.column_names)
-        if other.num_rows > LARGER * facts.num_rows:
-            sql = f"SELECT * FROM facts EXCEPT SELECT o.* FROM other o SEMI JOIN facts f ON {matching}"
-        elif distinct and facts.num_rows > LARGER * other.num_rows:
-            sql = f"SELECT f.* FROM facts f ANTI JOIN other o ON {matching}"
-        else:
-            sql = "SELECT * FROM facts EXCEPT SELECT * FROM other"
-        with contextlib.closing(Database(self.catalog.timezone())) as db:  # the thread's idle connection
-            return db.query(sql, facts=facts, other=other)
-
-    def differences(self, facts: pa.Table, other: pa.Table) -> tuple[pa.Table, pa.Table]:
-        """`facts` less `other` and `other` less `facts` (as EXCEPT), in one pass over both."""
-        other = other.cast(facts.schema)
-        sql = (
-            "SELECT TRUE AS left_side, * FROM (SELECT * FROM facts EXCEPT SELECT * FROM other) UNION ALL "
-            "SELECT FALSE, * FROM (SELECT * FROM other EXCEPT SELECT * FROM facts)"
-        )
-        with contextlib.closing(Database(self.catalog.timezone())) as db:
-            both = db.query(sql, facts=facts, other=other)
-        side = both.column(0)
-        return tuple(both.filter(mask).drop_columns(["left_side"]) for mask in (side, pc.invert(side)))
-
-    # -------------------------------------------------------------- commits
-
-    def commit(self, results: dict[str, Result], parts: dict[str, str], statement: str) -> dict[str, int]:
-        """Each stored relation's new version: a commit where it changed (an append when it only gained
-        facts, else its facts replaced), else the version it had."""
-        versions = dict(self.reflected.versions) if self.reflected is not None else {}
-        done: set[str] = set()
-        for name, result in results.items():
-            part = parts[name]
-            if part in done:
-                continue
-            done.add(part)
-            if self.reflected is not None and result.plus is None and result.minus is None:
-                continue
-            versions[part] = self.write(
-                part, result, name == self.program.output or parts[self.program.output] == part, statement
-            )
-        return versions
-
-    def write(self, part: str, result: Result, output: bool, statement: str) -> int:
-        """Commit a relation's new facts to its table; the new version. Its rows and statistics are kept
-        for the next statements (the statistics carried from the version before, rows counted again)."""
-        root = self.root / part
-        fresh = self.reflected is None or not (root / "_delta_log").exists()
-        table = (
-            ManagedTable(state_name(self.view, part), root)
-            if fresh
-            else self.catalog.managed(state_name(self.view, part))
-        )  # the catalog's: it keeps the log it has read
-        if fresh:
-            names = self.output_names if output else [f"c{i}" for i in range(result.facts.num_columns)]
-            schema = StructType([StructField(n, t) for n, t in zip(names, result.types)])
-            root.mkdir(parents=True, exist_ok=True)
-            write_rows(
-                table,
-                [result.facts],
-                schema,
-                lambda files: ManagedTable.create(table.name, root, schema, files, "MAINTAIN", statement),
-                self.catalog.timezone,
-            )
-        else:
-            latest = table.snapshot()
-            schema = latest.schema
-            if result.minus is None and latest.version == self.reflected.versions[part]:
-                write_rows(
-                    table,
-                    [result.plus],
-                    schema,
-                    lambda files: table.append(files, schema, "MAINTAIN", statement),
-                    self.catalog.timezone,
-                )
-            else:  # facts lost, or a commit no entry names (its process died before naming it): replaced
-                write_rows(
-                    table,
-                    [result.facts],
-                    schema,
-                    lambda files: table.commit(latest, files, latest.files, schema, "MAINTAIN", statement),
-                    self.catalog.timezone,
-                )
-        snapshot = table.snapshot()
-        self.keep(part, snapshot, result.facts)
-        index = self.closures.settled(result.index)
-        if index is not None:
-            self.catalog.kept_indexes.put(snapshot.identity, index)
-        return snapshot.version
-
-    def keep(self, part: str, snapshot: Snapshot, facts: pa.Table) -> None:
-        rows = facts.rename_columns(snapshot.arrow_schema.names).cast(snapshot.arrow_schema)
-        self.catalog.kept_rows.put(snapshot.identity, rows)
-        before = None
-        if self.reflected is not None and part in self.reflected.versions:
-            before = self.catalog.cached_statistics(
-                version_name(state_name(self.view, part), self.reflected.versions[part])
-            )
-        gathered = (
-            statistics.from_arrow(rows, snapshot.key)
-            if before is None
-            else TableStatistics(rows.num_rows, before.columns, snapshot.key)
-        )
-        self.catalog.statistics_files.write(version_name(state_name(self.view, part), snapshot.version), gathered)
 
 
 def alias_source(program: Program, component: analysis.Component) -> str | None:
@@ -497,10 +396,6 @@ def read_by_strata(program: Program) -> set[str]:
         for atom in rule.atoms
         if atom.relation not in stratum_of.get(rule.head, ())
     }
-
-
-def positional(facts: pa.Table) -> pa.Table:
-    return facts.rename_columns([f"c{i}" for i in range(facts.num_columns)])
 
 
 def read_files(snapshot: Snapshot) -> pa.Table:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from concurrent.futures import Future
 from dataclasses import dataclass
+from enum import Enum
 
 import pyarrow as pa
 from pyspark.sql.types import DataType
@@ -11,12 +12,30 @@ from pyspark.sql.types import DataType
 from recsql.views.closure_arrays import Index
 
 
+class Method(Enum):
+    """How a relation was brought up to date, named as EXPLAIN ANALYZE prints it. `rederives`: the method
+    over-deletes facts and derives again those still derivable (DRed), and reports both counts."""
+
+    COMPUTED = ("computed", False)  # a view computed from its tables
+    RECOMPUTED = ("computed again", False)  # a stratum DRed does not maintain (printed with why)
+    IMPROVEMENT = ("improvement", False)  # min()/max() groups replaced by better values
+    INSERTION = ("insertion", False)
+    INSERTION_IN_MEMORY = ("insertion (in memory)", False)
+    DRED = ("DRed", True)
+    DRED_IN_MEMORY = ("DRed (in memory)", True)
+
+    def __init__(self, text: str, rederives: bool):
+        self.text = text
+        self.rederives = rederives
+
+
 @dataclass
 class Maintained:
     """What maintaining one relation did, for EXPLAIN ANALYZE."""
 
     relation: str
-    how: str  # DRed, insertion, or computed (and why)
+    method: Method
+    why: str = ""  # why it was computed again (Method.RECOMPUTED)
     added: int = 0
     removed: int = 0
     over_deleted: int = 0
@@ -24,14 +43,15 @@ class Maintained:
     seconds: float = 0.0
 
     def __str__(self) -> str:
+        how = f"{self.method.text}: {self.why}" if self.method is Method.RECOMPUTED else self.method.text
         counts = f"+{self.added} -{self.removed}"
-        if self.how.startswith("DRed"):
+        if self.method.rederives:
             counts += f" (over-deleted {self.over_deleted}, re-derived {self.rederived})"
-        return f"{self.relation}: {self.how}, {counts}, {self.seconds:.3f} s"
+        return f"{self.relation}: {how}, {counts}, {self.seconds:.3f} s"
 
 
 @dataclass
-class Result:
+class ChangedRelation:
     """A relation after the change: all its facts, the facts it gained and lost (None: none)."""
 
     facts: pa.Table

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pyspark.sql.types import StructType
 
 from recsql.catalog.readers import columnar, csv, json
-from recsql.catalog.readers.common import FileTable, Refused, conform, data_files
+from recsql.catalog.readers.common import FileTable, Refused, data_files, with_spark_types
 
 READERS = {"csv": csv.load, "json": json.load, "parquet": columnar.load_parquet, "orc": columnar.load_orc}
 
@@ -23,7 +23,7 @@ def load(format: str, path: str, options: dict[str, str], declared: StructType |
     if format not in READERS:
         raise Refused(f"format {format}")
     schema, table = READERS[format](data_files(path), options, declared, timezone)
-    return FileTable(schema, conform(table, schema))
+    return FileTable(schema, with_spark_types(table, schema))
 
 
 __all__ = ["FileTable", "Refused", "load"]

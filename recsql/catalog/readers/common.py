@@ -49,7 +49,7 @@ def read_bytes(file: Path) -> bytes:
     return gzip.decompress(data) if file.suffix.lower() == ".gz" else data
 
 
-def conform(table: pa.Table, schema: StructType) -> pa.Table:
+def with_spark_types(table: pa.Table, schema: StructType) -> pa.Table:
     """Arrow columns as the local evaluator holds Spark's types (timestamps as UTC instants, ...)."""
     target = to_arrow_schema(schema, timezone="UTC")
     columns = [

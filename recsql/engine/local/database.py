@@ -31,7 +31,7 @@ class Database:
 
     idle = threading.local()
     sql_types: ClassVar[dict[pa.Schema, tuple[str | None, ...]]] = {}  # DuckDB's types of Arrow's, everywhere alike
-    empty_casts: ClassVar[dict[tuple[pa.Schema, pa.Schema], pa.Table]] = {}  # conform's answers for no rows
+    empty_casts: ClassVar[dict[tuple[pa.Schema, pa.Schema], pa.Table]] = {}  # cast_columns's answers for no rows
 
     def __init__(self, timezone: str, threads: int | None = None):
         """`threads`: how many threads each query may use (DuckDB's default: every core)."""
@@ -67,7 +67,7 @@ class Database:
             fetch = getattr(relation, "to_arrow_table", None) or relation.fetch_arrow_table
             return fetch()
 
-    def conform(self, table: pa.Table, schema: pa.Schema | None) -> pa.Table:
+    def cast_columns(self, table: pa.Table, schema: pa.Schema | None) -> pa.Table:
         """`table` with the column types of `schema`, cast as SQL casts (as is without a schema)."""
         if schema is None or self.types_of(table.schema) == self.types_of(schema):
             return table

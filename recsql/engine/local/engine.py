@@ -76,13 +76,13 @@ class DuckDBEngine:
 
     def append(self, relation: str, full: pa.Table, delta: pa.Table) -> pa.Table:
         schema = self.schema(relation, Result.FULL)
-        known, new = self.db.conform(full, schema), self.db.conform(delta, schema)
+        known, new = self.db.cast_columns(full, schema), self.db.cast_columns(delta, schema)
         if known.schema == new.schema:
             return pa.concat_tables([known, new])
         return self.db.query("SELECT * FROM _full UNION ALL SELECT * FROM _delta", _full=known, _delta=new)
 
     def recast(self, facts: pa.Table, relation: str, result: Result) -> pa.Table:
-        return self.db.conform(facts, self.schema(relation, result))
+        return self.db.cast_columns(facts, self.schema(relation, result))
 
     def rows(self, facts: pa.Table) -> int:
         return int(facts.num_rows)

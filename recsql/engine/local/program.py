@@ -77,7 +77,7 @@ class LocalProgram(Generic[ColumnType]):
         """The answer (columns c0 .. cN) and its column types, from the rows of the tables the plan reads."""
         with duckdb_errors(), contextlib.closing(Database(self.spark_settings.timezone)) as db:
             for name, facts in tables.items():
-                self.facts[name] = db.conform(facts, self.typing.arrow_schema(self.types[name]))
+                self.facts[name] = db.cast_columns(facts, self.typing.arrow_schema(self.types[name]))
             for stratum in self.plan.strata:
                 started = time.monotonic()
                 if stratum.component.recursive:
@@ -114,7 +114,7 @@ class LocalProgram(Generic[ColumnType]):
         if not parts:
             return null_table(column_names(len(relation.columns)))
         facts = db.query(self.printer.sql(relation_query(relation, parts)))
-        return db.conform(facts, self.typing.arrow_schema(self.types[name]))
+        return db.cast_columns(facts, self.typing.arrow_schema(self.types[name]))
 
     def source(self, db: Database, atom: Atom) -> exp.Expr:
         if atom.call_args:
@@ -133,4 +133,4 @@ class LocalProgram(Generic[ColumnType]):
             facts = db.query(self.printer.sql(query), _output=facts)
         else:
             facts = facts.rename_columns(column_names(width))
-        return db.conform(facts, self.typing.arrow_schema(types)), types
+        return db.cast_columns(facts, self.typing.arrow_schema(types)), types
