@@ -23,7 +23,7 @@ from recsql.engine.types import exact_meaning
 from recsql.engine.types.errors import NotInferred
 from recsql.engine.types.plan_types import PlanTyping
 from recsql.engine.types.result_types import row_of
-from recsql.engine.types.spark_types import Row
+from recsql.engine.types.widening import Row
 from recsql.planner.plan import Plan
 from recsql.settings import Settings, Strategy
 from recsql.spark.defaults import TIME_ZONE

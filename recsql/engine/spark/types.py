@@ -12,7 +12,7 @@ from recsql.engine.spark.context import StratumRun
 from recsql.engine.spark.engine import SparkEngine, SparkFacts
 from recsql.engine.types.errors import NotInferred
 from recsql.engine.types.result_types import SETTLED, InferredTypes, StratumTypes, row_of
-from recsql.engine.types.spark_types import Row
+from recsql.engine.types.widening import Row
 from recsql.planner.plan import Stratum
 from translator.ir import Program
 

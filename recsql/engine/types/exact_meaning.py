@@ -22,12 +22,12 @@ from recsql.engine.sql.printing import AVERAGE, DATE_ARITHMETIC, DECIMAL, DIVISI
 from recsql.engine.types.errors import NotInferred
 from recsql.engine.types.result_types import outside_types
 from recsql.engine.types.spark_types import (
-    Row,
     decimal_operands,
     division_type,
     expression_type,
     rule_expressions,
 )
+from recsql.engine.types.widening import Row
 from recsql.planner.plan import Plan
 
 

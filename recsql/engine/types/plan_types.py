@@ -8,7 +8,7 @@ from collections.abc import Mapping
 import pyarrow as pa
 
 from recsql.engine.types.result_types import SETTLED, InferredTypes, arrow_schema, relation_types
-from recsql.engine.types.spark_types import Row
+from recsql.engine.types.widening import Row
 from recsql.planner.plan import Plan, Stratum
 from translator.ir import Program
 

@@ -26,7 +26,8 @@ from recsql.engine.fixpoint import Versions as AtomVersions
 from recsql.engine.local.engine import RelationTypes
 from recsql.engine.sql.queries import CANDIDATES, DERIVED, Query, candidate_columns
 from recsql.engine.states import Facts, Result
-from recsql.engine.types.spark_types import SPARK_TYPES, Row, nulls, rule_types, sum_type, wider_row
+from recsql.engine.types.spark_types import SPARK_TYPES, rule_types, sum_type
+from recsql.engine.types.widening import Row, nulls, wider_row
 from recsql.planner.plan import Stratum, Variant, Version
 from translator.ir import Atom, Program, Relation, Rule
 
