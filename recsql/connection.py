@@ -16,7 +16,7 @@ from recsql.cursor import Cursor
 from recsql.engine.progress import ProgressListener
 from recsql.errors import InterfaceError, NotSupportedError, internal_errors
 from recsql.session import Session
-from recsql.settings import PREFIX, Settings
+from recsql.settings import PREFIX, Settings, SparkStart
 from recsql.spark import logs as spark_logs
 from recsql.spark import start as spark_start
 from recsql.spark.errors import spark_errors
@@ -69,7 +69,7 @@ def connect(
         )
     if SparkContext._active_spark_context is not None and not remote:
         spark.session()  # this process runs Spark already: the connection shares it (as its names)
-    elif settings.spark_start == "background":
+    elif settings.spark_start == SparkStart.BACKGROUND:
         spark.start()
     return Connection(Session(spark, Catalog(spark, directory), settings))
 
