@@ -33,7 +33,7 @@ def connect(
     """Open a connection on an embedded local Spark (`local[*]`), on `master`, or on the Spark Connect
     server `remote` (`sc://host:port`).
 
-    Returns at once: Spark starts on a background thread (`recsql.spark.start = background`, the
+    Returns at once: Spark starts on a background thread (`recsql.spark_start = background`, the
     default) or when a statement first needs it (`on_demand`), and a statement that runs in this
     process never waits for it. A Spark that cannot start (no Java, an unreachable master) is an
     OperationalError of the first statement that needs it; a Spark Connect server that cannot be reached
