@@ -173,11 +173,37 @@ class Iteration(Enum):
     BAG = "bag"  # UNION ALL: the SQL standard's iteration over the previous round's rows
 
 
+class Aggregate(Enum):
+    """A RaSQL monotonic aggregate function (its SQL name as value)."""
+
+    MIN = "min"
+    MAX = "max"
+    SUM = "sum"
+    COUNT = "count"
+
+    @property
+    def is_sum(self) -> bool:
+        """Whether a group's value adds up its contributions (a count is a sum of ones)."""
+        return self in (Aggregate.SUM, Aggregate.COUNT)
+
+    @property
+    def is_extremum(self) -> bool:
+        """Whether a group's value is the best of its candidates, as `better` compares them."""
+        return self in (Aggregate.MIN, Aggregate.MAX)
+
+    def better(self, or_equal: bool = False) -> type[exp.Binary]:
+        """The comparison `a <op> b` saying that value a of an extremum is better than b (< for min(), > for
+        max()), or as good (<=, >=) with `or_equal`."""
+        if self is Aggregate.MIN:
+            return exp.LTE if or_equal else exp.LT
+        return exp.GTE if or_equal else exp.GT
+
+
 @dataclass(frozen=True)
 class HeaderAggregate:
     """A RaSQL monotonic aggregate: `function` of column `column` grouped by all other columns."""
 
-    function: str  # min | max | sum | count
+    function: Aggregate
     column: int
 
 
@@ -238,7 +264,7 @@ class Relation:
         parts = []
         for i, column in enumerate(self.columns):
             if self.aggregate and i == self.aggregate.column:
-                parts.append(f"{self.aggregate.function}<{column}>")
+                parts.append(f"{self.aggregate.function.value}<{column}>")
             else:
                 parts.append(column)
         return f"{self.name}({', '.join(parts)})"

@@ -145,7 +145,7 @@ class SumState(State):
 
 def state_for(engine: Engine, relation: Relation, iteration: Iteration) -> State:
     if relation.aggregate is not None:
-        kind = ExtremumState if relation.aggregate.function in ("min", "max") else SumState
+        kind = ExtremumState if relation.aggregate.function.is_extremum else SumState
     else:
         kind = BagState if iteration is Iteration.BAG else SetState
     return kind(engine, relation)

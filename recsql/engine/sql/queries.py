@@ -20,7 +20,7 @@ from sqlglot import exp
 from recsql.engine.columns import CONTRIBUTOR, RULE_ID, VALUE, column_names
 from recsql.engine.sql.printing import Printer, renamed
 from recsql.engine.sql.rules import aliased, column, conjunction, nested, select, table
-from translator.ir import Program, Relation, SortKey, Window
+from translator.ir import Aggregate, Program, Relation, SortKey, Window
 
 CANDIDATES, FULL, DELTA, MERGED, CONTRIBUTIONS, DERIVED = (
     "__candidates",
@@ -106,7 +106,7 @@ def all_rows() -> Query:
 def best(relation: Relation) -> Query:
     """The min()/max() of each group of the candidates."""
     names = column_names(len(relation.columns))
-    function = relation.aggregate.function
+    function = relation.aggregate.function.value
     items = [
         aliased(exp.func(function, column(n)), n) if i == relation.aggregate.column else column(n)
         for i, n in enumerate(names)
@@ -124,7 +124,7 @@ def improved(relation: Relation) -> Query:
     names = column_names(len(relation.columns))
     keys = [names[i] for i in relation.group_key]
     value = names[relation.aggregate.column]
-    better = exp.LT if relation.aggregate.function == "min" else exp.GT
+    better = relation.aggregate.function.better()
     ranked = best(relation)
     tree = select(
         [column(n, "b") for n in names],
@@ -143,7 +143,7 @@ def overall_best(relation: Relation) -> Query:
     """The min()/max() of a relation without groups over what is known and the candidates."""
     names = column_names(len(relation.columns))
     both = union_all([everything(FULL), everything(CANDIDATES)])
-    items = [aliased(exp.func(relation.aggregate.function, column(n)), n) for n in names]
+    items = [aliased(exp.func(relation.aggregate.function.value, column(n)), n) for n in names]
     return Query(
         select(items, nested(both, "u")),
         (FULL, CANDIDATES),
@@ -172,7 +172,7 @@ def identity_columns(relation: Relation) -> list[str]:
 
 def candidate_columns(relation: Relation) -> list[str]:
     """The columns of a relation's candidates: its own, or for sum()/count() those of a contribution."""
-    if relation.aggregate is not None and relation.aggregate.function in ("sum", "count"):
+    if relation.aggregate is not None and relation.aggregate.function.is_sum:
         return identity_columns(relation) + [VALUE]
     return column_names(len(relation.columns))
 
@@ -265,15 +265,16 @@ def combined(relation: Relation, union: exp.Query) -> exp.Query:
         distinct = select([exp.Star()], nested(union, "u"))
         distinct.set("distinct", exp.Distinct())
         return distinct
-    summed = aggregate.function in ("sum", "count")
+    summed = aggregate.function.is_sum
     source: exp.Expression = nested(union, "u")
     if summed:
         rows = select([exp.Star()], source)
         rows.set("distinct", exp.Distinct())
         source = nested(rows, "d")
-    function = "sum" if summed else aggregate.function
+    function = Aggregate.SUM if summed else aggregate.function
     items = [
-        aliased(exp.func(function, column(n)), n) if i == aggregate.column else column(n) for i, n in enumerate(names)
+        aliased(exp.func(function.value, column(n)), n) if i == aggregate.column else column(n)
+        for i, n in enumerate(names)
     ]
     tree = select(items, source)
     keys = [column(names[i]) for i in relation.group_key]

@@ -261,7 +261,7 @@ class Decomposed:
         relation = self.program.relations[name]
         if not self.stratum.exit_rules:
             return empty_frame(self.spark, len(relation.columns))
-        summed = relation.aggregate is not None and relation.aggregate.function in ("sum", "count")
+        summed = relation.aggregate is not None and relation.aggregate.function.is_sum
         parts = []
         for rule in self.stratum.exit_rules:
             named, extra = contributor_terms(self.program, self.stratum, rule) if summed else (rule, ())

@@ -227,7 +227,7 @@ def relation_types(relation: Relation, rules: list[Rule], tables: TableTypes) ->
     if result is None:
         return nulls(len(relation.columns))
     aggregate = relation.aggregate
-    return totalled(relation, result) if aggregate and aggregate.function in ("sum", "count") else result
+    return totalled(relation, result) if aggregate and aggregate.function.is_sum else result
 
 
 def row_of(schema: StructType) -> Row:
