@@ -128,14 +128,23 @@ def bound_by(literals: Iterable[Literal]) -> set[str]:
     return bound
 
 
+class JoinMethod(Enum):
+    """How the optimizer expects an atom of a rule's body to be joined (its value as EXPLAIN prints it)."""
+
+    SCAN = "scan"  # the first atom: read, joined with nothing before it
+    BROADCAST = "broadcast"  # the atom's side is sent to every task (it is small)
+    BROADCAST_LEFT = "broadcast left"  # what is joined before the atom is sent to every task (it is small)
+    SHUFFLE = "shuffle"  # both sides partitioned on the join keys
+    CROSS = "cross"  # no shared variable: a cross product
+
+
 @dataclass(frozen=True)
 class Rule:
     head: str
     terms: tuple[exp.Expression, ...]
     body: tuple[Literal, ...]
-    # how the optimizer expects each inner join to run, per positive non-outer atom in body order
-    # (BROADCAST: the atom's side is small; BROADCAST_LEFT: what is joined before it is); empty: unknown
-    joins: tuple[str, ...] = field(default=(), compare=False)
+    # how the optimizer expects each inner join to run, per positive non-outer atom in body order; empty: unknown
+    joins: tuple[JoinMethod, ...] = field(default=(), compare=False)
 
     @property
     def atoms(self) -> list[Atom]:
