@@ -24,7 +24,7 @@ from recsql.engine.fixpoint import Fixpoint
 from recsql.engine.fixpoint import Versions as AtomVersions
 from recsql.engine.local.engine import RelationTypes
 from recsql.engine.sql.queries import CANDIDATES, DERIVED, Query, candidate_columns
-from recsql.engine.states import Result
+from recsql.engine.states import MergeOutput
 from recsql.engine.types.spark_types import SPARK_TYPES, Row, nulls, rule_types, sum_type, wider_row
 from recsql.planner.plan import Stratum, Variant, Version
 from translator.ir import Atom, Program, Relation, Rule
@@ -143,13 +143,13 @@ class TypeEngine:
     def empty(self, width: int) -> Row:
         return nulls(width)
 
-    def run(self, query: Query, relation: str, result: Result, **inputs: Row) -> Row:
+    def run(self, query: Query, relation: str, result: MergeOutput, **inputs: Row) -> Row:
         return query.types(SPARK_TYPES, **inputs)
 
     def append(self, relation: str, full: Row, delta: Row) -> Row:
         return wider_row(full, delta)
 
-    def recast(self, facts: Row, relation: str, result: Result) -> Row:
+    def recast(self, facts: Row, relation: str, result: MergeOutput) -> Row:
         return facts
 
     def rows(self, facts: Row) -> int:
