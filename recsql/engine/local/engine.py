@@ -11,8 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
 
 import pyarrow as pa
 from sqlglot import exp
@@ -21,6 +20,7 @@ from recsql.engine.columns import column_names
 from recsql.engine.fixpoint import Fixpoint, Limits, Reached, Versions
 from recsql.engine.local.database import Database, duckdb_errors, null_table
 from recsql.engine.progress import ProgressListener
+from recsql.engine.relation_types import RelationTypes, ResultTypes
 from recsql.engine.spark_settings import SparkSettings
 from recsql.engine.sql.printing import Dialect, Printer
 from recsql.engine.sql.queries import DERIVED, Query
@@ -31,18 +31,6 @@ from recsql.settings import Settings
 from translator.ir import Program, Rule
 
 DEFAULT_SPARK_SETTINGS = SparkSettings()  # ANSI mode, the session time zone as Spark's default
-
-
-@dataclass(frozen=True)
-class RelationTypes:
-    """The column types of a relation's candidates, delta and full facts in some iteration."""
-
-    full: pa.Schema
-    delta: pa.Schema
-    candidates: pa.Schema | None = None
-
-
-ResultTypes = Callable[[int], Mapping[str, RelationTypes]]  # iteration (0: the exit rules) -> types
 
 
 class DuckDBEngine:

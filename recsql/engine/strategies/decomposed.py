@@ -27,8 +27,9 @@ from sqlglot import exp
 from recsql.engine.columns import column_names
 from recsql.engine.fixpoint import Limits, Reached, contributor_terms, rule_ids, rule_key
 from recsql.engine.local.database import Database
-from recsql.engine.local.engine import LocalFixpoint, RelationTypes
+from recsql.engine.local.engine import LocalFixpoint
 from recsql.engine.progress import Progress
+from recsql.engine.relation_types import RelationTypes
 from recsql.engine.spark.context import StratumRun
 from recsql.engine.spark.engine import SPARK, checkpoint, empty_frame
 from recsql.engine.spark.types import stratum_types

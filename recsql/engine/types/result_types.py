@@ -22,7 +22,7 @@ from sqlglot import exp
 from recsql.engine.columns import column_names
 from recsql.engine.fixpoint import Fixpoint
 from recsql.engine.fixpoint import Versions as AtomVersions
-from recsql.engine.local.engine import RelationTypes
+from recsql.engine.relation_types import RelationTypes
 from recsql.engine.sql.queries import CANDIDATES, DERIVED, Query, candidate_columns
 from recsql.engine.states import MergeOutput
 from recsql.engine.types.spark_types import SPARK_TYPES, Row, nulls, rule_types, sum_type, wider_row
