@@ -19,6 +19,7 @@ import duckdb
 import recsql
 from benchmarks.graphs import erdos_renyi
 from benchmarks.timing import median_time, report
+from recsql.optimizer.context import Magic
 
 QUERY = """
 WITH RECURSIVE reach(x, y) AS (
@@ -56,12 +57,12 @@ def main() -> None:
         cursor.executemany("INSERT INTO edge VALUES (?, ?)", list(zip(*[c.to_pylist() for c in edges.columns])))
         cursor.execute("ANALYZE TABLE edge")
         results = {}
-        for magic in ("on", "off"):
+        for magic in (Magic.ON, Magic.OFF):
             cursor.execute(f"SET recsql.magic = {magic}")
             facts = derived_facts(cursor, sql)  # also the warm-up run
             seconds, rows = median_time(lambda: (cursor.execute(sql), cursor.fetchall())[1], args.repeat)
             results[magic] = (seconds, facts, sorted(rows))
-    on, off = results["on"], results["off"]
+    on, off = results[Magic.ON], results[Magic.OFF]
     assert on[2] == off[2] == sorted(duck_rows), "answers differ"
     print(
         report(

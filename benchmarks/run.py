@@ -39,11 +39,11 @@ import recsql
 from benchmarks.memory import peak_growth
 from benchmarks.timing import compare_medians, save_medians
 from benchmarks.workloads import Workload, scale_workloads, workloads
+from recsql.settings import Strategy
 from recsql.spark.session_kinds import is_connect
 
 SYSTEMS = ("recsql", "spark native", "pyspark loop", "duckdb")
 ALTERNATIVES = SYSTEMS[1:]
-STRATEGIES = ("auto", "local", "decomposed", "distributed")
 COMPARED = ("quick", "repeat", "strategy", "driver memory")
 ONCE_PAST_SECONDS = 60.0  # a first run longer than this is the measurement: no repeats
 
@@ -85,11 +85,11 @@ def where_recsql_runs(cursor, sql: str) -> str:
     cursor.execute("EXPLAIN " + sql)
     text = "\n".join(row[0] for row in cursor.fetchall())
     if "runs without Spark" in text:
-        return "local"
-    for strategy in ("local", "decomposed", "distributed"):
+        return Strategy.LOCAL
+    for strategy in (Strategy.LOCAL, Strategy.DECOMPOSED, Strategy.DISTRIBUTED):
         if f"semi-naive fixpoint, {strategy}" in text:
             return strategy
-    return "distributed"
+    return Strategy.DISTRIBUTED
 
 
 def run_workload(
@@ -229,7 +229,9 @@ def main() -> None:
     parser.add_argument("--chart", help="write a PNG chart of the times to this path")
     parser.add_argument("--driver-memory", default="8g", help="Spark driver memory (local mode: all of Spark)")
     parser.add_argument("--remote", metavar="URL", help="run on this Spark Connect server (sc://host:port)")
-    parser.add_argument("--strategy", choices=STRATEGIES, default="auto", help="SET recsql.strategy (default auto)")
+    parser.add_argument(
+        "--strategy", choices=tuple(Strategy), default=Strategy.AUTO, help="SET recsql.strategy (default auto)"
+    )
     parser.add_argument("--systems", nargs="+", choices=SYSTEMS, default=list(SYSTEMS), help="the systems to run")
     parser.add_argument("--json", help="write recsql's medians (seconds) and the run conditions to this file")
     parser.add_argument(
@@ -246,7 +248,10 @@ def main() -> None:
     every = scale_workloads() if args.scale else workloads(args.quick)
     chosen = [w for w in every if not args.only or w.name in args.only]
     if args.scale:
-        recsql_runs = {f"recsql {strategy}": strategy for strategy in ("local", "decomposed", "distributed", "auto")}
+        recsql_runs = {
+            f"recsql {strategy}": strategy
+            for strategy in (Strategy.LOCAL, Strategy.DECOMPOSED, Strategy.DISTRIBUTED, Strategy.AUTO)
+        }
     else:
         recsql_runs = {"recsql": args.strategy}
     columns = [*(recsql_runs if "recsql" in args.systems else ()), *(s for s in ALTERNATIVES if s in args.systems)]

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from sqlglot import exp
 
-from translator.ir import Assignment, Atom, Condition, Program, Rule, variables_of
+from translator.ir import Aggregate, Assignment, Atom, Condition, Program, Rule, variables_of
 
 DECREASING, INCREASING = "decreasing", "increasing"
 
@@ -26,7 +26,12 @@ class UnsupportedProgram(AnalysisError):
     """A meaningful program that recsql does not evaluate."""
 
 
-DIRECTION = {"min": DECREASING, "max": INCREASING, "sum": INCREASING, "count": INCREASING}
+DIRECTION = {
+    Aggregate.MIN: DECREASING,
+    Aggregate.MAX: INCREASING,
+    Aggregate.SUM: INCREASING,
+    Aggregate.COUNT: INCREASING,
+}
 
 
 @dataclass(frozen=True)
@@ -242,7 +247,7 @@ def check_monotone(program: Program, component: Component, rule: Rule) -> None:
         if direction != wanted:
             raise AnalysisError(
                 f"non-monotone use of a recursive aggregate {where}: a {direction} value "
-                f"('{term.sql(dialect='spark')}') feeds {head.aggregate.function}(), which needs {wanted} values"
+                f"('{term.sql(dialect='spark')}') feeds {head.aggregate.function.value}(), which needs {wanted} values"
             )
 
 

@@ -16,7 +16,7 @@ from recsql.cursor import Cursor
 from recsql.engine.progress import ProgressListener
 from recsql.errors import InterfaceError, NotSupportedError, internal_errors
 from recsql.session import Session
-from recsql.settings import PREFIX, Settings
+from recsql.settings import PREFIX, Settings, SparkStart
 from recsql.spark import logs as spark_logs
 from recsql.spark import start as spark_start
 from recsql.spark.errors import spark_errors
@@ -33,7 +33,7 @@ def connect(
     """Open a connection on an embedded local Spark (`local[*]`), on `master`, or on the Spark Connect
     server `remote` (`sc://host:port`).
 
-    Returns at once: Spark starts on a background thread (`recsql.spark.start = background`, the
+    Returns at once: Spark starts on a background thread (`recsql.spark_start = background`, the
     default) or when a statement first needs it (`on_demand`), and a statement that runs in this
     process never waits for it. A Spark that cannot start (no Java, an unreachable master) is an
     OperationalError of the first statement that needs it; a Spark Connect server that cannot be reached
@@ -69,7 +69,7 @@ def connect(
         )
     if SparkContext._active_spark_context is not None and not remote:
         spark.session()  # this process runs Spark already: the connection shares it (as its names)
-    elif settings.spark_start == "background":
+    elif settings.spark_start == SparkStart.BACKGROUND:
         spark.start()
     return Connection(Session(spark, Catalog(spark, directory), settings))
 

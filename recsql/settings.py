@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
-from enum import Enum
+from enum import StrEnum
 
 from recsql.errors import ProgrammingError
 from recsql.optimizer import PASS_NAMES
+from recsql.optimizer.context import Magic
 
 PREFIX = "recsql."
 
 
-class Strategy(str, Enum):
+class Strategy(StrEnum):
     """Where a recursive stratum runs (`recsql.strategy` forces one; AUTO lets the planner choose)."""
 
     AUTO = "auto"
@@ -20,11 +21,25 @@ class Strategy(str, Enum):
     DISTRIBUTED = "distributed"  # a Spark job per iteration
 
 
-CHOICES = {  # settings that take one of these
-    "strategy": tuple(strategy.value for strategy in Strategy),
-    "magic": ("auto", "on", "off"),
-    "spark": ("auto", "always"),
-    "spark_start": ("background", "on_demand"),
+class SparkUse(StrEnum):
+    """Whether a query whose plan runs in this process uses Spark (`recsql.spark`)."""
+
+    AUTO = "auto"  # it reads its tables directly and never uses Spark
+    ALWAYS = "always"  # every query runs on Spark, its tables read by Spark
+
+
+class SparkStart(StrEnum):
+    """When Spark starts (`recsql.spark_start`)."""
+
+    BACKGROUND = "background"  # on a background thread as soon as the connection opens
+    ON_DEMAND = "on_demand"  # when a statement first needs it
+
+
+CHOICES: dict[str, type[StrEnum]] = {  # settings that take one of the members of these
+    "strategy": Strategy,
+    "magic": Magic,
+    "spark": SparkUse,
+    "spark_start": SparkStart,
 }
 LISTS = {  # settings that take any of these, separated by commas ('' for none)
     "disable_passes": PASS_NAMES,
@@ -38,21 +53,26 @@ class Settings:
     # how recursive components run: in one process over Arrow data (local), as one Spark job whose tasks
     # each evaluate a part (decomposed), as a Spark job per iteration (distributed), or chosen per
     # component from its shape and estimated sizes (auto)
-    strategy: str = "auto"
+    strategy: Strategy = Strategy.AUTO
     # auto: a component runs locally when its inputs fit under this; a recursive one moves to Spark if it
     # derives more facts than this
     local_rows: int = 10_000_000
     # auto: the relations a decomposed recursion sends to every task must fit under this
     broadcast_rows: int = 10_000_000
-    magic: str = "auto"  # magic sets: where the optimizer expects them to help (auto), always (on), never (off)
+    magic: Magic = Magic.AUTO  # magic sets: where the optimizer expects them to help (auto), always (on), never (off)
     # optimizer passes switched off by name, to see or work around what one does (EXPLAIN lists the passes)
     disable_passes: tuple[str, ...] = ()
     # auto: a query whose plan runs in this process reads its tables directly and never uses Spark;
     # always: every query runs on Spark, its tables read by Spark
-    spark: str = "auto"
+    spark: SparkUse = SparkUse.AUTO
     # when Spark starts: on a background thread as soon as the connection opens, or when a statement
     # first needs it (scripts and one-off commands, which may never need it)
-    spark_start: str = "background"
+    spark_start: SparkStart = SparkStart.BACKGROUND
+
+    def __post_init__(self) -> None:
+        """Choices given as text (`Settings(strategy="local")`) held as their members, as `set` holds them."""
+        for name, kind in CHOICES.items():
+            setattr(self, name, chosen_member(PREFIX + name, str(getattr(self, name)), kind))
 
     def set(self, key: str, value: str) -> None:
         name = key[len(PREFIX) :] if key.startswith(PREFIX) else key
@@ -61,10 +81,7 @@ class Settings:
             raise ProgrammingError(f"unknown setting '{key}'; known: {', '.join(PREFIX + k for k in known)}")
         text = str(value).strip("'\"")
         if name in CHOICES:
-            choice = text.lower()
-            if choice not in CHOICES[name]:
-                raise ProgrammingError(f"setting '{key}' takes one of {', '.join(CHOICES[name])}, not {text!r}")
-            setattr(self, name, choice)
+            setattr(self, name, chosen_member(key, text, CHOICES[name]))
             return
         if name in LISTS:
             setattr(self, name, chosen_names(key, text, LISTS[name]))
@@ -79,6 +96,14 @@ class Settings:
 
     def items(self) -> list[tuple[str, str]]:
         return [(PREFIX + f.name, value_text(getattr(self, f.name))) for f in fields(self)]
+
+
+def chosen_member(key: str, text: str, kind: type[StrEnum]) -> StrEnum:
+    """The member of `kind` that `text` names, in any case."""
+    try:
+        return kind(text.lower())
+    except ValueError:
+        raise ProgrammingError(f"setting '{key}' takes one of {', '.join(kind)}, not {text!r}") from None
 
 
 def chosen_names(key: str, text: str, valid: tuple[str, ...]) -> tuple[str, ...]:

@@ -74,8 +74,9 @@ def _run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 def _connect(args: argparse.Namespace, interactive: bool) -> Connection:
     import recsql
+    from recsql.settings import SparkStart
 
-    conf = {"recsql.spark.start": "background" if interactive else "on_demand", **dict(args.conf)}
+    conf = {"recsql.spark_start": SparkStart.BACKGROUND if interactive else SparkStart.ON_DEMAND, **dict(args.conf)}
     return recsql.connect(
         master=args.master, conf=conf, warehouse=args.warehouse, log_level=args.log_level, remote=args.remote
     )

@@ -40,7 +40,7 @@ _DEFAULT_PAGER = "less -SRXF"
 
 
 @dataclass(frozen=True)
-class Result:
+class Fetched:
     """A query's answer as the cursor gave it, plus how long it took."""
 
     columns: Sequence[str]
@@ -49,12 +49,12 @@ class Result:
     seconds: float
 
 
-def render(result: Result, out: TextIO, fmt: str, timing: bool = True) -> None:
-    """Write `result` to `out` in format `fmt` (one of FORMATS); `timing`: say how long it took."""
+def render(fetched: Fetched, out: TextIO, fmt: str, timing: bool = True) -> None:
+    """Write `fetched` to `out` in format `fmt` (one of FORMATS); `timing`: say how long it took."""
     if fmt == "table":
-        write_table(result, out, timing)
+        write_table(fetched, out, timing)
     else:
-        {"csv": write_csv, "json": write_json}[fmt](result, out)
+        {"csv": write_csv, "json": write_json}[fmt](fetched, out)
 
 
 def console(out: TextIO) -> Console:
@@ -62,17 +62,19 @@ def console(out: TextIO) -> Console:
     return Console(file=out, width=None if out.isatty() else _PIPE_WIDTH, highlight=False)
 
 
-def write_table(result: Result, out: TextIO, timing: bool = True) -> None:
+def write_table(fetched: Fetched, out: TextIO, timing: bool = True) -> None:
     """A rich table followed by the line `N rows (0.12 s)`, paged on a terminal when it does not fit."""
     table = Table(box=box.SIMPLE_HEAD, header_style="bold", show_edge=False)
-    for index, name in enumerate(result.columns):
-        numeric = _is_numeric(result.types[index], [row[index] for row in result.rows])
+    for index, name in enumerate(fetched.columns):
+        numeric = _is_numeric(fetched.types[index], [row[index] for row in fetched.rows])
         table.add_column(name, justify="right" if numeric else "left")
-    for row in result.rows:
+    for row in fetched.rows:
         table.add_row(*(_cell(value) for value in row))
-    summary = Text(count_rows(len(result.rows)) + (f" ({result.seconds:.2f} s)" if timing else "") + "\n", style="dim")
+    summary = Text(
+        count_rows(len(fetched.rows)) + (f" ({fetched.seconds:.2f} s)" if timing else "") + "\n", style="dim"
+    )
     target = console(out)
-    if out.isatty() and _page(target, table, len(result.rows), summary):
+    if out.isatty() and _page(target, table, len(fetched.rows), summary):
         return
     target.print(table)
     target.print(summary)
@@ -103,17 +105,17 @@ def write_status(message: str, out: TextIO, fmt: str) -> None:
         console(out).print(Text(message, style="dim"))
 
 
-def write_csv(result: Result, out: TextIO) -> None:
+def write_csv(fetched: Fetched, out: TextIO) -> None:
     """A header line, then one line per row; NULL is an empty field."""
     writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(result.columns)
-    writer.writerows([[_csv_value(value) for value in row] for row in result.rows])
+    writer.writerow(fetched.columns)
+    writer.writerows([[_csv_value(value) for value in row] for row in fetched.rows])
 
 
-def write_json(result: Result, out: TextIO) -> None:
+def write_json(fetched: Fetched, out: TextIO) -> None:
     """One JSON object per row (JSON lines), keyed by column name; NULL is null."""
-    for row in result.rows:
-        out.write(json.dumps(dict(zip(result.columns, row)), default=_json_value, ensure_ascii=False) + "\n")
+    for row in fetched.rows:
+        out.write(json.dumps(dict(zip(fetched.columns, row)), default=_json_value, ensure_ascii=False) + "\n")
 
 
 def _is_numeric(type_code: str | None, values: list[Any]) -> bool:

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO, TypeVar
 
 from shell.progress import ProgressLine
-from shell.render import Result, console, count_rows, render, write_status
+from shell.render import Fetched, console, count_rows, render, write_status
 from shell.startup import Startup
 from shell.statements import Statement, command_tag, script_position, split
 
@@ -167,7 +167,7 @@ class Runner:
         columns = [column[0] for column in cursor.description]
         types = [column[1] for column in cursor.description]
         render(
-            Result(columns, types, rows, time.perf_counter() - started),
+            Fetched(columns, types, rows, time.perf_counter() - started),
             self.out,
             self.options.format,
             self.options.timing,

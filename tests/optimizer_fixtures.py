@@ -109,6 +109,6 @@ def listing(program: Program) -> str:
     for line in program.to_datalog().splitlines():
         if not line.startswith(("%", "?-")):
             joins = next(rules).joins
-            line += f"  % joins: {', '.join(joins)}" if joins else ""
+            line += f"  % joins: {', '.join(method.value for method in joins)}" if joins else ""
         lines.append(line)
     return "\n".join(lines)

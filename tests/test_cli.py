@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from recsql.errors import OperationalError, ProgrammingError
-from shell.render import Result, render
+from shell.render import Fetched, render
 from shell.runner import Options, Runner, format_error
 from shell.startup import Startup
 from shell.statements import Statement, command_tag, is_complete, script_position, split
@@ -116,7 +116,7 @@ def test_command_tag(text, tag):
 
 # ---------------------------------------------------------------- output formats
 
-RESULT = Result(
+RESULT = Fetched(
     ["city", "hops", "note"],
     ["string", "bigint", "string"],
     [("Paris", 1, None), ("Lyon, France", 12, 'say "hi"')],
@@ -124,7 +124,7 @@ RESULT = Result(
 )
 
 
-def rendered(result: Result, fmt: str) -> str:
+def rendered(result: Fetched, fmt: str) -> str:
     out = io.StringIO()
     render(result, out, fmt)
     return out.getvalue()
@@ -150,7 +150,7 @@ def test_table_output_right_aligns_numbers_and_shows_null():
 
 
 def test_table_output_of_no_rows():
-    assert "0 rows" in rendered(Result(["a"], ["int"], [], 0.0), "table")
+    assert "0 rows" in rendered(Fetched(["a"], ["int"], [], 0.0), "table")
 
 
 # ---------------------------------------------------------------- error messages

@@ -10,9 +10,9 @@ from sqlglot import exp
 
 from recsql.optimizer.cardinality import AtomEstimate, Estimator
 from recsql.optimizer.join_order import order_body
-from recsql.optimizer.join_search import CROSS, CostModel, JoinSpace, admissible, best_plan, plan_of_order
+from recsql.optimizer.join_search import CostModel, JoinSpace, admissible, best_plan, plan_of_order
 from recsql.statistics import ColumnStatistics, TableStatistics
-from translator.ir import Atom, Condition, Program, Rule, var
+from translator.ir import Atom, Condition, JoinMethod, Program, Rule, var
 
 VARIABLES = "ABCDEFGH"
 
@@ -71,7 +71,7 @@ def test_cross_products_come_last():
     linked = AtomEstimate(1e6, {"A": 10.0, "B": 1e5})
     plan = best_plan(JoinSpace([lonely, small, linked], [], CostModel()), first=1)
     assert plan.order == (1, 2, 0)
-    assert [step.method for step in plan.steps][-1] == CROSS
+    assert [step.method for step in plan.steps][-1] == JoinMethod.CROSS
 
 
 class Statistics:

@@ -353,7 +353,7 @@ def test_vacuum_of_a_view_removes_the_files_of_its_tables_old_versions(conn):
 WRITER = """
 import random, sys
 import recsql
-conn = recsql.connect(warehouse=sys.argv[1], conf={"recsql.spark.start": "on_demand", "recsql.strategy": "local"})
+conn = recsql.connect(warehouse=sys.argv[1], conf={"recsql.spark_start": "on_demand", "recsql.strategy": "local"})
 cur = conn.cursor()
 rng = random.Random(int(sys.argv[2]))
 print("ready", flush=True)
@@ -368,7 +368,7 @@ def test_a_writer_killed_while_maintaining_leaves_the_view_readable_and_right(tm
     """A process inserting and deleting base rows in a loop (each statement maintaining the view) is killed
     at random moments: the view then reads exactly what its query computes."""
     warehouse = tmp_path / "warehouse"
-    conn = recsql.connect(warehouse=str(warehouse), conf={"recsql.spark.start": "on_demand"})
+    conn = recsql.connect(warehouse=str(warehouse), conf={"recsql.spark_start": "on_demand"})
     set_strategy(conn, "local")
     run(conn, "CREATE TABLE mv_edge (src INT, dst INT)")
     run(conn, "INSERT INTO mv_edge VALUES " + ", ".join(f"({i}, {(i * 7 + 3) % 30})" for i in range(30)))

@@ -14,7 +14,7 @@ from recsql.planner import plan as planner
 from recsql.settings import Settings
 from translator.dialect import RecursiveCTE, parse_one
 from translator.errors import TranslationError
-from translator.ir import HeaderAggregate, Iteration
+from translator.ir import Aggregate, HeaderAggregate, Iteration
 from translator.translate import translate
 
 TABLES = {
@@ -216,7 +216,7 @@ def test_header_aggregate_recorded_on_the_relation():
         ),
         FakeCatalog(),
     )
-    assert program.relations["c"].aggregate == HeaderAggregate("count", 1)
+    assert program.relations["c"].aggregate == HeaderAggregate(Aggregate.COUNT, 1)
 
 
 @pytest.mark.parametrize(

@@ -30,8 +30,9 @@ from sqlglot.generators.spark import SparkGenerator
 from sqlglot.parsers.spark import SparkParser
 
 from translator.errors import TranslationError, UnsupportedError
+from translator.ir import Aggregate
 
-HEADER_AGGREGATES = ("min", "max", "sum", "count")
+HEADER_AGGREGATES = tuple(aggregate.value for aggregate in Aggregate)
 # the tokens a parenthesized query may start with (a CTE's body, told apart from its column list)
 QUERY_STARTS = {
     TokenType.SELECT,

@@ -128,14 +128,23 @@ def bound_by(literals: Iterable[Literal]) -> set[str]:
     return bound
 
 
+class JoinMethod(Enum):
+    """How the optimizer expects an atom of a rule's body to be joined (its value as EXPLAIN prints it)."""
+
+    SCAN = "scan"  # the first atom: read, joined with nothing before it
+    BROADCAST = "broadcast"  # the atom's side is sent to every task (it is small)
+    BROADCAST_LEFT = "broadcast left"  # what is joined before the atom is sent to every task (it is small)
+    SHUFFLE = "shuffle"  # both sides partitioned on the join keys
+    CROSS = "cross"  # no shared variable: a cross product
+
+
 @dataclass(frozen=True)
 class Rule:
     head: str
     terms: tuple[exp.Expr, ...]
     body: tuple[Literal, ...]
-    # how the optimizer expects each inner join to run, per positive non-outer atom in body order
-    # (BROADCAST: the atom's side is small; BROADCAST_LEFT: what is joined before it is); empty: unknown
-    joins: tuple[str, ...] = field(default=(), compare=False)
+    # how the optimizer expects each inner join to run, per positive non-outer atom in body order; empty: unknown
+    joins: tuple[JoinMethod, ...] = field(default=(), compare=False)
 
     @property
     def atoms(self) -> list[Atom]:
@@ -173,11 +182,37 @@ class Iteration(Enum):
     BAG = "bag"  # UNION ALL: the SQL standard's iteration over the previous round's rows
 
 
+class Aggregate(Enum):
+    """A RaSQL monotonic aggregate function (its SQL name as value)."""
+
+    MIN = "min"
+    MAX = "max"
+    SUM = "sum"
+    COUNT = "count"
+
+    @property
+    def is_sum(self) -> bool:
+        """Whether a group's value adds up its contributions (a count is a sum of ones)."""
+        return self in (Aggregate.SUM, Aggregate.COUNT)
+
+    @property
+    def is_extremum(self) -> bool:
+        """Whether a group's value is the best of its candidates, as `better` compares them."""
+        return self in (Aggregate.MIN, Aggregate.MAX)
+
+    def better(self, or_equal: bool = False) -> type[exp.Binary]:
+        """The comparison `a <op> b` saying that value a of an extremum is better than b (< for min(), > for
+        max()), or as good (<=, >=) with `or_equal`."""
+        if self is Aggregate.MIN:
+            return exp.LTE if or_equal else exp.LT
+        return exp.GTE if or_equal else exp.GT
+
+
 @dataclass(frozen=True)
 class HeaderAggregate:
     """A RaSQL monotonic aggregate: `function` of column `column` grouped by all other columns."""
 
-    function: str  # min | max | sum | count
+    function: Aggregate
     column: int
 
 
@@ -238,7 +273,7 @@ class Relation:
         parts = []
         for i, column in enumerate(self.columns):
             if self.aggregate and i == self.aggregate.column:
-                parts.append(f"{self.aggregate.function}<{column}>")
+                parts.append(f"{self.aggregate.function.value}<{column}>")
             else:
                 parts.append(column)
         return f"{self.name}({', '.join(parts)})"

@@ -20,7 +20,7 @@ from sqlglot import exp
 from translator.block import Block, Correlation
 from translator.correlated_with import CorrelatedWithMixin
 from translator.errors import TranslationError, UnsupportedError
-from translator.ir import Atom, Condition, HeaderAggregate, Iteration, Rule, Window, var
+from translator.ir import Aggregate, Atom, Condition, HeaderAggregate, Iteration, Rule, Window, var
 from translator.order_limit import hidden_order_columns, limit_value, offset_value, resolve_order_keys, sort_keys
 from translator.scope import Scope
 from translator.search_cycle import bind_values, expand_search_cycle, resolve_values
@@ -346,7 +346,7 @@ class QueriesMixin(CorrelatedWithMixin):
             )
         header = None
         for column, function in aggregates.items():
-            header = HeaderAggregate(function, [c.lower() for c in columns].index(column.lower()))
+            header = HeaderAggregate(Aggregate(function), [c.lower() for c in columns].index(column.lower()))
         max_level = cte.args.get("max_level")
         bag = union is not None and not union.args.get("distinct")
         return {

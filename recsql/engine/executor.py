@@ -25,7 +25,7 @@ from recsql.engine.types.plan_types import PlanTyping
 from recsql.engine.types.result_types import row_of
 from recsql.engine.types.widening import Row
 from recsql.planner.plan import Plan
-from recsql.settings import Settings, Strategy
+from recsql.settings import Settings, SparkUse, Strategy
 from recsql.spark.defaults import TIME_ZONE
 from recsql.spark.errors import lost_checkpoint
 from recsql.spark.lazy import LazySpark
@@ -83,7 +83,7 @@ class Executor:
             except CapacityExceeded as exceeded:
                 self.outgrown[exceeded.relations] = exceeded.reached
             except (ArithmeticLimit, LocalLimit) as limit:
-                if isinstance(limit, LocalLimit) and self.settings.strategy == Strategy.LOCAL.value:
+                if isinstance(limit, LocalLimit) and self.settings.strategy == Strategy.LOCAL:
                     raise
                 if self.trace is not None:
                     self.trace.notes.append(f"run again on Spark: {limit.message}")
@@ -92,7 +92,7 @@ class Executor:
     def in_process(self, plan: Plan) -> tuple[LocalProgram[DataType], dict[str, pa.Table]] | str:
         """The plan as a LocalProgram and the tables it reads as Arrow, when it can run in this process
         without Spark; else why it cannot (for EXPLAIN)."""
-        if self.settings.spark == "always":
+        if self.settings.spark == SparkUse.ALWAYS:
             return "recsql.spark = always"
         for stratum in plan.strata:
             if stratum.strategy != Strategy.LOCAL:

@@ -26,7 +26,7 @@ from translator.ir import Iteration, Relation
 Facts = TypeVar("Facts")  # an engine's handle of a relation's facts (a DataFrame, an Arrow table, types)
 
 
-class Result(Enum):
+class MergeOutput(Enum):
     """What a merge query computes, which decides how an engine keeps it."""
 
     DELTA = "delta"  # the next delta: counted, and given the delta's types
@@ -40,13 +40,13 @@ class Engine(Protocol[Facts]):
     def empty(self, width: int) -> Facts:
         """No facts, untyped columns (a union takes the other side's types)."""
 
-    def run(self, query: Query, relation: str, result: Result, **inputs: object) -> Facts:
+    def run(self, query: Query, relation: str, result: MergeOutput, **inputs: object) -> Facts:
         """The result of `query` over `inputs` (facts of this engine, or derived candidates)."""
 
     def append(self, relation: str, full: Facts, delta: Facts) -> Facts:
         """full + delta, without copying full where the engine can."""
 
-    def recast(self, facts: Facts, relation: str, result: Result) -> Facts:
+    def recast(self, facts: Facts, relation: str, result: MergeOutput) -> Facts:
         """The same facts kept as `result` (with its types)."""
 
     def rows(self, facts: Facts) -> int:
@@ -72,7 +72,7 @@ class State(Generic[Facts]):
     def absorb(self, candidates: object) -> None:
         raise NotImplementedError
 
-    def run(self, query: Query, result: Result, **inputs: object) -> Facts:
+    def run(self, query: Query, result: MergeOutput, **inputs: object) -> Facts:
         return self.engine.run(query, self.name, result, **inputs)
 
     @property
@@ -86,7 +86,7 @@ class SetState(State[Facts]):
         self.query = q.new_facts(self.width)
 
     def absorb(self, candidates: object) -> None:
-        self.delta = self.run(self.query, Result.DELTA, **{q.CANDIDATES: candidates, q.FULL: self.full})
+        self.delta = self.run(self.query, MergeOutput.DELTA, **{q.CANDIDATES: candidates, q.FULL: self.full})
         self.full = self.engine.append(self.name, self.full, self.delta)
 
 
@@ -94,7 +94,7 @@ class BagState(State[Facts]):
     query = q.all_rows()
 
     def absorb(self, candidates: object) -> None:
-        self.delta = self.run(self.query, Result.DELTA, **{q.CANDIDATES: candidates})
+        self.delta = self.run(self.query, MergeOutput.DELTA, **{q.CANDIDATES: candidates})
         self.full = self.engine.append(self.name, self.full, self.delta)
 
 
@@ -108,12 +108,12 @@ class ExtremumState(State[Facts]):
 
     def absorb(self, candidates: object) -> None:
         if not self.relation.group_key:
-            merged = self.run(self.overall, Result.FULL, **{q.FULL: self.full, q.CANDIDATES: candidates})
-            self.delta = self.run(self.new, Result.DELTA, **{q.CANDIDATES: merged, q.FULL: self.full})
+            merged = self.run(self.overall, MergeOutput.FULL, **{q.FULL: self.full, q.CANDIDATES: candidates})
+            self.delta = self.run(self.new, MergeOutput.DELTA, **{q.CANDIDATES: merged, q.FULL: self.full})
             self.full = merged
             return
-        self.delta = self.run(self.improved, Result.DELTA, **{q.CANDIDATES: candidates, q.FULL: self.full})
-        self.full = self.run(self.replace, Result.FULL, **{q.FULL: self.full, q.DELTA: self.delta})
+        self.delta = self.run(self.improved, MergeOutput.DELTA, **{q.CANDIDATES: candidates, q.FULL: self.full})
+        self.full = self.run(self.replace, MergeOutput.FULL, **{q.FULL: self.full, q.DELTA: self.delta})
 
 
 class SumState(State[Facts]):
@@ -132,21 +132,24 @@ class SumState(State[Facts]):
         first = self.contributions is None
         known = {} if first else {q.CONTRIBUTIONS: self.contributions}
         merged = self.run(
-            self.first_merge if first else self.next_merge, Result.CONTRIBUTIONS, **{q.CANDIDATES: candidates}, **known
+            self.first_merge if first else self.next_merge,
+            MergeOutput.CONTRIBUTIONS,
+            **{q.CANDIDATES: candidates},
+            **known,
         )
         if not first and self.relation.group_key:
-            self.delta = self.run(self.changed_totals, Result.DELTA, **{q.MERGED: merged}, **known)
-            self.full = self.run(self.replace, Result.FULL, **{q.FULL: self.full, q.DELTA: self.delta})
+            self.delta = self.run(self.changed_totals, MergeOutput.DELTA, **{q.MERGED: merged}, **known)
+            self.full = self.run(self.replace, MergeOutput.FULL, **{q.FULL: self.full, q.DELTA: self.delta})
         else:
-            self.delta = self.run(self.all_totals, Result.DELTA, **{q.MERGED: merged})
-            self.full = self.engine.recast(self.delta, self.name, Result.FULL)
+            self.delta = self.run(self.all_totals, MergeOutput.DELTA, **{q.MERGED: merged})
+            self.full = self.engine.recast(self.delta, self.name, MergeOutput.FULL)
         self.contributions = merged
 
 
 def state_for(engine: Engine[Facts], relation: Relation, iteration: Iteration) -> State[Facts]:
     kind: type[State[Facts]]
     if relation.aggregate is not None:
-        kind = ExtremumState if relation.aggregate.function in ("min", "max") else SumState
+        kind = ExtremumState if relation.aggregate.function.is_extremum else SumState
     else:
         kind = BagState if iteration is Iteration.BAG else SetState
     return kind(engine, relation)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Protocol
 
 from recsql.optimizer.cardinality import Estimator, StatisticsProvider
@@ -17,11 +18,19 @@ from recsql.optimizer.join_search import CostModel
 from translator.ir import Program
 
 
+class Magic(StrEnum):
+    """Where the magic sets pass keeps its rewrite (`recsql.magic`)."""
+
+    AUTO = "auto"  # where the estimates say it derives fewer facts
+    ON = "on"  # always
+    OFF = "off"  # never
+
+
 class OptimizerSettings(Protocol):
     """The settings the passes read. `recsql.settings.Settings` has them; it is not imported here because
     the settings validate `disable_passes` against the pipeline's pass names."""
 
-    magic: str  # auto | on | off
+    magic: Magic
     disable_passes: tuple[str, ...]
 
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from recsql.optimizer.cardinality import Estimator
 from recsql.optimizer.join_order import OrderedBody, order_body
-from recsql.optimizer.join_search import SCAN, CostModel
+from recsql.optimizer.join_search import CostModel
 from recsql.optimizer.pipeline import Optimized
-from translator.ir import Atom, Program
+from translator.ir import Atom, JoinMethod, Program
 
 
 def explain_passes(optimized: Optimized) -> list[str]:
@@ -53,9 +53,9 @@ def describe_plan(body: OrderedBody) -> str:
     parts = []
     for atom, step in zip(inner, body.plan.steps):
         text = f"{atom.relation}({', '.join(atom.args)})"
-        if step.method != SCAN:
+        if step.method != JoinMethod.SCAN:
             on = f" on {', '.join(step.keys)}" if step.keys else ""
-            text = f"⋈ {text} [{step.method}{on}, ~{rows_text(step.rows)}]"
+            text = f"⋈ {text} [{step.method.value}{on}, ~{rows_text(step.rows)}]"
         else:
             text = f"{text} [~{rows_text(step.rows)}]"
         parts.append(text)

@@ -15,11 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from recsql.optimizer.cardinality import AtomEstimate, join_estimate
-from translator.ir import Condition
-
-# how a plan joins each atom (`Rule.joins`): BROADCAST sends the atom's side to every task, BROADCAST_LEFT
-# what is joined before it
-SCAN, BROADCAST, BROADCAST_LEFT, SHUFFLE, CROSS = "scan", "broadcast", "broadcast left", "shuffle", "cross"
+from translator.ir import Condition, JoinMethod
 
 
 @dataclass(frozen=True)
@@ -34,7 +30,7 @@ class CostModel:
 @dataclass(frozen=True)
 class JoinStep:
     atom: int  # index into the atoms being ordered
-    method: str
+    method: JoinMethod
     keys: tuple[str, ...]
     rows: float  # rows after this step
 
@@ -79,7 +75,7 @@ class JoinSpace:
         return connected or remaining
 
     def start(self, atom: int) -> JoinPlan:
-        step = JoinStep(atom, SCAN, (), self.rows(frozenset([atom])))
+        step = JoinStep(atom, JoinMethod.SCAN, (), self.rows(frozenset([atom])))
         return JoinPlan((step,), 0.0, None)
 
     def extend(self, plan: JoinPlan, atom: int) -> JoinPlan:
@@ -91,14 +87,14 @@ class JoinSpace:
         model = self.model
         partitioning = plan.partitioning
         if not keys:
-            method, cost = CROSS, right_rows * model.parallelism + out
+            method, cost = JoinMethod.CROSS, right_rows * model.parallelism + out
         elif right_rows <= model.broadcast_rows:
-            method, cost = BROADCAST, right_rows * model.parallelism + out
+            method, cost = JoinMethod.BROADCAST, right_rows * model.parallelism + out
         elif left_rows <= model.broadcast_rows:
-            method, cost, partitioning = BROADCAST_LEFT, left_rows * model.parallelism + out, None
+            method, cost, partitioning = JoinMethod.BROADCAST_LEFT, left_rows * model.parallelism + out, None
         else:
             co_partitioned = partitioning is not None and partitioning <= frozenset(keys)
-            method = SHUFFLE
+            method = JoinMethod.SHUFFLE
             cost = (0.0 if co_partitioned else left_rows) + right_rows + out
             partitioning = partitioning if co_partitioned else frozenset(keys)
         step = JoinStep(atom, method, keys, out)

@@ -26,7 +26,7 @@ from sqlglot import exp
 
 from recsql.analysis import AnalysisError, stratify, strongly_connected_components
 from recsql.optimizer.cardinality import Estimator
-from recsql.optimizer.context import Context, Outcome
+from recsql.optimizer.context import Context, Magic, Outcome
 from recsql.optimizer.join_order import atom_at, inner_atom_positions
 from translator.ir import Assignment, Atom, Condition, Iteration, Literal, Program, Relation, Rule, bound_by, var
 
@@ -42,7 +42,7 @@ def magic_sets(context: Context) -> Outcome:
     docstring), with the estimated derived facts that decided it. The rewritten rules are not in join
     order: the pipeline orders them next."""
     program, estimator, mode = context.program, context.estimator, context.settings.magic
-    if mode == "off":
+    if mode == Magic.OFF:
         return context.unchanged("off (recsql.magic)")
     rewritten = magic_rewrite(program, estimator)
     if rewritten is program:
@@ -50,7 +50,7 @@ def magic_sets(context: Context) -> Outcome:
     rewritten_estimator = context.estimate(rewritten)
     before, after = derived_rows(program, estimator), derived_rows(rewritten, rewritten_estimator)
     gain = 1.0 if any(component.recursive for component in stratify(program)) else NON_RECURSIVE_GAIN
-    if mode == "auto" and after * gain >= before:
+    if mode == Magic.AUTO and after * gain >= before:
         needed = "" if gain == 1.0 else f" (no recursion: they must cut the facts by {gain:g}x)"
         return context.unchanged(f"not used: estimated {after:.0f} derived facts with, {before:.0f} without{needed}")
     return Outcome(rewritten, rewritten_estimator, f"used: estimated {after:.0f} derived facts instead of {before:.0f}")

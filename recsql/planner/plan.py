@@ -236,7 +236,7 @@ def choose(
             return Choice(Strategy.DISTRIBUTED, f"recsql.strategy = decomposed, but {why_not}")
         return Choice(Strategy.DECOMPOSED, "recsql.strategy = decomposed", decomposition=pivoted)
     if strategy != Strategy.AUTO:
-        return Choice(Strategy(strategy), f"recsql.strategy = {strategy}")
+        return Choice(strategy, f"recsql.strategy = {strategy}")
     narrow = narrow_pivot(optimized, component, pivoted, owner)
     if narrow:
         pivoted, why_not = None, narrow

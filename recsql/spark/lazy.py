@@ -4,7 +4,7 @@ Starting Spark takes seconds (a JVM with its driver, or a session on a Spark Con
 statements over small data never need it: they run in this process. A `LazySpark` knows how to start
 Spark and the settings it will be given, answers what recsql reads of Spark's settings before Spark runs
 (the session time zone, ANSI mode, shuffle partitions, the master), and starts it when first asked for
-the session, or earlier on a background thread (`recsql.spark.start = background`); only what uses Spark
+the session, or earlier on a background thread (`recsql.spark_start = background`); only what uses Spark
 waits for it. A failed start is kept: every later use raises why.
 """
 

@@ -10,7 +10,7 @@ from sqlglot import exp
 
 from recsql.errors import NotSupportedError, ProgrammingError
 from recsql.services import Services
-from recsql.settings import PREFIX
+from recsql.settings import PREFIX, SparkStart
 from recsql.statements.handler import Result
 from recsql.statements.queries import relation_columns
 from recsql.storage.entries import Kind
@@ -38,7 +38,7 @@ def set_option(session: Services, statement: exp.Set, sql: str) -> Result:
         text = value.name if isinstance(value, exp.Literal) else value.sql(dialect="spark")
         if key.startswith(PREFIX):
             session.settings.set(key, text)
-            if key == f"{PREFIX}spark_start" and session.settings.spark_start == "background":
+            if key == f"{PREFIX}spark_start" and session.settings.spark_start == SparkStart.BACKGROUND:
                 session.lazy_spark.start()
         else:
             session.lazy_spark.set_setting(key, text)

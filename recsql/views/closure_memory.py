@@ -10,12 +10,13 @@ from concurrent.futures import Future, ThreadPoolExecutor
 import pyarrow as pa
 
 from recsql.catalog.catalog import Catalog
+from recsql.settings import Strategy
 from recsql.views import closure_arrays
 from recsql.views.closure_arrays import Index, Pairs
 from recsql.views.delta_rules import Inputs
 from recsql.views.results import ChangedRelation, Maintained, Method, nonempty
 
-IN_MEMORY = ("auto", "local")  # the strategies under which a closure is maintained over arrays
+IN_MEMORY = (Strategy.AUTO, Strategy.LOCAL)  # the strategies under which a closure is maintained over arrays
 
 
 class ClosuresInMemory:

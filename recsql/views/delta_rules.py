@@ -26,7 +26,19 @@ from itertools import combinations
 from sqlglot import exp
 
 from recsql.analysis import Component
-from translator.ir import WILDCARD, Assignment, Atom, Condition, Iteration, Literal, Program, Relation, Rule, var
+from translator.ir import (
+    WILDCARD,
+    Aggregate,
+    Assignment,
+    Atom,
+    Condition,
+    Iteration,
+    Literal,
+    Program,
+    Relation,
+    Rule,
+    var,
+)
 
 
 @dataclass(frozen=True)
@@ -50,7 +62,7 @@ def why_recomputed(program: Program, component: Component, aggregates_kept: bool
     for name in component.relations:
         relation = program.relations[name]
         if relation.aggregate is not None and not aggregates_kept:
-            return f"{relation.display_name} aggregates with {relation.aggregate.function}() in its recursion"
+            return f"{relation.display_name} aggregates with {relation.aggregate.function.value}() in its recursion"
         if relation.iteration is Iteration.BAG:
             return f"{relation.display_name} iterates as UNION ALL"
         if not relation.distinct and not component.recursive:  # a recursion's facts are a set
@@ -336,11 +348,11 @@ def inserted(name: str) -> str:
     return f"{name}__derived"
 
 
-EXTREMES = ("min", "max")
-SUMS = ("sum", "count")
+EXTREMES = tuple(function for function in Aggregate if function.is_extremum)
+SUMS = tuple(function for function in Aggregate if function.is_sum)
 
 
-def aggregated_by(program: Program, component: Component, functions: tuple[str, ...]) -> bool:
+def aggregated_by(program: Program, component: Component, functions: tuple[Aggregate, ...]) -> bool:
     """Whether every relation of the stratum keeps one of `functions` per group (EXTREMES: improvement
     applies), and nothing else keeps the stratum from being maintained."""
     return all(
@@ -363,7 +375,7 @@ def improves(relation: Relation, rule: Rule, old: str) -> tuple[Literal, ...]:
         else:
             args.append(f"__group{position}")
             literals.append(Assignment(f"__group{position}", term.copy()))
-    compare = exp.LTE if relation.aggregate.function == "min" else exp.GTE
+    compare = relation.aggregate.function.better(or_equal=True)
     on = compare(this=var("__old_value"), expression=value.copy())
     return (*literals, Atom(old, tuple(args), negated=True, on=on))
 

@@ -11,8 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
 
 import pyarrow as pa
 from sqlglot import exp
@@ -21,28 +20,17 @@ from recsql.engine.columns import column_names
 from recsql.engine.fixpoint import Fixpoint, Limits, Reached, Versions
 from recsql.engine.local.database import Database, duckdb_errors, null_table
 from recsql.engine.progress import ProgressListener
+from recsql.engine.relation_types import RelationTypes, ResultTypes
 from recsql.engine.spark_settings import SparkSettings
 from recsql.engine.sql.printing import Dialect, Printer
 from recsql.engine.sql.queries import DERIVED, Query
 from recsql.engine.sql.rules import rule_query, versioned_sources
-from recsql.engine.states import Result
+from recsql.engine.states import MergeOutput
 from recsql.planner.plan import Stratum, Variant, Version
 from recsql.settings import Settings
 from translator.ir import Program, Rule
 
 DEFAULT_SPARK_SETTINGS = SparkSettings()  # ANSI mode, the session time zone as Spark's default
-
-
-@dataclass(frozen=True)
-class RelationTypes:
-    """The column types of a relation's candidates, delta and full facts in some iteration."""
-
-    full: pa.Schema
-    delta: pa.Schema
-    candidates: pa.Schema | None = None
-
-
-ResultTypes = Callable[[int], Mapping[str, RelationTypes]]  # iteration (0: the exit rules) -> types
 
 
 class DuckDBEngine:
@@ -65,7 +53,7 @@ class DuckDBEngine:
     def empty(self, width: int) -> pa.Table:
         return null_table(column_names(width))
 
-    def run(self, query: Query, relation: str, result: Result, **inputs: object) -> pa.Table:
+    def run(self, query: Query, relation: str, result: MergeOutput, **inputs: object) -> pa.Table:
         tables = {name: value for name, value in inputs.items() if isinstance(value, pa.Table)}
         inline = {name: value for name, value in inputs.items() if isinstance(value, str)}
         sql = self.printer.with_inputs(query.sql(self.printer), inline)
@@ -75,23 +63,23 @@ class DuckDBEngine:
         return self.db.query(sql, **tables)
 
     def append(self, relation: str, full: pa.Table, delta: pa.Table) -> pa.Table:
-        schema = self.schema(relation, Result.FULL)
+        schema = self.schema(relation, MergeOutput.FULL)
         known, new = self.db.cast_columns(full, schema), self.db.cast_columns(delta, schema)
         if known.schema == new.schema:
             return pa.concat_tables([known, new])
         return self.db.query("SELECT * FROM _full UNION ALL SELECT * FROM _delta", _full=known, _delta=new)
 
-    def recast(self, facts: pa.Table, relation: str, result: Result) -> pa.Table:
+    def recast(self, facts: pa.Table, relation: str, result: MergeOutput) -> pa.Table:
         return self.db.cast_columns(facts, self.schema(relation, result))
 
     def rows(self, facts: pa.Table) -> int:
         return int(facts.num_rows)
 
-    def schema(self, relation: str, result: Result) -> pa.Schema | None:
+    def schema(self, relation: str, result: MergeOutput) -> pa.Schema | None:
         types = self.current.get(relation)
-        if types is None or result is Result.CONTRIBUTIONS:
+        if types is None or result is MergeOutput.CONTRIBUTIONS:
             return None
-        return types.delta if result is Result.DELTA else types.full
+        return types.delta if result is MergeOutput.DELTA else types.full
 
     # ------------------------------------------------------------------ rules (fixpoint.RuleEngine)
 

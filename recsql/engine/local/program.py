@@ -18,8 +18,9 @@ from sqlglot import exp
 
 from recsql.engine.columns import column_names
 from recsql.engine.local.database import Database, duckdb_errors, null_table
-from recsql.engine.local.engine import LocalFixpoint, RelationTypes
+from recsql.engine.local.engine import LocalFixpoint
 from recsql.engine.progress import ProgressListener
+from recsql.engine.relation_types import RelationTypes
 from recsql.engine.spark_settings import SparkSettings
 from recsql.engine.sql.printing import Dialect, Printer
 from recsql.engine.sql.queries import answer_query, relation_query, shapes_answer

@@ -29,7 +29,7 @@ from recsql.engine.fixpoint import Versions
 from recsql.engine.sql.printing import Dialect, Printer
 from recsql.engine.sql.queries import DERIVED, Query
 from recsql.engine.sql.rules import rule_query, versioned_sources
-from recsql.engine.states import Result
+from recsql.engine.states import MergeOutput
 from recsql.planner.plan import Variant, Version
 from recsql.spark.session_kinds import checkpoint_dir, is_connect
 from translator.ir import Atom, Rule
@@ -163,7 +163,7 @@ class SparkEngine:
     def empty(self, width: int) -> SparkFacts:
         return SparkFacts(empty_frame(self.spark, width))
 
-    def run(self, query: Query, relation: str, result: Result, **inputs: object) -> SparkFacts:
+    def run(self, query: Query, relation: str, result: MergeOutput, **inputs: object) -> SparkFacts:
         names = {
             name: self.views.show(f"m_{relation}_{name}", value.frame)
             for name, value in inputs.items()
@@ -174,7 +174,7 @@ class SparkEngine:
         if key not in self.printed:  # the same names every iteration: printed once per evaluation
             self.printed[key] = query.sql(SPARK, names)
         frame = self.views.sql(SPARK.with_inputs(self.printed[key], inline))
-        if result is Result.DELTA:
+        if result is MergeOutput.DELTA:
             return self.materialize(frame)
         return SparkFacts(self.accumulate(frame))
 
@@ -188,7 +188,7 @@ class SparkEngine:
             frame = self.cut(frame)
         return SparkFacts(frame)
 
-    def recast(self, facts: SparkFacts, relation: str, result: Result) -> SparkFacts:
+    def recast(self, facts: SparkFacts, relation: str, result: MergeOutput) -> SparkFacts:
         return facts
 
     def rows(self, facts: SparkFacts) -> int:

@@ -23,7 +23,7 @@ from recsql.engine.sql.rules import range_call, rule_query, table
 from recsql.engine.strategies import run_stratum
 from recsql.engine.trace import Step, Trace, listening
 from recsql.planner.plan import Plan, Stratum
-from recsql.settings import Settings
+from recsql.settings import Settings, SparkUse
 from recsql.spark.defaults import TIME_ZONE
 from translator.ir import Atom, Relation
 
@@ -165,7 +165,7 @@ class SparkRun:
         for name, atom in stratum.inputs.items():
             if name not in wanted:
                 continue
-            read_here = name not in self.frames and self.settings.spark != "always"
+            read_here = name not in self.frames and self.settings.spark != SparkUse.ALWAYS
             facts = self.source_tables.arrow_table(name) if read_here else None
             if not isinstance(facts, pa.Table):
                 facts = self.atom_frame(atom).toArrow()

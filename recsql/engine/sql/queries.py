@@ -20,7 +20,7 @@ from sqlglot import exp
 from recsql.engine.columns import CONTRIBUTOR, RULE_ID, VALUE, column_names
 from recsql.engine.sql.printing import Dialect, Printer, renamed
 from recsql.engine.sql.rules import aliased, column, conjunction, nested, select, table
-from translator.ir import Program, Relation, SortKey, Window
+from translator.ir import Aggregate, Program, Relation, SortKey, Window
 
 CANDIDATES, FULL, DELTA, MERGED, CONTRIBUTIONS, DERIVED = (
     "__candidates",
@@ -107,7 +107,7 @@ def best(relation: Relation) -> Query:
     """The min()/max() of each group of the candidates."""
     assert relation.aggregate is not None  # asked of a relation with a header aggregate only
     names = column_names(len(relation.columns))
-    function = relation.aggregate.function
+    function = relation.aggregate.function.value
     items = [
         aliased(exp.func(function, column(n)), n) if i == relation.aggregate.column else column(n)
         for i, n in enumerate(names)
@@ -126,7 +126,7 @@ def improved(relation: Relation) -> Query:
     names = column_names(len(relation.columns))
     keys = [names[i] for i in relation.group_key]
     value = names[relation.aggregate.column]
-    better = exp.LT if relation.aggregate.function == "min" else exp.GT
+    better = relation.aggregate.function.better()
     ranked = best(relation)
     tree = select(
         [column(n, "b") for n in names],
@@ -146,7 +146,7 @@ def overall_best(relation: Relation) -> Query:
     assert relation.aggregate is not None  # asked of a relation with a header aggregate only
     names = column_names(len(relation.columns))
     both = union_all([everything(FULL), everything(CANDIDATES)])
-    items = [aliased(exp.func(relation.aggregate.function, column(n)), n) for n in names]
+    items = [aliased(exp.func(relation.aggregate.function.value, column(n)), n) for n in names]
     return Query(
         select(items, nested(both, "u")),
         (FULL, CANDIDATES),
@@ -175,7 +175,7 @@ def identity_columns(relation: Relation) -> list[str]:
 
 def candidate_columns(relation: Relation) -> list[str]:
     """The columns of a relation's candidates: its own, or for sum()/count() those of a contribution."""
-    if relation.aggregate is not None and relation.aggregate.function in ("sum", "count"):
+    if relation.aggregate is not None and relation.aggregate.function.is_sum:
         return identity_columns(relation) + [VALUE]
     return column_names(len(relation.columns))
 
@@ -271,15 +271,16 @@ def combined(relation: Relation, union: exp.Query) -> exp.Query:
         distinct = select([exp.Star()], nested(union, "u"))
         distinct.set("distinct", exp.Distinct())
         return distinct
-    summed = aggregate.function in ("sum", "count")
+    summed = aggregate.function.is_sum
     source: exp.Expr = nested(union, "u")
     if summed:
         rows = select([exp.Star()], source)
         rows.set("distinct", exp.Distinct())
         source = nested(rows, "d")
-    function = "sum" if summed else aggregate.function
+    function = Aggregate.SUM if summed else aggregate.function
     items = [
-        aliased(exp.func(function, column(n)), n) if i == aggregate.column else column(n) for i, n in enumerate(names)
+        aliased(exp.func(function.value, column(n)), n) if i == aggregate.column else column(n)
+        for i, n in enumerate(names)
     ]
     tree = select(items, source)
     keys = [column(names[i]) for i in relation.group_key]

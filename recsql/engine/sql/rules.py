@@ -17,12 +17,12 @@ from typing import TypeVar
 from sqlglot import exp
 
 from recsql.engine.columns import column_names
-from recsql.optimizer.join_search import BROADCAST, BROADCAST_LEFT
-from translator.ir import WILDCARD, Assignment, Atom, Condition, Rule
+from translator.ir import WILDCARD, Assignment, Atom, Condition, JoinMethod, Rule
 
 V = TypeVar("V")  # what names a version of a relation (planner.plan.Version)
 AtomSources = Callable[[int, Atom], exp.Expr]  # the table (a name or a table function) a body atom reads
-JOIN_HINTS = {BROADCAST: "r", BROADCAST_LEFT: "l"}  # a join method the optimizer chose -> the side to broadcast
+# a join method the optimizer chose -> the side to broadcast
+JOIN_HINTS = {JoinMethod.BROADCAST: "r", JoinMethod.BROADCAST_LEFT: "l"}
 
 
 def identifier(name: str) -> exp.Identifier:
@@ -135,7 +135,7 @@ def constant(term: exp.Expr) -> bool:
     return all(isinstance(node, CONSTANT) for node in term.walk())
 
 
-def join_body(rule: Rule, source: AtomSources, methods: tuple[str, ...] = ()) -> Frame:
+def join_body(rule: Rule, source: AtomSources, methods: tuple[JoinMethod, ...] = ()) -> Frame:
     positive = [(i, lit) for i, lit in enumerate(rule.body) if isinstance(lit, Atom) and not lit.filters]
     pending = [lit for lit in rule.body if isinstance(lit, (Condition, Assignment))]
     filters = [(i, lit) for i, lit in enumerate(rule.body) if isinstance(lit, Atom) and lit.filters]
@@ -153,9 +153,9 @@ def join_body(rule: Rule, source: AtomSources, methods: tuple[str, ...] = ()) ->
         elif frame is None:
             frame = right
         else:
-            method = methods[number] if number < len(methods) else None
+            hint = JOIN_HINTS.get(methods[number]) if number < len(methods) else None
             keys = set(right.columns) if atom.nulls_equal else null_safe
-            frame = inner_join(frame, right, keys, JOIN_HINTS.get(method or ""))
+            frame = inner_join(frame, right, keys, hint)
         null_safe = joined_null_safe
         frame, pending = apply_ready(frame, pending)
     frame, pending = apply_ready(frame or UNIT, pending)

@@ -27,8 +27,9 @@ from sqlglot import exp
 from recsql.engine.columns import column_names
 from recsql.engine.fixpoint import Limits, Reached, contributor_terms, rule_ids, rule_key
 from recsql.engine.local.database import Database
-from recsql.engine.local.engine import LocalFixpoint, RelationTypes
+from recsql.engine.local.engine import LocalFixpoint
 from recsql.engine.progress import Progress
+from recsql.engine.relation_types import RelationTypes
 from recsql.engine.spark.context import StratumRun
 from recsql.engine.spark.engine import SPARK, checkpoint, empty_frame
 from recsql.engine.spark.types import AnyStratumTypes, stratum_types
@@ -270,7 +271,7 @@ class Decomposed:
         relation = self.program.relations[name]
         if not self.stratum.exit_rules:
             return empty_frame(self.spark, len(relation.columns))
-        summed = relation.aggregate is not None and relation.aggregate.function in ("sum", "count")
+        summed = relation.aggregate is not None and relation.aggregate.function.is_sum
         parts = []
         for rule in self.stratum.exit_rules:
             named, extra = contributor_terms(self.program, self.stratum, rule) if summed else (rule, ())

@@ -27,9 +27,10 @@ from pyspark.sql import DataFrame, Row
 from recsql.engine.columns import column_names
 from recsql.engine.fixpoint import Fixpoint, Limits, iterate
 from recsql.engine.local.database import Database, duckdb_errors, quote
-from recsql.engine.local.engine import DuckDBEngine, RelationTypes, ResultTypes
+from recsql.engine.local.engine import DuckDBEngine
 from recsql.engine.local.exchange import DirectoryExchange, Stopped, TotalsReader, remove, stop
 from recsql.engine.progress import Progress, ProgressListener
+from recsql.engine.relation_types import RelationTypes, ResultTypes
 from recsql.engine.spark.context import StratumRun
 from recsql.engine.spark.types import AnyStratumTypes, stratum_types
 from recsql.engine.spark_settings import SparkSettings

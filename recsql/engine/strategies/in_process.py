@@ -31,7 +31,7 @@ def run_in_process(run: StratumRun, stratum: Stratum) -> dict[str, DataFrame] | 
         run.outgrow(exceeded)
         return None
     except LocalLimit as limit:  # planned here by the planner's choice: the next strategy runs it
-        if run.settings.strategy == Strategy.LOCAL.value:
+        if run.settings.strategy == Strategy.LOCAL:
             raise
         run.note(f"{', '.join(stratum.relations)}: run on Spark: {limit.message}")
         return None

@@ -23,9 +23,9 @@ from sqlglot import exp
 from recsql.engine.columns import column_names
 from recsql.engine.fixpoint import Candidates, Fixpoint
 from recsql.engine.fixpoint import Versions as AtomVersions
-from recsql.engine.local.engine import RelationTypes
+from recsql.engine.relation_types import RelationTypes
 from recsql.engine.sql.queries import CANDIDATES, DERIVED, Query, candidate_columns
-from recsql.engine.states import Facts, Result
+from recsql.engine.states import Facts, MergeOutput
 from recsql.engine.types.spark_types import SPARK_TYPES, rule_types, sum_type
 from recsql.engine.types.widening import Row, nulls, wider_row
 from recsql.planner.plan import Stratum, Variant, Version
@@ -148,13 +148,13 @@ class TypeEngine:
     def empty(self, width: int) -> Row:
         return nulls(width)
 
-    def run(self, query: Query, relation: str, result: Result, **inputs: object) -> Row:
+    def run(self, query: Query, relation: str, result: MergeOutput, **inputs: object) -> Row:
         return query.types(SPARK_TYPES, **inputs)
 
     def append(self, relation: str, full: Row, delta: Row) -> Row:
         return wider_row(full, delta)
 
-    def recast(self, facts: Row, relation: str, result: Result) -> Row:
+    def recast(self, facts: Row, relation: str, result: MergeOutput) -> Row:
         return facts
 
     def rows(self, facts: Row) -> int:
@@ -236,7 +236,7 @@ def relation_types(relation: Relation, rules: list[Rule], tables: TableTypes) ->
     if result is None:
         return nulls(len(relation.columns))
     aggregate = relation.aggregate
-    return totalled(relation, result) if aggregate and aggregate.function in ("sum", "count") else result
+    return totalled(relation, result) if aggregate and aggregate.function.is_sum else result
 
 
 def row_of(schema: StructType) -> Row:
