@@ -64,14 +64,10 @@ class TranslatorCore:
     if TYPE_CHECKING:
         # What the mixins call of one another; each is defined by the mixin named in its comment.
 
-        def translate_query(  # queries
-            self,
-            query: exp.Expr,
-            env: dict[str, str],
-            outer: Scope | None,
-            name_hint: str = "q",
-            correlations: Correlation | None = None,
-        ) -> str: ...
+        # fmt: off
+        def translate_query(self, query: exp.Expr, env: dict[str, str], outer: Scope | None,  # queries
+                            name_hint: str = "q", correlations: Correlation | None = None) -> str: ...
+        # fmt: on
 
         def branch_columns(self, branch: exp.Expr, required: bool = True) -> tuple[str, ...] | None: ...  # queries
 

@@ -57,6 +57,12 @@ from translator.ir import Program
 TASKS_PER_CORE = 1  # each part pays the per-iteration overhead of the local evaluator: one part per core
 
 
+# what every task is given (the first fields of PartEvaluation and of the exchanged strategy's evaluation)
+TaskInputs = tuple[
+    Program, Stratum, Settings, SparkSettings, Mapping[str, RelationTypes], pa.Schema, Mapping[str, bytes], PartOutput
+]
+
+
 @dataclass(frozen=True)
 class PartEvaluation:
     """What a task runs: its part of the exit facts to fixpoint. Pickled to the Python workers."""
@@ -235,7 +241,12 @@ class Decomposed:
         self, seed_schema: pa.Schema, output: PartOutput
     ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
         """What each task runs over its part of the exit facts."""
-        return PartEvaluation(
+        return PartEvaluation(*self.task_inputs(seed_schema, output), self.handed_over)
+
+    def task_inputs(self, seed_schema: pa.Schema, output: PartOutput) -> TaskInputs:
+        """What every task is given, whatever it runs: the program, its settings and types, the relations
+        broadcast to it, where its output goes."""
+        return (
             self.program,
             self.stratum,
             self.context.settings,
@@ -244,7 +255,6 @@ class Decomposed:
             seed_schema,
             self.broadcast_inputs(),
             output,
-            self.handed_over,
         )
 
     def hand_over(self, name: str) -> DataFrame:

@@ -37,7 +37,6 @@ from recsql.engine.spark_settings import SparkSettings
 from recsql.engine.sql.printing import Dialect, Printer
 from recsql.engine.strategies.decomposed import Decomposed, seed_table
 from recsql.engine.strategies.part_output import PartOutput
-from recsql.engine.types.result_types import SETTLED
 from recsql.planner.plan import Stratum
 from recsql.settings import Settings
 from recsql.spark.session_kinds import local_slots
@@ -96,18 +95,7 @@ class Exchanged(Decomposed):
     def evaluation(
         self, seed_schema: pa.Schema, output: PartOutput
     ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
-        return ExchangedEvaluation(
-            self.program,
-            self.stratum,
-            self.context.settings,
-            self.context.spark_settings,
-            self.types.arrow(SETTLED),
-            seed_schema,
-            self.broadcast_inputs(),
-            output,
-            self.directory,
-            self.parts(),
-        )
+        return ExchangedEvaluation(*self.task_inputs(seed_schema, output), self.directory, self.parts())
 
     def broadcast(self) -> tuple[str, ...]:
         (name,) = self.stratum.relations
