@@ -15,6 +15,7 @@ instead of an embedded Spark: tests/test_spark_connect.py runs suites so, in a p
 
 from __future__ import annotations
 
+import dataclasses
 import os
 
 import pytest
@@ -53,6 +54,19 @@ def conn(warehouse):
         connection = recsql.connect(master="local[2]", conf=conf, warehouse=str(warehouse))
     yield connection
     connection.close()
+
+
+@pytest.fixture(autouse=True)
+def settings_restored(request):
+    """A test's SET recsql.* lasts for the test: the shared connection's settings are as before after it."""
+    if "conn" not in request.fixturenames:
+        yield
+        return
+    settings = request.getfixturevalue("conn").session.settings
+    before = dataclasses.replace(settings)
+    yield
+    for field in dataclasses.fields(settings):
+        setattr(settings, field.name, getattr(before, field.name))
 
 
 @pytest.fixture

@@ -318,10 +318,7 @@ def completion_table(conn) -> str:
 @pytest.mark.parametrize("strategy", ["distributed", "local"])
 def test_every_offered_function_runs(conn, cur, completion_table, strategy):
     set_strategy(conn, strategy)
-    try:
-        for functions in (SCALAR_FUNCTIONS, AGGREGATE_FUNCTIONS):
-            calls = ", ".join(f"{CALLS[name]} AS c_{name}" for name in functions)
-            cur.execute(f"SELECT {calls} FROM {completion_table}")
-            assert cur.fetchall(), functions
-    finally:
-        set_strategy(conn, "distributed")
+    for functions in (SCALAR_FUNCTIONS, AGGREGATE_FUNCTIONS):
+        calls = ", ".join(f"{CALLS[name]} AS c_{name}" for name in functions)
+        cur.execute(f"SELECT {calls} FROM {completion_table}")
+        assert cur.fetchall(), functions

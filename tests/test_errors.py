@@ -238,12 +238,9 @@ def test_sql_the_local_evaluator_cannot_bind_goes_to_spark_under_auto(cur):
     forced, the local strategy's limit."""
     sql = "WITH RECURSIVE t(n) AS (SELECT 'x' UNION ALL SELECT n + 1 FROM t WHERE n < 3) SELECT * FROM t"
     cur.execute("SET recsql.strategy = auto")
-    try:
-        assert "'x'" in raised(cur, sql, recsql.DataError).message
-        cur.execute("SET recsql.strategy = local")
-        assert "the local strategy cannot evaluate" in raised(cur, sql, recsql.NotSupportedError).message
-    finally:
-        cur.execute("SET recsql.strategy = distributed")
+    assert "'x'" in raised(cur, sql, recsql.DataError).message
+    cur.execute("SET recsql.strategy = local")
+    assert "the local strategy cannot evaluate" in raised(cur, sql, recsql.NotSupportedError).message
 
 
 @pytest.mark.parametrize("where", ["recsql.session.translate", "recsql.engine.executor.Executor.result"])

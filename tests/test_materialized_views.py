@@ -168,10 +168,7 @@ def explained_write(conn, view: str, rows: list[tuple], statement: str) -> list[
 @given(data=st.data())
 def test_views_equal_their_query_after_every_change_locally(conn, view, data):
     set_strategy(conn, "local")
-    try:
-        check_history(conn, view, data.draw(histories(VIEWS[view][0])))
-    finally:
-        set_strategy(conn, "distributed")
+    check_history(conn, view, data.draw(histories(VIEWS[view][0])))
 
 
 @pytest.mark.parametrize("strategy_name", ["decomposed", "distributed"])
@@ -180,10 +177,7 @@ def test_views_equal_their_query_after_every_change_locally(conn, view, data):
 @given(data=st.data())
 def test_views_equal_their_query_after_every_change_on_spark(conn, strategy_name, view, data):
     set_strategy(conn, strategy_name)
-    try:
-        check_history(conn, view, data.draw(histories(VIEWS[view][0], most=2)))
-    finally:
-        set_strategy(conn, "distributed")
+    check_history(conn, view, data.draw(histories(VIEWS[view][0], most=2)))
 
 
 def test_a_stratum_after_a_maintained_closure_reads_all_its_facts_on_spark(conn):
@@ -191,44 +185,33 @@ def test_a_stratum_after_a_maintained_closure_reads_all_its_facts_on_spark(conn)
     between them here) are registered for the next stratum: on Spark it must read every batch (a
     history the property test found, where the negation lost the fresh pair (3, 1))."""
     set_strategy(conn, "decomposed")
-    try:
-        check_history(
-            conn, "negation", ([(0, 0), (5, 1), (0, 0), (0, 0)], [("delete", [(0, 0)]), ("insert", [(3, 1)])])
-        )
-    finally:
-        set_strategy(conn, "distributed")
+    check_history(conn, "negation", ([(0, 0), (5, 1), (0, 0), (0, 0)], [("delete", [(0, 0)]), ("insert", [(3, 1)])]))
 
 
 def test_a_change_by_another_writer_is_caught_up_when_read(conn, warehouse):
     set_strategy(conn, "local")
-    try:
-        run(conn, "CREATE OR REPLACE TABLE mv_edge (src INT, dst INT)")
-        run(conn, "INSERT INTO mv_edge VALUES (1, 2), (2, 3)")
-        table, query = VIEWS["closure"]
-        run(conn, f"CREATE OR REPLACE MATERIALIZED VIEW mv_closure AS {query}")
-        table = conn.session.catalog.managed("mv_edge")
-        directory = table.root
-        write_deltalake(
-            str(directory),
-            pa.table({"src": pa.array([3], pa.int32()), "dst": pa.array([4], pa.int32())}),
-            mode="append",
-        )
-        assert run(conn, "SELECT * FROM mv_closure") == [(1, 2), (1, 3), (1, 4), (2, 3), (2, 4), (3, 4)]
-        shown = {name: reflects for name, _, _, reflects in run(conn, "SHOW TABLES")}
-        assert shown["mv_closure"] == f"mv_edge@{table.current().version}"
-    finally:
-        set_strategy(conn, "distributed")
+    run(conn, "CREATE OR REPLACE TABLE mv_edge (src INT, dst INT)")
+    run(conn, "INSERT INTO mv_edge VALUES (1, 2), (2, 3)")
+    table, query = VIEWS["closure"]
+    run(conn, f"CREATE OR REPLACE MATERIALIZED VIEW mv_closure AS {query}")
+    table = conn.session.catalog.managed("mv_edge")
+    directory = table.root
+    write_deltalake(
+        str(directory),
+        pa.table({"src": pa.array([3], pa.int32()), "dst": pa.array([4], pa.int32())}),
+        mode="append",
+    )
+    assert run(conn, "SELECT * FROM mv_closure") == [(1, 2), (1, 3), (1, 4), (2, 3), (2, 4), (3, 4)]
+    shown = {name: reflects for name, _, _, reflects in run(conn, "SHOW TABLES")}
+    assert shown["mv_closure"] == f"mv_edge@{table.current().version}"
 
 
 def test_explain_analyze_of_a_write_says_what_maintenance_did(conn):
     set_strategy(conn, "local")
-    try:
-        plan = explained_write(conn, "closure", [(1, 2), (2, 3), (1, 3)], "DELETE FROM mv_edge WHERE src = 2")
-        assert plan[0] == "rows changed: 1"
-        assert any(line.startswith("== Maintenance of mv_closure") for line in plan)
-        assert "tc: DRed (in memory), +0 -1 (over-deleted 2, re-derived 1)" in " ".join(plan)
-    finally:
-        set_strategy(conn, "distributed")
+    plan = explained_write(conn, "closure", [(1, 2), (2, 3), (1, 3)], "DELETE FROM mv_edge WHERE src = 2")
+    assert plan[0] == "rows changed: 1"
+    assert any(line.startswith("== Maintenance of mv_closure") for line in plan)
+    assert "tc: DRed (in memory), +0 -1 (over-deleted 2, re-derived 1)" in " ".join(plan)
 
 
 def test_a_closure_past_32_bit_numbers_is_maintained_by_queries(conn):
@@ -237,29 +220,25 @@ def test_a_closure_past_32_bit_numbers_is_maintained_by_queries(conn):
     set_strategy(conn, "local")
     big = 2**40
     edges = [(big, big + 1), (big + 1, big + 2), (1, big)]
-    try:
-        run(conn, "CREATE OR REPLACE TABLE mv_bigedge (src BIGINT, dst BIGINT)")
-        run(conn, "INSERT INTO mv_bigedge VALUES " + ", ".join(map(str, edges)))
-        run(
-            conn,
-            "CREATE OR REPLACE MATERIALIZED VIEW mv_bigclosure AS "
-            + VIEWS["closure"][1].replace("mv_edge", "mv_bigedge"),
+    run(conn, "CREATE OR REPLACE TABLE mv_bigedge (src BIGINT, dst BIGINT)")
+    run(conn, "INSERT INTO mv_bigedge VALUES " + ", ".join(map(str, edges)))
+    run(
+        conn,
+        "CREATE OR REPLACE MATERIALIZED VIEW mv_bigclosure AS " + VIEWS["closure"][1].replace("mv_edge", "mv_bigedge"),
+    )
+    for statement, kept in [
+        (f"INSERT INTO mv_bigedge VALUES ({big + 2}, 7)", edges + [(big + 2, 7)]),
+        (f"DELETE FROM mv_bigedge WHERE src = {big + 1}", [edges[0], edges[2], (big + 2, 7)]),
+    ]:
+        cursor = conn.cursor()
+        cursor.execute(f"EXPLAIN ANALYZE {statement}")
+        report = " ".join(line for (line,) in cursor.fetchall())
+        assert "tc: DRed" in report or "tc: insertion" in report
+        assert "(in memory)" not in report
+        graph = nx.DiGraph(kept)
+        assert run(conn, "SELECT x, y FROM mv_bigclosure") == sorted(
+            (x, y) for x in graph for y in nx.descendants(graph, x)
         )
-        for statement, kept in [
-            (f"INSERT INTO mv_bigedge VALUES ({big + 2}, 7)", edges + [(big + 2, 7)]),
-            (f"DELETE FROM mv_bigedge WHERE src = {big + 1}", [edges[0], edges[2], (big + 2, 7)]),
-        ]:
-            cursor = conn.cursor()
-            cursor.execute(f"EXPLAIN ANALYZE {statement}")
-            report = " ".join(line for (line,) in cursor.fetchall())
-            assert "tc: DRed" in report or "tc: insertion" in report
-            assert "(in memory)" not in report
-            graph = nx.DiGraph(kept)
-            assert run(conn, "SELECT x, y FROM mv_bigclosure") == sorted(
-                (x, y) for x in graph for y in nx.descendants(graph, x)
-            )
-    finally:
-        set_strategy(conn, "distributed")
 
 
 def test_maintenance_runs_in_process_when_only_the_view_it_holds_is_past_local_rows(conn):
@@ -294,60 +273,51 @@ def test_a_shortest_distance_that_must_grow_is_derived_again_from_the_groups_tha
     """Deleting an edge of the shortest path to 3 (and so to 4): only the groups whose distance came
     through it are derived again, from the distances of the others; the distances grow as Dijkstra says."""
     set_strategy(conn, "local")
-    try:
-        edges = [(0, 1, 1), (1, 3, 1), (0, 2, 2), (2, 3, 5), (3, 4, 1), (0, 5, 1)]
-        report = explained_write(conn, "shortest", edges, "DELETE FROM mv_wedge WHERE src = 1 AND dst = 3")
-        assert "  sp: DRed, +2 -2 (over-deleted 2, re-derived 2)" in " ".join(report)
-        graph = nx.DiGraph()
-        graph.add_weighted_edges_from(edge for edge in edges if edge[:2] != (1, 3))
-        expected = sorted(nx.single_source_dijkstra_path_length(graph, 0).items())
-        assert run(conn, "SELECT node, dist FROM mv_shortest ORDER BY node") == expected
-        assert dict(expected)[3] == 7 and dict(expected)[4] == 8
-    finally:
-        set_strategy(conn, "distributed")
+    edges = [(0, 1, 1), (1, 3, 1), (0, 2, 2), (2, 3, 5), (3, 4, 1), (0, 5, 1)]
+    report = explained_write(conn, "shortest", edges, "DELETE FROM mv_wedge WHERE src = 1 AND dst = 3")
+    assert "  sp: DRed, +2 -2 (over-deleted 2, re-derived 2)" in " ".join(report)
+    graph = nx.DiGraph()
+    graph.add_weighted_edges_from(edge for edge in edges if edge[:2] != (1, 3))
+    expected = sorted(nx.single_source_dijkstra_path_length(graph, 0).items())
+    assert run(conn, "SELECT node, dist FROM mv_shortest ORDER BY node") == expected
+    assert dict(expected)[3] == 7 and dict(expected)[4] == 8
 
 
 def test_path_counts_are_maintained_from_the_contributions_of_the_groups_that_stand(conn):
     """Node 3 has two parents (1, 2) with one path each, which no change reaches: their contributions
     (equal values from two contributors) are summed as two when 3 is derived again after an edge into 3."""
     set_strategy(conn, "local")
-    try:
-        edges = [(0, 1), (0, 2), (1, 3), (2, 3), (3, 4)]
-        report = explained_write(conn, "path_counts", edges, "INSERT INTO mv_dag VALUES (0, 3)")
-        assert "  paths: DRed, +2 -2 (over-deleted 2, re-derived 2)" in " ".join(report)
-        graph = nx.DiGraph(edges + [(0, 3)])
-        expected = [(node, len(list(nx.all_simple_paths(graph, 0, node))) if node else 1) for node in sorted(graph)]
-        assert (
-            run(conn, "SELECT node, n FROM mv_path_counts ORDER BY node")
-            == expected
-            == [(0, 1), (1, 1), (2, 1), (3, 3), (4, 3)]
-        )
-    finally:
-        set_strategy(conn, "distributed")
+    edges = [(0, 1), (0, 2), (1, 3), (2, 3), (3, 4)]
+    report = explained_write(conn, "path_counts", edges, "INSERT INTO mv_dag VALUES (0, 3)")
+    assert "  paths: DRed, +2 -2 (over-deleted 2, re-derived 2)" in " ".join(report)
+    graph = nx.DiGraph(edges + [(0, 3)])
+    expected = [(node, len(list(nx.all_simple_paths(graph, 0, node))) if node else 1) for node in sorted(graph)]
+    assert (
+        run(conn, "SELECT node, n FROM mv_path_counts ORDER BY node")
+        == expected
+        == [(0, 1), (1, 1), (2, 1), (3, 3), (4, 3)]
+    )
 
 
 def test_vacuum_of_a_view_removes_the_files_of_its_tables_old_versions(conn):
     """Each maintenance that deletes rewrites a view's table; VACUUM ... RETAIN 0 HOURS removes the files
     of the versions before, and the view still reads (and is maintained) right."""
     set_strategy(conn, "local")
-    try:
-        explained_write(conn, "closure", [(1, 2), (2, 3), (3, 4)], "DELETE FROM mv_edge WHERE src = 3")
-        run(conn, "INSERT INTO mv_edge VALUES (3, 4), (4, 5)")
-        run(conn, "DELETE FROM mv_edge WHERE src = 1")
-        files = sorted(conn.session.catalog.warehouse.rglob("*.parquet"))
-        cursor = conn.cursor()
-        cursor.execute("VACUUM mv_closure RETAIN 0 HOURS")
-        assert cursor.rowcount > 0
-        assert len(sorted(conn.session.catalog.warehouse.rglob("*.parquet"))) == len(files) - cursor.rowcount
-        assert (
-            run(conn, "SELECT * FROM mv_closure")
-            == run(conn, VIEWS["closure"][1])
-            == [(2, 3), (2, 4), (2, 5), (3, 4), (3, 5), (4, 5)]
-        )
-        run(conn, "DELETE FROM mv_edge WHERE src = 4")
-        assert run(conn, "SELECT * FROM mv_closure") == [(2, 3), (2, 4), (3, 4)]
-    finally:
-        set_strategy(conn, "distributed")
+    explained_write(conn, "closure", [(1, 2), (2, 3), (3, 4)], "DELETE FROM mv_edge WHERE src = 3")
+    run(conn, "INSERT INTO mv_edge VALUES (3, 4), (4, 5)")
+    run(conn, "DELETE FROM mv_edge WHERE src = 1")
+    files = sorted(conn.session.catalog.warehouse.rglob("*.parquet"))
+    cursor = conn.cursor()
+    cursor.execute("VACUUM mv_closure RETAIN 0 HOURS")
+    assert cursor.rowcount > 0
+    assert len(sorted(conn.session.catalog.warehouse.rglob("*.parquet"))) == len(files) - cursor.rowcount
+    assert (
+        run(conn, "SELECT * FROM mv_closure")
+        == run(conn, VIEWS["closure"][1])
+        == [(2, 3), (2, 4), (2, 5), (3, 4), (3, 5), (4, 5)]
+    )
+    run(conn, "DELETE FROM mv_edge WHERE src = 4")
+    assert run(conn, "SELECT * FROM mv_closure") == [(2, 3), (2, 4), (3, 4)]
 
 
 WRITER = """
@@ -392,30 +362,27 @@ def test_a_writer_killed_while_maintaining_leaves_the_view_readable_and_right(tm
 
 def test_a_view_over_a_view_follows_its_base_and_the_statements_about_views(conn):
     set_strategy(conn, "local")
-    try:
-        run(conn, "CREATE OR REPLACE TABLE mv_edge (src INT, dst INT)")
-        run(conn, "INSERT INTO mv_edge VALUES (1, 2), (2, 3)")
-        run(conn, f"CREATE OR REPLACE MATERIALIZED VIEW mv_closure AS {VIEWS['closure'][1]}")
-        run(
-            conn,
-            "CREATE OR REPLACE MATERIALIZED VIEW mv_reach_counts AS SELECT x, count(*) AS n FROM mv_closure GROUP BY x",
-        )
-        run(conn, "INSERT INTO mv_edge VALUES (3, 4)")
-        assert run(conn, "SELECT * FROM mv_reach_counts") == [(1, 3), (2, 2), (3, 1)]
-        run(conn, "DROP TABLE mv_edge")
-        run(conn, "CREATE TABLE mv_edge (src INT, dst INT)")  # another table of the same name
-        run(conn, "INSERT INTO mv_edge VALUES (5, 6)")
-        assert run(conn, "SELECT * FROM mv_closure") == [(5, 6)]
-        assert run(conn, "SELECT * FROM mv_reach_counts") == [(5, 1)]
-        with pytest.raises(recsql.ProgrammingError, match="DROP MATERIALIZED VIEW mv_closure"):
-            run(conn, "DROP VIEW mv_closure")
-        with pytest.raises(recsql.ProgrammingError, match="materialized view"):
-            run(conn, "INSERT INTO mv_closure VALUES (1, 1)")
-        conn.register("mv_session", pa.table({"a": [1]}))
-        with pytest.raises(recsql.NotSupportedError, match="'mv_session' is data of this session"):
-            run(conn, "CREATE MATERIALIZED VIEW mv_bad AS SELECT * FROM mv_session")
-        run(conn, "DROP MATERIALIZED VIEW mv_reach_counts")
-        run(conn, "DROP MATERIALIZED VIEW IF EXISTS mv_reach_counts")
-        assert "mv_reach_counts" not in {name for name, *_ in run(conn, "SHOW TABLES")}
-    finally:
-        set_strategy(conn, "distributed")
+    run(conn, "CREATE OR REPLACE TABLE mv_edge (src INT, dst INT)")
+    run(conn, "INSERT INTO mv_edge VALUES (1, 2), (2, 3)")
+    run(conn, f"CREATE OR REPLACE MATERIALIZED VIEW mv_closure AS {VIEWS['closure'][1]}")
+    run(
+        conn,
+        "CREATE OR REPLACE MATERIALIZED VIEW mv_reach_counts AS SELECT x, count(*) AS n FROM mv_closure GROUP BY x",
+    )
+    run(conn, "INSERT INTO mv_edge VALUES (3, 4)")
+    assert run(conn, "SELECT * FROM mv_reach_counts") == [(1, 3), (2, 2), (3, 1)]
+    run(conn, "DROP TABLE mv_edge")
+    run(conn, "CREATE TABLE mv_edge (src INT, dst INT)")  # another table of the same name
+    run(conn, "INSERT INTO mv_edge VALUES (5, 6)")
+    assert run(conn, "SELECT * FROM mv_closure") == [(5, 6)]
+    assert run(conn, "SELECT * FROM mv_reach_counts") == [(5, 1)]
+    with pytest.raises(recsql.ProgrammingError, match="DROP MATERIALIZED VIEW mv_closure"):
+        run(conn, "DROP VIEW mv_closure")
+    with pytest.raises(recsql.ProgrammingError, match="materialized view"):
+        run(conn, "INSERT INTO mv_closure VALUES (1, 1)")
+    conn.register("mv_session", pa.table({"a": [1]}))
+    with pytest.raises(recsql.NotSupportedError, match="'mv_session' is data of this session"):
+        run(conn, "CREATE MATERIALIZED VIEW mv_bad AS SELECT * FROM mv_session")
+    run(conn, "DROP MATERIALIZED VIEW mv_reach_counts")
+    run(conn, "DROP MATERIALIZED VIEW IF EXISTS mv_reach_counts")
+    assert "mv_reach_counts" not in {name for name, *_ in run(conn, "SHOW TABLES")}
