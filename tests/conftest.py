@@ -4,9 +4,9 @@ whole run, and the suite's tiers.
 The connection runs under recsql.strategy = auto, which runs the suite's small data in this process; a test whose
 point is a strategy names it (`strategies.under`, `strategies.module_under`) and runs once per strategy named.
 
-Tiers (markers, see pyproject.toml): `spark` marks a test that reaches Spark: one run under a Spark strategy, one
-using the `spark` fixtures, one marked so by hand. A test not marked `spark` that reaches Spark through the
-connection fails, saying so: the mark is kept true. `cluster` marks tests that start Spark processes of their
+Tiers (markers, see pyproject.toml): `spark` marks a test that needs Spark: one run under a Spark strategy, one
+using the `spark` fixtures, one marked so by hand. A test not marked `spark` that would start Spark fails, saying
+so: the mark is kept true. `cluster` marks tests that start Spark processes of their
 own, `slow` those that take long even on the suite's small data. `pytest -m "not spark and not cluster and not
 slow"` runs the pure and local tests, without a JVM.
 
@@ -92,24 +92,22 @@ def pytest_collection_modifyitems(config, items):
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item):
-    """A test not marked `spark` must not reach Spark: the fast tier runs without a JVM."""
+    """A test not marked `spark` must not need Spark: while Spark has not started (in the fast tier, never), a
+    statement that would start it fails the test, saying so. (Once it runs, recsql may ask it for names.)"""
     if item.get_closest_marker("spark") is not None or "conn" not in item.fixturenames:
         return (yield)
-    reached = []
     session = LazySpark.session
 
-    def recorded(self):
-        reached.append(True)
+    def refused(self):
+        if not self.started:
+            pytest.fail("this test needs Spark: mark it `spark` (pytest.mark.spark)", pytrace=False)
         return session(self)
 
-    LazySpark.session = recorded
+    LazySpark.session = refused
     try:
-        result = yield
+        return (yield)
     finally:
         LazySpark.session = session
-    if reached:
-        pytest.fail("this test reached Spark: mark it `spark` (pytest.mark.spark)", pytrace=False)
-    return result
 
 
 @pytest.fixture
