@@ -5,6 +5,7 @@ some parts empty) has empty batches among nonempty ones, after which Spark's own
 from __future__ import annotations
 
 import pyarrow as pa
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from pyspark.sql import types as T
@@ -29,6 +30,7 @@ def concatenated(sizes: list[int]) -> pa.Table:
     return pa.concat_tables(parts)
 
 
+@pytest.mark.spark
 @settings(max_examples=25, deadline=None)
 @given(sizes=st.lists(st.integers(0, 3), min_size=1, max_size=6))
 def test_every_row_of_a_table_of_any_batches_arrives(conn, sizes):
@@ -39,6 +41,7 @@ def test_every_row_of_a_table_of_any_batches_arrives(conn, sizes):
     )
 
 
+@pytest.mark.spark
 def test_a_given_schema_is_the_frames_and_an_empty_table_keeps_its_columns(conn):
     schema = T.StructType([T.StructField("n", T.LongType()), T.StructField("path", T.ArrayType(T.LongType()))])
     spark = conn.session.spark

@@ -315,6 +315,7 @@ def completion_table(conn) -> str:
     return "completion_t"
 
 
+@pytest.mark.spark
 @pytest.mark.parametrize("strategy", ["distributed", "local"])
 def test_every_offered_function_runs(conn, cur, completion_table, strategy):
     set_strategy(conn, strategy)

@@ -220,6 +220,7 @@ LIMITS = [
 ]
 
 
+@pytest.mark.spark
 @pytest.mark.strategies(*ALL_STRATEGIES)
 @pytest.mark.parametrize("case", LIMITS)
 def test_limit_matches_duckdb(case, conf_tables, cur, duck, strategy):
@@ -310,6 +311,7 @@ LITERALS = [
 ]
 
 
+@pytest.mark.spark
 @pytest.mark.strategies(*ALL_STRATEGIES)
 @pytest.mark.parametrize("case", LITERALS)
 def test_literals_in_the_non_recursive_term_match_duckdb(case, conf_tables, cur, duck, strategy):
@@ -736,12 +738,14 @@ ERRORS = [
 ]
 
 
+@pytest.mark.spark
 @pytest.mark.strategies(*IN_ONE_PROCESS_AND_ON_SPARK)
 @pytest.mark.parametrize("sql, error, fragment", ERRORS)
 def test_what_recursion_refuses(sql, error, fragment, conf_tables, cur, strategy):
     refused(cur, sql, error, fragment)
 
 
+@pytest.mark.spark
 @pytest.mark.strategies(*IN_ONE_PROCESS_AND_ON_SPARK)
 def test_a_string_anchor_with_an_integer_recursive_branch_is_a_data_error(conf_tables, cur, duck, strategy):
     """DuckDB keeps the anchor's type (text, giving '1'); recsql widens to bigint, where 'a' is no number."""

@@ -161,6 +161,7 @@ def test_multi_table_insert_is_refused_and_changes_nothing(cur, duck, prefix):
 # ---------------------------------------------------------------------------------------------------------------
 
 
+@pytest.mark.spark
 def test_unknown_function_is_a_programming_error_at_its_call(cur):
     with pytest.raises(recsql.ProgrammingError) as raised:
         cur.execute("SELECT 1 AS one,\n       current_setting('x') AS setting")
@@ -168,6 +169,7 @@ def test_unknown_function_is_a_programming_error_at_its_call(cur):
     assert (raised.value.line, raised.value.column) == (2, 8)
 
 
+@pytest.mark.spark
 def test_unknown_function_in_an_insert_names_the_table(cur, duck):
     make_tables(cur, duck, "cs_unknown_function")
     with pytest.raises(recsql.ProgrammingError) as raised:

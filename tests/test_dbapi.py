@@ -69,6 +69,7 @@ def test_parameters_bind_in_text_order_and_never_as_text(cur):
     assert cur.fetchall() == [("x'; DROP TABLE db_people; --",)]
 
 
+@pytest.mark.spark
 def test_register_pandas_arrow_and_spark(conn, cur):
     conn.register("db_pd", pd.DataFrame({"a": [1, 2], "b": ["x", "y"]}))
     conn.register("db_pa", pa.table({"a": [2, 3]}))
@@ -77,6 +78,7 @@ def test_register_pandas_arrow_and_spark(conn, cur):
     assert cur.fetchall() == [(2, "y", "z")]
 
 
+@pytest.mark.spark
 def test_register_arrow_string_views(conn, cur):
     """Newer Parquet readers give string and binary view columns; they register as strings and binaries."""
     conn.register(
@@ -156,6 +158,7 @@ def test_drop_and_if_exists(cur):
     cur.execute("DROP TABLE db_gone")
 
 
+@pytest.mark.spark
 def test_set_spark_and_recsql_settings(conn, cur):
     cur.execute("SET spark.sql.shuffle.partitions = 3")
     assert conn.spark_session.conf.get("spark.sql.shuffle.partitions") == "3"
@@ -188,6 +191,7 @@ def test_closed_cursor_and_connection(conn):
         conn.rollback()
 
 
+@pytest.mark.spark
 def test_query_results_match_duckdb_on_types(cur):
     cur.execute("SELECT CAST(1.5 AS DECIMAL(4,2)) AS d, 'x' || 'y' AS s, 7 / 2 AS q, 7 % 3 AS r")
     ours = cur.fetchall()

@@ -161,6 +161,7 @@ def test_explain_says_whether_a_distributed_recursion_runs_as_one_job(conn, cur,
         assert expected in explain(cur, sql)
 
 
+@pytest.mark.spark
 def test_a_distributed_recursion_without_pivot_is_one_spark_job(conn, monkeypatch):
     """Reachability along a 60-step chain: 60 iterations inside the tasks of one job (and a job for
     its input's shuffle and one collecting the answer), not a job each."""
@@ -201,6 +202,7 @@ def test_the_accumulated_relation_never_moves_through_spark(conn, cur, monkeypat
     assert len(exchanges.findall(below)) == 1 and shuffle in below
 
 
+@pytest.mark.spark
 def test_a_task_failing_in_one_job_fails_the_statement_with_its_error(conn, cur, monkeypatch):
     """A division by zero in one task's facts (iteration 30 of a chain) and a recursion past its
     iteration limit: the user gets the error raised in the task, the other tasks stop waiting for it."""
@@ -214,6 +216,7 @@ def test_a_task_failing_in_one_job_fails_the_statement_with_its_error(conn, cur,
     assert runs == [("reach",), ("reach",)]
 
 
+@pytest.mark.spark
 def test_auto_runs_a_recursion_whose_pivot_has_one_value_distributed(conn, cur):
     """Paths from one node: the pivot (the start) has one value, and decomposed, one task would do all
     the work; auto runs it distributed as one job, its tasks owning the facts by their other column."""
@@ -228,6 +231,7 @@ def test_auto_runs_a_recursion_whose_pivot_has_one_value_distributed(conn, cur):
     assert re.search(r"its pivot tc\.a has ~\d values?, too few for 2 tasks", plan)
 
 
+@pytest.mark.spark
 def test_auto_runs_a_recursion_over_large_inputs_decomposed(conn, cur):
     """Inputs past recsql.local_rows and a pivot: auto chooses the decomposed strategy, EXPLAIN says why."""
     edges = [(i, i + 1) for i in range(30)]
@@ -240,6 +244,7 @@ def test_auto_runs_a_recursion_over_large_inputs_decomposed(conn, cur):
         assert set(cur.fetchall()) == transitive_closure(edges)
 
 
+@pytest.mark.spark
 @settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     edges=st.lists(st.tuples(st.integers(0, 14), st.integers(0, 14)), min_size=5, max_size=40, unique=True),
@@ -270,6 +275,7 @@ def test_a_local_run_past_its_bound_goes_on_decomposed_from_where_it_stopped(con
 graphs = st.lists(st.tuples(st.integers(0, 14), st.integers(0, 14)), min_size=1, max_size=40)
 
 
+@pytest.mark.spark
 @settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(edges=graphs, sql=st.sampled_from([LEFT, RIGHT, FILTERED]))
 def test_closures_match_duckdb_on_random_graphs(conn, cur, decomposed, edges, sql):
@@ -278,6 +284,7 @@ def test_closures_match_duckdb_on_random_graphs(conn, cur, decomposed, edges, sq
     assert decomposed[-1] == ("tc",)
 
 
+@pytest.mark.spark
 @settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(edges=graphs)
 def test_shortest_paths_with_min_match_duckdb(conn, cur, decomposed, edges):
@@ -306,6 +313,7 @@ def path_counts(edges) -> dict:
     return {(a, b): n for a in {a for a, _ in edges} for b, n in from_node(a).items()}
 
 
+@pytest.mark.spark
 @settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     edges=st.sets(
@@ -319,6 +327,7 @@ def test_path_counts_with_count_match_python(conn, cur, decomposed, edges):
     assert decomposed[-1] == ("paths",)
 
 
+@pytest.mark.spark
 def test_union_all_rounds_match_duckdb_on_a_dag(conn, cur, decomposed):
     rng = random.Random(3)
     edges = sorted({(a, b) for a, b in ((rng.randrange(25), rng.randrange(25)) for _ in range(60)) if a < b})
@@ -330,6 +339,7 @@ def test_union_all_rounds_match_duckdb_on_a_dag(conn, cur, decomposed):
 # --- one job, limits, types ----------------------------------------------------------------------------------
 
 
+@pytest.mark.spark
 def test_the_whole_fixpoint_is_one_spark_job(conn, decomposed):
     """A 60-step chain takes 60 iterations; decomposed, they run inside the tasks of one job (plus the
     job that collects the answer), not a job each."""
@@ -339,6 +349,7 @@ def test_the_whole_fixpoint_is_one_spark_job(conn, decomposed):
     assert jobs <= 3
 
 
+@pytest.mark.spark
 def test_limits_hold_inside_the_tasks(conn, cur, decomposed):
     load(conn, [(i, i + 1) for i in range(20)])
     limited = LEFT.replace("tc(a, b) AS", "tc(a, b) MAX RECURSION LEVEL 5 AS")
@@ -364,6 +375,7 @@ def both_strategies(conn, cur, sql: str) -> dict:
     return answers
 
 
+@pytest.mark.spark
 def test_types_and_values_equal_the_distributed_evaluation(conn, cur, decomposed):
     """Strings, decimals, dates and NULLs flow through the tasks with the types Spark gives them. A
     decimal sum gains a digit of precision per iteration on Spark, so parts stopping after different
@@ -415,6 +427,7 @@ KINDS = pa.table(
 )
 
 
+@pytest.mark.spark
 def test_facts_in_part_files_keep_every_type_and_value(conn, cur, monkeypatch):
     """On a local master the tasks write their facts to Parquet files that Spark reads back: dates before
     1582, timestamps, decimals of 38 digits, small integers, booleans, doubles, bytes, strings and NULLs

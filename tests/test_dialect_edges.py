@@ -87,6 +87,7 @@ def test_local_strategy_refuses_values_only_spark_gives(cur, caplog, call, named
     assert not sqlglot_warnings(caplog)
 
 
+@pytest.mark.spark
 @under("local")
 def test_local_strategy_refuses_what_sqlglot_cannot_write_for_duckdb(cur, caplog):
     """DuckDB has no soundex: sqlglot cannot write the call for it and says so, as the local strategy's limit

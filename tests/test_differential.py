@@ -89,6 +89,7 @@ def assert_same(got: list[tuple], expected: list[tuple], ordered: bool, sql: str
         assert Counter(got) == Counter(expected), f"{sql}\n{multiset_diff(got, expected)}"
 
 
+@pytest.mark.spark
 def test_queries_match_duckdb(conn, duck, strategy):
     """Plain SQL and linear recursion: recsql's answer is DuckDB's."""
 

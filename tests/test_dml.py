@@ -361,6 +361,7 @@ def test_delete_matches_duckdb(conn, rows, sql):
     check_against_duckdb(conn, "dml_pd", rows, sql)
 
 
+@pytest.mark.spark
 @property_settings(4)
 @given(rows=tables(min_rows=3), sql=updates())
 @example(rows=[], sql="UPDATE dml_pu SET a = a + 1")
@@ -368,6 +369,7 @@ def test_update_matches_duckdb(conn, rows, sql):
     check_against_duckdb(conn, "dml_pu", rows, sql)
 
 
+@pytest.mark.spark
 @property_settings(6)
 @given(target=tables(min_rows=2), source=source_tables(), merge=merges())
 @example(
@@ -446,6 +448,7 @@ def test_delete_with_in_and_exists_subqueries(cur):
     assert rows_of(cur, "dml_dsub") == [(1, 10, "a")]
 
 
+@pytest.mark.spark
 def test_update_right_hand_sides_see_the_old_row_and_duplicates_stay(cur):
     create(cur, "dml_upd", [(1, 10, "p"), (1, 10, "p"), (2, 20, "q"), (3, None, None)])
     cur.execute("UPDATE dml_upd SET a = b, b = a, c = c || '!' WHERE a < 3")
@@ -549,6 +552,7 @@ FAIL_ROWS = [(1, 10, "p"), (2, None, "q"), (3, 30, None), (4, 40, "r"), (4, 40, 
 FAIL_SOURCE = [(1, 5, "x"), (3, 6, "y"), (9, 7, "z")]
 
 
+@pytest.mark.spark
 @pytest.mark.parametrize(
     "sql",
     [

@@ -453,6 +453,7 @@ def table_rows(cur, name: str) -> list[tuple]:
     return cur.fetchall()
 
 
+@pytest.mark.spark
 def test_failing_insert_select_changes_nothing(cur, warehouse):
     """An INSERT ... SELECT that fails in one of its Spark tasks (the other writes its rows) adds nothing;
     the table then takes an INSERT and a CREATE OR REPLACE."""
@@ -471,6 +472,7 @@ def test_failing_insert_select_changes_nothing(cur, warehouse):
     assert table_rows(cur, "dur_insert") == [(0, "0"), (1, "1"), (2, "2")]
 
 
+@pytest.mark.spark
 def test_failing_create_or_replace_changes_nothing(cur, warehouse):
     """A CREATE OR REPLACE ... AS SELECT from the table itself that fails at run time leaves the table, its
     rows and its columns as they were."""

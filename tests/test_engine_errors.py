@@ -63,6 +63,7 @@ CAST_IN_RECURSION = (
 )
 
 
+@pytest.mark.spark
 @under("local", "decomposed")
 def test_a_bad_cast_inside_a_recursion(cur):
     """Evaluated by DuckDB, in this process or in Spark's tasks: its class for the same cast is a DataError."""
@@ -72,6 +73,7 @@ def test_a_bad_cast_inside_a_recursion(cur):
     assert "'x1'" in message and "INT" in message
 
 
+@pytest.mark.spark
 @under("local")
 def test_sql_the_local_evaluator_cannot_run(cur):
     """A string anchor the recursive branch increments: DuckDB does not bind it, which the local strategy says."""

@@ -199,6 +199,7 @@ def test_unknown_setting(cur):
     assert "recsql.max_iterations" in error.message
 
 
+@pytest.mark.spark
 def test_spark_analysis_error_is_a_programming_error(cur):
     error = raised(cur, "SELECT no_such_function(x) FROM er_t", recsql.ProgrammingError)
     assert "no_such_function" in error.message.lower()
@@ -227,11 +228,13 @@ def test_errors_are_pep249_subclasses():
     assert issubclass(recsql.InterfaceError, recsql.Error)
 
 
+@pytest.mark.spark
 def test_bad_data_is_a_data_error(cur):
     error = raised(cur, "SELECT CAST('not a number' AS INT) AS n", recsql.DataError)
     assert "not a number" in error.message
 
 
+@pytest.mark.spark
 def test_sql_the_local_evaluator_cannot_bind_goes_to_spark_under_auto(cur):
     """A string anchor incremented by the recursive branch: DuckDB refuses to bind the comparison, Spark
     casts 'x' and fails on its value. Under `auto` the user gets Spark's error; with the local strategy

@@ -64,6 +64,7 @@ def answer(cur, sql: str) -> tuple[list, list] | str:
     return [column[:2] for column in cur.description], sorted(cur.fetchall(), key=repr)
 
 
+@pytest.mark.spark
 @pytest.mark.parametrize("sql", QUERIES)
 @given(table=tables())
 @PROPERTY
@@ -83,6 +84,7 @@ def test_local_answers_are_spark_answers(conn, cur, sql, table):
         settings_.set("recsql.strategy", strategy)
 
 
+@pytest.mark.spark
 def test_a_quotient_past_exact_rounding_is_left_to_spark(conn, cur):
     """A divisor of more digits than the local evaluator rounds exactly: the query runs on Spark instead
     (EXPLAIN ANALYZE says so), with Spark's answer."""

@@ -120,6 +120,7 @@ def test_several_recursions_are_each_listed(cur):
     }
 
 
+@pytest.mark.spark
 def test_a_recursion_moving_from_this_process_to_spark(conn, cur):
     """The closure of a de Bruijn graph outgrows recsql.local_rows = 1000 after a few iterations in this
     process, and goes on decomposed on Spark: every iteration is listed once, those in this process and

@@ -166,6 +166,7 @@ def both(conn, monkeypatch):
     return run
 
 
+@pytest.mark.spark
 @pytest.mark.parametrize("expression", EXPRESSIONS)
 def test_array_function_gives_sparks_answer(both, expression):
     answers = both(CARRIED.format(expression=expression) + " ORDER BY id")
@@ -174,12 +175,14 @@ def test_array_function_gives_sparks_answer(both, expression):
     assert answers["local"] == answers["distributed"]
 
 
+@pytest.mark.spark
 @pytest.mark.parametrize("expression", FAILING)
 def test_array_index_out_of_bounds_is_a_data_error(both, expression):
     answers = both(CARRIED.format(expression=expression))
     assert answers == {"distributed": recsql.DataError, "local": recsql.DataError}
 
 
+@pytest.mark.spark
 @pytest.mark.parametrize("expression", WITHOUT_ANSI)
 def test_array_index_without_ansi(conn, both, expression):
     with spark_setting(conn, "spark.sql.ansi.enabled", "false"):
@@ -205,6 +208,7 @@ def simple_paths(edges: set[tuple[int, int]]) -> Counter:
     )
 
 
+@pytest.mark.spark
 @settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(edges=st.sets(st.tuples(st.integers(0, 4), st.integers(0, 4)), min_size=1, max_size=8))
 def test_simple_paths_as_arrays(conn, monkeypatch, edges):

@@ -187,6 +187,7 @@ SAME_ANSWER = [
 ]
 
 
+@pytest.mark.spark
 @pytest.mark.parametrize("sql", SAME_ANSWER)
 def test_same_answer_and_types_as_distributed(both, sql):
     answers = both(sql)
@@ -223,6 +224,7 @@ LIMITS = [
 ]
 
 
+@pytest.mark.spark
 @pytest.mark.parametrize("sql, settings", LIMITS)
 def test_limits_raise_the_distributed_error(both, sql, settings):
     answers = both(sql, settings)
@@ -230,6 +232,7 @@ def test_limits_raise_the_distributed_error(both, sql, settings):
     assert answers["local"] == answers["distributed"]
 
 
+@pytest.mark.spark
 @pytest.mark.parametrize(
     "sql",
     [
@@ -250,6 +253,7 @@ def test_bad_data_is_a_data_error(both, sql):
     assert answers["distributed"][0] is recsql.DataError, answers["distributed"]
 
 
+@pytest.mark.spark
 def test_progress_events_match_distributed(conn, both):
     events = []
     conn.session.progress = events.append
@@ -267,6 +271,7 @@ def test_progress_events_match_distributed(conn, both):
     assert all(e.elapsed >= 0 for e in events)
 
 
+@pytest.mark.spark
 def test_no_spark_job_per_iteration(conn, local):
     sql = "WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r WHERE n < 40) SELECT max(n) FROM r"
     local_jobs = spark_jobs(conn, sql, "local-strategy-local")
@@ -294,6 +299,7 @@ def test_local_fixpoint_needs_no_spark(conn):
     assert fixpoint.iterations >= 2
 
 
+@pytest.mark.spark
 def test_auto_moves_an_outgrown_recursion_to_spark(conn, cur):
     """Under auto a recursion over small inputs starts locally; past recsql.local_rows facts it starts
     again on Spark (decomposed, having a pivot), with the same answer and EXPLAIN ANALYZE counting only
@@ -313,6 +319,7 @@ def test_auto_moves_an_outgrown_recursion_to_spark(conn, cur):
         assert f"facts per relation: tc {len(transitive_closure(edges))}," in analyzed
 
 
+@pytest.mark.spark
 def test_auto_leaves_the_local_run_before_the_iteration_that_would_pass_its_bound(conn, cur):
     """The closure of a de Bruijn graph (i -> 2i, 2i + 1 mod 64) nearly doubles each iteration: with
     recsql.local_rows = 1000 the local run stops as soon as its facts plus the next iteration's expected
@@ -346,6 +353,7 @@ def test_auto_leaves_the_local_run_before_the_iteration_that_would_pass_its_boun
     )
 
 
+@pytest.mark.spark
 def test_explain_says_why_a_query_runs_on_spark(conn, cur, tmp_path):
     """EXPLAIN's == Evaluation == names what keeps a query from running in this process: a stratum
     planned on Spark and why, a type only Spark's analysis gives, or a table Spark reads."""

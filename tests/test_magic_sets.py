@@ -106,6 +106,7 @@ def test_free_query_is_not_rewritten(conn, cur):
     assert sorted(cur.fetchall()) == [(1,), (2,), (2,)]
 
 
+@pytest.mark.spark
 def test_auto_strategy_runs_the_restricted_recursion_locally(conn, cur):
     """On small tables `auto` evaluates the whole magic-set-rewritten query in one process, without a
     Spark job, with the same answer."""

@@ -171,6 +171,7 @@ def test_views_equal_their_query_after_every_change_locally(conn, view, data):
     check_history(conn, view, data.draw(histories(VIEWS[view][0])))
 
 
+@pytest.mark.spark
 @pytest.mark.parametrize("strategy_name", ["decomposed", "distributed"])
 @pytest.mark.parametrize("view", ["closure", "shortest", "path_counts", "negation"])
 @settings(max_examples=3, deadline=None)
@@ -180,6 +181,7 @@ def test_views_equal_their_query_after_every_change_on_spark(conn, strategy_name
     check_history(conn, view, data.draw(histories(VIEWS[view][0], most=2)))
 
 
+@pytest.mark.spark
 def test_a_stratum_after_a_maintained_closure_reads_all_its_facts_on_spark(conn):
     """The closure's new facts (the facts kept and the fresh ones, concatenated with an empty batch
     between them here) are registered for the next stratum: on Spark it must read every batch (a
@@ -241,6 +243,7 @@ def test_a_closure_past_32_bit_numbers_is_maintained_by_queries(conn):
         )
 
 
+@pytest.mark.spark
 def test_maintenance_runs_in_process_when_only_the_view_it_holds_is_past_local_rows(conn):
     """A path of 16 nodes: its 120-fact closure is past recsql.local_rows = 50, its 15 edges are not. The
     view's facts are in memory already and bound what maintenance derives: inserting and deleting an

@@ -53,6 +53,7 @@ def scan_order(plan: str) -> list[str]:
     return found
 
 
+@pytest.mark.spark
 def test_spark_joins_in_the_order_the_optimizer_chose(conn, three_tables):
     session = conn.session
     plan = session.plan(dialect.parse_one(QUERY))

@@ -353,6 +353,7 @@ PARAMS = [
 ALL_CASES = CLOSURE + REACHABILITY + DEPTH_AND_COUNTERS + MULTI_TABLE + FINAL_QUERY + PARAMS
 
 
+@pytest.mark.spark
 @under("distributed", "local", "decomposed")
 @pytest.mark.parametrize("case", ALL_CASES)
 def test_recursive_query_matches_duckdb(case, rc_tables, cur, duck, strategy):

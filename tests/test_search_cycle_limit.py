@@ -209,6 +209,7 @@ def test_search_depth_first_orders_a_depth_first_walk(cur, seed, nodes):
     assert found == sorted(((node, path) for node, path in paths.items()), key=lambda row: row[1])
 
 
+@pytest.mark.spark
 @given(seed=st.integers(0, 10_000), nodes=st.integers(1, 12))
 @RANDOM
 @under(*STRATEGIES)
@@ -239,6 +240,7 @@ def walks_to_first_repeat(edges: list[tuple[int, int]], start: int) -> Counter:
     return found
 
 
+@pytest.mark.spark
 @given(edges=st.lists(st.tuples(st.integers(1, 5), st.integers(1, 5)), max_size=8, unique=True))
 @RANDOM
 @under(*STRATEGIES)
@@ -254,6 +256,7 @@ def test_cycle_marks_the_row_closing_a_cycle_and_stops_there(cur, edges):
     assert walked == walks_to_first_repeat(edges, 1)
 
 
+@pytest.mark.spark
 @under(*STRATEGIES)
 def test_search_and_cycle_together_with_marks_of_their_own(cur):
     fill(cur, "sc_ring", "a INT, b INT", [(1, 2), (2, 3), (3, 1), (2, 4)])

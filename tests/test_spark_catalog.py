@@ -50,6 +50,7 @@ def test_recursion_over_a_table_spark_knows(cur, spark_tables, strategy, table):
     assert_same_rows(cur.fetchall(), CLOSURE, context=table)
 
 
+@pytest.mark.spark
 @pytest.mark.strategies("distributed", "local")
 @pytest.mark.parametrize("format", ["parquet", "json", "orc"])
 def test_recursion_over_a_path_table(cur, conn, tmp_path, strategy, format):
@@ -59,6 +60,7 @@ def test_recursion_over_a_path_table(cur, conn, tmp_path, strategy, format):
     assert_same_rows(cur.fetchall(), CLOSURE)
 
 
+@pytest.mark.spark
 def test_csv_path_table_has_spark_column_names(cur, tmp_path):
     path = tmp_path / "edges.csv"
     path.write_text("".join(f"{a},{b}\n" for a, b in EDGES))
@@ -76,6 +78,7 @@ def test_delta_path_table(cur, tmp_path):
     assert_same_rows(cur.fetchall(), CLOSURE)
 
 
+@pytest.mark.spark
 def test_random_graphs_through_a_spark_view(cur, conn):
     """Property check over random graphs: the closure of a Spark view's edges as Python computes it."""
     generator = random.Random(7)
@@ -87,6 +90,7 @@ def test_random_graphs_through_a_spark_view(cur, conn):
     conn.spark_session.catalog.dropTempView("random_edges")
 
 
+@pytest.mark.spark
 def test_a_view_replaced_between_statements_is_read_afresh(cur, conn):
     spark = conn.spark_session
     spark.range(3).createOrReplaceTempView("changing")
@@ -98,6 +102,7 @@ def test_a_view_replaced_between_statements_is_read_afresh(cur, conn):
     spark.catalog.dropTempView("changing")
 
 
+@pytest.mark.spark
 def test_recsql_names_come_first(cur, conn):
     """A stored table hides a Spark view of its name; registered data hides both."""
     spark = conn.spark_session

@@ -54,6 +54,7 @@ def format_1_warehouse(root):
     (root / "catalog" / "old_view.json").write_text(json.dumps(view))
 
 
+@pytest.mark.spark
 def test_a_format_1_warehouse_is_upgraded_on_open(conn, tmp_path):
     format_1_warehouse(tmp_path)
     with pytest.warns(recsql.WarehouseUpgraded, match="upgraded to format 2: the tables old are now Delta Lake tables"):
@@ -73,6 +74,7 @@ def test_a_format_1_warehouse_is_upgraded_on_open(conn, tmp_path):
     again.cursor().execute("SELECT count(*) FROM old")
 
 
+@pytest.mark.spark
 def test_a_warehouse_of_a_newer_format_is_refused(conn, tmp_path):
     (tmp_path / "format.json").write_text(json.dumps({"format": 99}))
     with pytest.raises(recsql.OperationalError, match="format 99, written by a newer recsql"):
