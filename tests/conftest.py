@@ -15,8 +15,10 @@ instead of an embedded Spark: tests/test_spark_connect.py runs suites so, in a p
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
+from collections.abc import Iterator
 
 import pytest
 
@@ -90,12 +92,13 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.spark)
 
 
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_call(item):
+@contextlib.contextmanager
+def spark_refused(item: pytest.Item) -> Iterator[None]:
     """A test not marked `spark` must not need Spark: while Spark has not started (in the fast tier, never), a
     statement that would start it fails the test, saying so. (Once it runs, recsql may ask it for names.)"""
     if item.get_closest_marker("spark") is not None or "conn" not in item.fixturenames:
-        return (yield)
+        yield
+        return
     session = LazySpark.session
 
     def refused(self):
@@ -105,9 +108,21 @@ def pytest_runtest_call(item):
 
     LazySpark.session = refused
     try:
-        return (yield)
+        yield
     finally:
         LazySpark.session = session
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_setup(item):
+    with spark_refused(item):
+        return (yield)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item):
+    with spark_refused(item):
+        return (yield)
 
 
 @pytest.fixture

@@ -342,6 +342,7 @@ SELECT t.city, t.hops, s.name, sum(p.eur) AS eur FROM trip t JOIN stop s ON s.ci
 """
 
 
+@pytest.mark.slow
 def test_a_script_that_needs_no_spark_never_starts_a_jvm(tmp_path):
     """A script over CSV, JSON and Parquet tables and a managed one, with a recursion, runs with no JVM
     at all (Java is wrapped to note any start), and answers right; one that needs Spark starts it."""

@@ -163,6 +163,7 @@ def explained_write(conn, view: str, rows: list[tuple], statement: str) -> list[
     return [line for (line,) in cursor.fetchall()]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("view", sorted(VIEWS))
 @settings(max_examples=5, deadline=None)
 @given(data=st.data())
@@ -337,6 +338,7 @@ while True:
 """
 
 
+@pytest.mark.slow
 def test_a_writer_killed_while_maintaining_leaves_the_view_readable_and_right(tmp_path):
     """A process inserting and deleting base rows in a loop (each statement maintaining the view) is killed
     at random moments: the view then reads exactly what its query computes."""

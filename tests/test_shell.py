@@ -71,6 +71,7 @@ def table_rows(screen: str) -> list[tuple[str, ...]]:
 # ---------------------------------------------------------------- one session, as a new user goes
 
 
+@pytest.mark.cluster
 def test_a_local_query_is_answered_while_spark_starts(tmp_path):
     """The prompt comes at once and a query that runs in this process is answered while Spark's JVM is
     still starting (a Java that takes its time to start); a query that needs Spark says it waits for

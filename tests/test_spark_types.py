@@ -180,6 +180,7 @@ DECLINED = [
 ]
 
 
+@pytest.mark.spark
 @pytest.mark.parametrize("sql", INFERRED)
 def test_inferred_type_is_spark_type(typed, sql):
     assert inferred_type(sql) == spark_type(typed, sql)
@@ -220,6 +221,7 @@ def expressions(depth: int) -> st.SearchStrategy[str]:
     )
 
 
+@pytest.mark.spark
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(sql=expressions(3))
 def test_random_expressions(typed, sql):
