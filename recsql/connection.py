@@ -42,7 +42,7 @@ def connect(
     `conf` holds Spark settings and recsql settings (`recsql.max_iterations`, ...); `warehouse` is where
     tables persist (default `$RECSQL_WAREHOUSE` or `~/.recsql`); `log_level` (or `recsql.log_level`) puts
     Spark's log on the terminal at that level (`warn`, `info`, ...): by default it goes to a log file
-    (spark_logs.log_file) and nothing is printed."""
+    (recsql.spark.logs.log_file) and nothing is printed."""
     if master and remote:
         raise InterfaceError(f"connect() takes a master or a Spark Connect server, not both ({master}, {remote})")
     conf = {str(k): str(v) for k, v in (conf or {}).items()}

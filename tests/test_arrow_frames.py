@@ -1,4 +1,4 @@
-"""Arrow tables made DataFrames (spark_facts.arrow_frame): every row arrives, whatever the table's
+"""Arrow tables made DataFrames (session_kinds.arrow_frame): every row arrives, whatever the table's
 record batches are. A table concatenated from the parts of a computation (kept facts and fresh ones,
 some parts empty) has empty batches among nonempty ones, after which Spark's own conversion stops."""
 

@@ -3,7 +3,7 @@
 Layout of the warehouse:
 
     format.json             the layout's version (older warehouses are upgraded when opened)
-    catalog/<name>.json     one entry per table or view (catalog_entries.py): created only where none
+    catalog/<name>.json     one entry per table or view (storage/entries.py): created only where none
                             exists, replaced or removed by one rename, so a name is always a whole entry
                             or nothing
     tables/<name>-<id>/     a managed table: a Delta Lake table (Parquet files and _delta_log/)

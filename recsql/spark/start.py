@@ -1,6 +1,6 @@
 """Starting the Spark a connection runs on: a driver in this process (embedded `local[*]`, or a cluster's
 master), or a session on a Spark Connect server, whose driver runs elsewhere. A connection starts it
-when first needed (lazy_spark.py)."""
+when first needed (lazy.py)."""
 
 from __future__ import annotations
 
