@@ -1,6 +1,10 @@
 """What an embedded Spark starts with, and Spark's failures as messages a user can read."""
 
+import zipfile
+from pathlib import Path
+
 from recsql.spark import defaults as spark_defaults
+from recsql.spark import shipping
 from recsql.spark.errors import first_line
 from recsql.spark.start import embedded_settings
 
@@ -34,3 +38,16 @@ def test_an_embedded_driver_gets_a_share_of_the_machine_unless_told(monkeypatch)
     assert embedded_settings({"spark.driver.memory": "3g"})[spark_defaults.DRIVER_MEMORY] == "3g"
     monkeypatch.setenv("SPARK_DRIVER_MEMORY", "2g")
     assert spark_defaults.DRIVER_MEMORY not in embedded_settings({})
+
+
+def test_the_code_shipped_to_executors_holds_every_module_of_the_packages():
+    """Executors without recsql import the shipped zip: it must hold all of recsql and translator, subpackages
+    included, under the names they are imported by."""
+    root = Path(__file__).resolve().parent.parent
+    expected = {
+        path.relative_to(root).as_posix()
+        for package in ("recsql", "translator")
+        for path in (root / package).rglob("*.py")
+    }
+    with zipfile.ZipFile(shipping.code_archive()) as archive:
+        assert set(archive.namelist()) == expected

@@ -10,6 +10,7 @@ recsql's dependencies (pyspark, pyarrow, pandas, duckdb, sqlglot).
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import os
 import tempfile
 import zipfile
@@ -23,11 +24,15 @@ PACKAGES = ("recsql", "translator")  # what the workers import: the engine and t
 
 
 def source_files() -> list[tuple[Path, str]]:
-    """The Python files of the shipped packages, with their names inside the zip."""
-    root = Path(__file__).resolve().parent.parent
-    return sorted(
-        (path, path.relative_to(root).as_posix()) for package in PACKAGES for path in (root / package).rglob("*.py")
-    )
+    """The Python files of the shipped packages, with their names inside the zip (found where Python imports
+    each package from, wherever this module lies within them)."""
+    files = []
+    for package in PACKAGES:
+        spec = importlib.util.find_spec(package)
+        assert spec is not None and spec.origin is not None, package
+        directory = Path(spec.origin).resolve().parent
+        files += [(path, path.relative_to(directory.parent).as_posix()) for path in directory.rglob("*.py")]
+    return sorted(files)
 
 
 def code_archive() -> Path:
