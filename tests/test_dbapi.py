@@ -128,6 +128,7 @@ def test_recursive_view(cur):
         cur.execute("SELECT * FROM db_reach")
 
 
+@pytest.mark.spark
 @pytest.mark.parametrize("given_as", [str, lambda path: path.as_uri()], ids=["path", "file URI"])
 def test_tables_persist_in_the_warehouse(conn, cur, warehouse, given_as):
     cur.execute("DROP TABLE IF EXISTS db_kept")

@@ -497,6 +497,7 @@ def test_self_referencing_create_or_replace(cur):
     assert table_rows(cur, "dur_self") == [(2 * a, b) for a, b in rows[:10]]
 
 
+@pytest.mark.spark
 def test_a_change_computed_from_an_outdated_version_is_refused(conn, warehouse):
     """Two statements that rewrite the same file: the one whose snapshot is older fails and changes
     nothing; an insert made meanwhile does not conflict with a rewrite (its rows are kept)."""
