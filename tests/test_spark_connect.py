@@ -142,6 +142,7 @@ def test_a_server_that_is_not_there_is_reported_at_once():
         recsql.connect(remote="http://127.0.0.1:15002")
 
 
+@pytest.mark.spark
 def test_a_process_with_a_spark_driver_cannot_open_a_connect_session(conn, server):
     url, _ = server
     _ = conn.spark_session  # the suite's Spark driver runs
