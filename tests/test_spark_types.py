@@ -283,6 +283,7 @@ STRATA = [
 ]
 
 
+@pytest.mark.spark
 @pytest.mark.parametrize("sql", STRATA)
 def test_stratum_types_follow_spark_iteration_by_iteration(conn, sql):
     """Each relation's full, delta and old types after each of the first iterations: derived == analysed."""
