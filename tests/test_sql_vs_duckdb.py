@@ -648,6 +648,7 @@ ALL_CASES = (
 )
 
 
+@pytest.mark.spark
 @pytest.mark.parametrize("case", ALL_CASES)
 def test_query_matches_duckdb(case, sq_tables, cur, duck):
     check(cur, duck, **case)
@@ -666,6 +667,7 @@ def test_grouping_without_aggregates_matches_duckdb(case, sq_tables, cur, duck):
     check(cur, duck, **case)
 
 
+@pytest.mark.spark
 @under("local")
 def test_semi_join_runs_without_spark(sq_tables, conn):
     sql = (

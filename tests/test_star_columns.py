@@ -85,6 +85,7 @@ def recursion(body: str, clause: str, header: bool, table: str = "st_graph", sel
     return f"WITH RECURSIVE {name} AS ({body.format(table=table)}) {clause} {select}"
 
 
+@pytest.mark.spark
 @pytest.mark.parametrize("header", [True, False], ids=["column list", "no column list"])
 def test_search_depth_first_over_star(cur, header):
     """PostgreSQL's test: the walks of the graph, each right after the walk it extends."""
@@ -95,6 +96,7 @@ def test_search_depth_first_over_star(cur, header):
     assert found == rows(cur, recursion(WRITTEN, clause, header, select="SELECT * FROM sg ORDER BY seq"))
 
 
+@pytest.mark.spark
 @pytest.mark.parametrize("header", [True, False], ids=["column list", "no column list"])
 def test_search_breadth_first_over_star(cur, header):
     """Level by level: a walk's depth is its length less one."""
@@ -105,6 +107,7 @@ def test_search_breadth_first_over_star(cur, header):
     assert found == rows(cur, recursion(WRITTEN, clause, header, select="SELECT * FROM sg ORDER BY seq"))
 
 
+@pytest.mark.spark
 @pytest.mark.parametrize("header", [True, False], ids=["column list", "no column list"])
 def test_cycle_over_star(cur, header):
     """PostgreSQL's test on a graph with a cycle: every walk up to the arc that repeats one on it, marked."""
@@ -122,6 +125,7 @@ def test_cycle_over_star(cur, header):
     )
 
 
+@pytest.mark.spark
 def test_search_and_cycle_over_star_beside_other_items(cur):
     """`*` beside a computed item, the clauses naming columns on either side of it (and one past the star)."""
     body = (

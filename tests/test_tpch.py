@@ -78,6 +78,7 @@ def spark_answer(on_spark: recsql.Connection, number: int) -> tuple[list[tuple],
     return SPARK_ANSWERS[number]
 
 
+@pytest.mark.spark
 @pytest.mark.parametrize("number", sorted(QUERIES))
 def test_tpch_on_spark(on_spark, duckdb_answers, number):
     sql = QUERIES[number]
@@ -85,6 +86,7 @@ def test_tpch_on_spark(on_spark, duckdb_answers, number):
     assert difference(spark_answer(on_spark, number)[1], duckdb_answers[number], ordered(sql)) is None
 
 
+@pytest.mark.spark
 @pytest.mark.parametrize("number", sorted(QUERIES))
 def test_tpch_over_files_in_process_is_spark_exactly(over_files, on_spark, number):
     """Over the Parquet files read directly, every query runs in this process without a Spark job, and
@@ -105,6 +107,7 @@ def test_tpch_in_process(in_process, duckdb_answers, number):
     assert difference(run(in_process, sql), duckdb_answers[number], ordered(sql)) is None
 
 
+@pytest.mark.spark
 @pytest.mark.parametrize("number", [18, 21])
 def test_in_process_runs_without_spark(in_process, number):
     """Over registered Arrow tables, `auto` runs these queries in this process: no Spark job."""
