@@ -199,20 +199,15 @@ def test_hive_metastore_table(tmp_path):
 def test_connect_prints_nothing(tmp_path):
     """Spark's start-up lines go to the log file; asked for a log level, they come to the terminal."""
     environment = {**os.environ, "RECSQL_LOG": str(tmp_path / "spark.log"), "RECSQL_WAREHOUSE": str(tmp_path)}
-    quiet = subprocess.run(
-        [sys.executable, "-c", "import recsql; recsql.connect().spark_session"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env=environment,
-    )
+
+    def connect(arguments: str) -> subprocess.CompletedProcess:
+        code = f"import recsql; recsql.connect({arguments}).spark_session"
+        return subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=environment
+        )
+
+    quiet = connect("")
     assert (quiet.returncode, quiet.stdout, quiet.stderr) == (0, "", "")
     assert "log4j" in (tmp_path / "spark.log").read_text()
-    verbose = subprocess.run(
-        [sys.executable, "-c", "import recsql; recsql.connect(log_level='warn').spark_session"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env=environment,
-    )
+    verbose = connect("log_level='warn'")
     assert verbose.returncode == 0 and "log4j" in verbose.stderr
