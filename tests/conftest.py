@@ -21,6 +21,7 @@ import os
 from collections.abc import Iterator
 
 import pytest
+from pyspark import SparkContext
 
 import recsql
 from recsql.spark.lazy import LazySpark
@@ -94,15 +95,16 @@ def pytest_collection_modifyitems(config, items):
 
 @contextlib.contextmanager
 def spark_refused(item: pytest.Item) -> Iterator[None]:
-    """A test not marked `spark` must not need Spark: while Spark has not started (in the fast tier, never), a
-    statement that would start it fails the test, saying so. (Once it runs, recsql may ask it for names.)"""
+    """A test not marked `spark` must not need Spark: while no Spark runs in this process (in the fast tier,
+    never), a statement that would start it fails the test, saying so. (Once it runs, recsql may ask it for
+    names, and a new connection shares it.)"""
     if item.get_closest_marker("spark") is not None or "conn" not in item.fixturenames:
         yield
         return
     session = LazySpark.session
 
     def refused(self):
-        if not self.started:
+        if not self.started and SparkContext._active_spark_context is None:
             pytest.fail("this test needs Spark: mark it `spark` (pytest.mark.spark)", pytrace=False)
         return session(self)
 
