@@ -234,7 +234,7 @@ def test_cyclic_count_of_paths_hits_iteration_limit(conn, cur):
         "WITH RECURSIVE paths(node, count() AS cnt) AS (SELECT 1, 1) UNION "
         "(SELECT e.dst, paths.cnt FROM paths, agg_cyc e WHERE paths.node = e.src) SELECT node, cnt FROM paths"
     )
-    cur.execute("SET recsql.max_iterations = 30")
+    cur.execute("SET recsql.max_iterations = 10")
     try:
         with pytest.raises(recsql.OperationalError) as info:
             cur.execute(sql)

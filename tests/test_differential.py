@@ -31,7 +31,7 @@ pytestmark = module_under("local", "decomposed", "distributed")
 LONG_RUN = int(os.environ.get("RECSQL_DIFFERENTIAL_EXAMPLES", "0"))
 # examples per test in the suite, by strategy: a query in process costs a fraction of one on Spark (0.3-1 s)
 EXAMPLES = {
-    "queries": {"local": 200, "decomposed": 15, "distributed": 25},  # decomposed: a Parquet file per task
+    "queries": {"local": 100, "decomposed": 15, "distributed": 25},  # decomposed: a Parquet file per task
     "programs": {"local": 40, "decomposed": 6, "distributed": 6},
     "header_aggregates": {"local": 40, "decomposed": 8, "distributed": 8},
 }

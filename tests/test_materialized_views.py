@@ -173,11 +173,18 @@ def test_views_equal_their_query_after_every_change_locally(conn, view, data):
 
 
 @pytest.mark.spark
-@pytest.mark.parametrize("strategy_name", ["decomposed", "distributed"])
-@pytest.mark.parametrize("view", ["closure", "shortest", "path_counts", "negation"])
+@pytest.mark.parametrize(  # each strategy maintains a view of every kind: a set, min(), count(), negation
+    "view, strategy_name",
+    [
+        ("closure", "distributed"),
+        ("shortest", "decomposed"),
+        ("path_counts", "distributed"),
+        ("negation", "decomposed"),
+    ],
+)
 @settings(max_examples=3, deadline=None)
 @given(data=st.data())
-def test_views_equal_their_query_after_every_change_on_spark(conn, strategy_name, view, data):
+def test_views_equal_their_query_after_every_change_on_spark(conn, view, strategy_name, data):
     set_strategy(conn, strategy_name)
     check_history(conn, view, data.draw(histories(VIEWS[view][0], most=2)))
 
