@@ -27,7 +27,7 @@ QUERIES = [
     "SELECT extract(year FROM d) AS y, month(d) AS m, day(d) AS dd, count(*) AS n FROM ex_t GROUP BY 1, 2, 3",
     "SELECT substring(s, 2, 3) AS part, s LIKE '%b%' AS has_b, s NOT LIKE 'a_%' AS not_a FROM ex_t",
     "SELECT sum(CASE WHEN s LIKE 'a%' THEN a ELSE 0 END) / sum(a) AS share FROM ex_t",
-    "SELECT s || '/' || CAST(k AS STRING) AS path, s || CAST(NULL AS STRING) AS none FROM ex_t",
+    "SELECT s || '/' || CAST(k AS STRING) AS path, s || CAST(NULL AS STRING) AS none, length(s) AS n FROM ex_t",
 ]
 PROPERTY = settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 

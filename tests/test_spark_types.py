@@ -145,6 +145,8 @@ INFERRED = [
     "day(day)",
     "substring(str, 1, 2)",
     "str || 'x'",
+    "length(str)",
+    "length(str || 'é')",
     "str || CAST(i AS STRING) || NULL",
     "substr(str, 3)",
     "str LIKE 'a%'",

@@ -159,9 +159,10 @@ class LocalFixpoint:
         printer = Printer(Dialect.DUCKDB, spark_settings.ansi)
         engine = DuckDBEngine(self.db, inputs, types, printer)
         self.fixpoint = Fixpoint(engine, program, stratum, seeds, reached)
+        settled_at = recursive_query.settled_at(stratum, types) if seeds is None and reached is None else None
         self.recursive_query = (
-            RecursiveQuery(self.db, printer, program, stratum, engine.inputs, types, counted)
-            if seeds is None and reached is None and recursive_query.fits(stratum, types)
+            RecursiveQuery(self.db, printer, program, stratum, engine.inputs, types, settled_at, counted)
+            if settled_at is not None
             else None
         )
 
@@ -177,7 +178,8 @@ class LocalFixpoint:
         limits = Limits(self.program, self.stratum, self.settings, self.stratum.capacity)
         with duckdb_errors(), contextlib.closing(self.db) if self.owns_db else contextlib.nullcontext():
             if self.recursive_query is not None:
-                facts = self.recursive_query.run(limits, self.progress)
+                facts = self.recursive_query.run(self.fixpoint, limits, self.progress)
                 if facts is not None:
                     return facts
+                self.fixpoint = self.fixpoint.afresh()
             return self.fixpoint.run(limits, self.progress)

@@ -3,8 +3,9 @@ DuckDB's recursion to mean what the semi-naive loop means (planner/single_query.
 one query, with no Python and no round trip per iteration.
 
 The rules are printed and cast to the types of Spark's evaluation as the loop prints and casts them, so the
-values are the loop's; this needs the facts' types to be the same from the exit rules on (where Spark
-widens them while iterating, the loop casts iteration by iteration). The loop's limits hold:
+values are the loop's. Where Spark widens the facts' types while iterating (a literal anchor of INT beside a
+BIGINT table), the loop runs the iterations whose types differ, casting iteration by iteration, and the
+queries go on from its facts once the types have settled. The loop's limits hold:
 
 * UNION ALL: a column counts the rounds. The query runs in chunks of rounds, each chunk starting from the
   rows of the last round of the one before; between chunks the rounds' row counts go through the loop's
@@ -31,7 +32,7 @@ import pyarrow.compute as pc
 from sqlglot import exp
 
 from recsql.engine.columns import column_names
-from recsql.engine.fixpoint import CapacityExceeded, Limits, Reached, iterate
+from recsql.engine.fixpoint import CapacityExceeded, Fixpoint, Limits, Reached, iterate
 from recsql.engine.local.database import Database
 from recsql.engine.progress import Progress, ProgressListener
 from recsql.engine.relation_types import SETTLED, RelationTypes, ResultTypes
@@ -47,22 +48,31 @@ SEEDS = "__round_seeds"  # the rows a chunk starts from
 FROM = "__rounds_from"  # the parameter naming the round a chunk goes on from
 FIRST_CHUNK = 8  # rounds in the first chunk: how far the rows may grow before the limits are first checked
 LONGEST_CHUNK = 4096
+SETTLING = 3  # iterations the loop may run while the types widen, before the queries go on
 
 
-def fits(stratum: Stratum, types: ResultTypes | None) -> bool:
-    """Whether the stratum runs as recursive queries: the planner found the form fits, and the facts have
-    the same types after the exit rules as after any iteration."""
+def settled_at(stratum: Stratum, types: ResultTypes | None) -> int | None:
+    """The iteration from which the stratum runs as recursive queries: the first after which its facts have
+    the types they keep (0: the exit rules'). None where it does not run so: the planner found the form does
+    not fit, or the types settle only later."""
     if stratum.single_query is None or not stratum.single_query.fits or not stratum.exit_rules:
-        return False
+        return None
     if types is None:
-        return True
-    start, settled = types(0), types(SETTLED)
-    return all(start[name].full == settled[name].full == settled[name].delta for name in stratum.relations)
+        return 0
+    settled = types(SETTLED)
+    if any(settled[name].full != settled[name].delta for name in stratum.relations):
+        return None
+    for iteration in range(SETTLING + 1):
+        current = types(iteration)
+        if all(current[n].full == settled[n].full and current[n].delta == settled[n].delta for n in settled):
+            return iteration
+    return None
 
 
 class RecursiveQuery:
     """One stratum of one relation, its rules printed for DuckDB reading the stratum's inputs as `inputs`
-    names them (registered tables of `db`). `counted`: count a UNION's iterations too."""
+    names them (registered tables of `db`), from iteration `settled_at` on (the loop's before).
+    `counted`: count a UNION's iterations too."""
 
     def __init__(
         self,
@@ -72,6 +82,7 @@ class RecursiveQuery:
         stratum: Stratum,
         inputs: Mapping[str, str],
         types: ResultTypes | None,
+        settled_at: int,
         counted: bool = False,
     ):
         self.db = db
@@ -84,38 +95,43 @@ class RecursiveQuery:
         self.names = column_names(self.width + 1)  # the relation's columns, then the round's
         self.start_types = types(0)[self.name] if types is not None else None
         self.round_types = types(SETTLED)[self.name] if types is not None else None
+        self.settled_at = settled_at
         self.bag = stratum.iteration is Iteration.BAG
         self.counted = counted or self.bag
         self.iterations: int | None = None  # once run: the iterations, where counted
 
-    def run(self, limits: Limits, progress: ProgressListener | None) -> dict[str, pa.Table] | None:
+    def run(
+        self, loop: Fixpoint[pa.Table, str], limits: Limits, progress: ProgressListener | None
+    ) -> dict[str, pa.Table] | None:
         """The facts of the relation; None where a UNION's answer may have passed a limit (the loop then
-        runs the stratum, to stop where it stops)."""
-        if self.counted:
-            rounds = Rounds(self, limits)
-            started = time.monotonic()
-            try:
-                self.iterations = iterate(rounds, limits, progress)
-            except CapacityExceeded as exceeded:
-                known, new = rounds.before(), rounds.of_round()
-                exceeded.reached = Reached(
-                    {self.name: known},
-                    {self.name: new},
-                    rounds.round,
-                    time.monotonic() - started,
-                    exceeded.facts,
-                    exceeded.expected,
-                )
-                raise
-            return {self.name: rounds.facts_so_far()}
+        runs the stratum afresh, to stop where it stops). `loop`: the loop, not started, for the iterations
+        before the types settle."""
         started = time.monotonic()
-        facts = self.db.query(self.query(self.exit_sql()))
+        if self.counted:
+            evaluation = LoopThenRounds(loop, self.settled_at, Rounds(self, limits))
+            try:
+                self.iterations = iterate(evaluation, limits, progress)
+            except CapacityExceeded as exceeded:
+                exceeded.reached = evaluation.reached(time.monotonic() - started, exceeded)
+                raise
+            return {self.name: evaluation.result()}
+        known: pa.Table | None = None
+        if self.settled_at:
+            first = FirstIterations(loop, self.settled_at)
+            iterate(first, limits, progress)
+            known = loop.states[self.name].full
+            if not first.going_on:
+                return {self.name: known}
+        anchor = self.exit_sql() if known is None else f"SELECT * FROM {self.printer.quote(SEEDS)}"
+        facts = self.db.query(self.query(anchor), **({SEEDS: known} if known is not None else {}))
         rows = facts.num_rows
-        if rows > min(limits.max_iterations, limits.max_rows, limits.capacity or rows):
+        rounds_at_most = self.settled_at + rows - (known.num_rows if known is not None else 0)
+        if rounds_at_most > limits.max_iterations or rows > min(limits.max_rows, limits.capacity or rows):
             return None
         if progress is not None:
+            iteration = self.settled_at + 1 if self.settled_at else 0  # 0 only for the whole recursion
             elapsed = time.monotonic() - started
-            progress(Progress(self.stratum.relations, 0, rows, rows, elapsed, {self.name: rows}, whole=True))
+            progress(Progress(self.stratum.relations, iteration, rows, rows, elapsed, {self.name: rows}, whole=True))
         return {self.name: facts}
 
     # ------------------------------------------------------------------ printing
@@ -170,6 +186,16 @@ class RecursiveQuery:
                 sql = self.db.cast(sql, names, schema)
         return sql
 
+    def with_rounds(self, known: pa.Table, new: pa.Table, round_: int) -> pa.Table:
+        """The facts known before round `round_` and those new in it, each with a round (the known ones the
+        round before: all a chunk needs of them is that they are older)."""
+        column = self.printer.quote(self.names[self.width])
+        sql = (
+            f"SELECT *, CAST({round_ - 1} AS BIGINT) AS {column} FROM _known "
+            f"UNION ALL SELECT *, CAST({round_} AS BIGINT) AS {column} FROM _new"
+        )
+        return self.db.query(sql, _known=known, _new=new)
+
 
 def counting(rule: Rule, relation: str) -> Rule:
     """`rule` reading the round of the relation's rows, for rounds from the FROM parameter below the BOUND one."""
@@ -205,6 +231,12 @@ class Rounds:
         self.query(self.recursion.query(self.recursion.exit_sql()), 0, {})
         return self.counts.get(0, 0)
 
+    def seed(self, known: pa.Table, new: pa.Table, round_: int) -> None:
+        """Go on from round `round_`, whose new facts are `new`, the facts before them `known`."""
+        self.chunks.append(self.recursion.with_rounds(known, new, round_))
+        self.counts[round_] = new.num_rows
+        self.round = self.last = round_
+
     def step(self) -> int:
         self.round += 1
         if self.round > self.last:
@@ -213,13 +245,14 @@ class Rounds:
 
     def next_chunk(self) -> None:
         """The rounds after the last one queried, from its rows: more of them while rounds do not grow."""
-        first, last = self.counts.get(self.last - self.length + 1, 0), self.counts.get(self.last, 0)
+        last = self.counts.get(self.last, 0)
+        first = self.counts.get(self.last - self.length + 1, last)
         self.length = min(self.length * 4, LONGEST_CHUNK) if last <= first else 1
         if self.recursion.bag:
             previous = self.chunks[-1]
             seeds = previous.filter(pc.equal(previous.column(self.round_column), self.last))
         else:
-            seeds = pa.concat_tables(self.chunks)
+            seeds = self.all_rows()
         self.query(self.sql, self.last, {SEEDS: seeds})
 
     def query(self, sql: str, from_round: int, tables: dict[str, pa.Table]) -> None:
@@ -234,9 +267,6 @@ class Rounds:
 
     def facts(self) -> dict[str, int]:
         return {self.recursion.name: self.counts.get(self.round, 0)}
-
-    def watched(self) -> tuple[int, ...]:
-        return ()
 
     def facts_so_far(self) -> pa.Table:
         """The rows of every round, without the round's column."""
@@ -256,3 +286,75 @@ class Rounds:
 
     def all_rows(self) -> pa.Table:
         return pa.concat_tables(self.chunks) if len(self.chunks) > 1 else self.chunks[0]
+
+
+class LoopThenRounds:
+    """The loop's iterations up to `settled_at`, then the rounds of the recursive queries, from the loop's
+    facts (fixpoint.Evaluation)."""
+
+    def __init__(self, loop: Fixpoint[pa.Table, str], settled_at: int, rounds: Rounds):
+        self.loop = loop
+        self.settled_at = settled_at
+        self.rounds = rounds
+        (self.name,) = loop.states
+        self.queried = False  # whether the rounds have taken over
+
+    def start(self) -> int:
+        if self.settled_at:
+            return self.loop.start()
+        self.queried = True
+        return self.rounds.start()
+
+    def step(self) -> int:
+        if self.queried:
+            return self.rounds.step()
+        new = self.loop.step()
+        if self.loop.iterations == self.settled_at:
+            state = self.loop.states[self.name]
+            self.rounds.seed(state.old, state.delta, self.settled_at)
+            self.queried = True
+        return new
+
+    def facts(self) -> dict[str, int]:
+        return self.rounds.facts() if self.queried else self.loop.facts()
+
+    def watched(self) -> tuple[int, ...]:
+        return ()
+
+    def result(self) -> pa.Table:
+        return self.rounds.facts_so_far() if self.queried else self.loop.states[self.name].full
+
+    def reached(self, seconds: float, exceeded: CapacityExceeded) -> Reached[pa.Table]:
+        """Where the evaluation stopped past its capacity (CapacityExceeded.reached)."""
+        if self.queried:
+            known, new, iterations = self.rounds.before(), self.rounds.of_round(), self.rounds.round
+        else:
+            state = self.loop.states[self.name]
+            known, new, iterations = state.old, state.delta, self.loop.iterations
+        return Reached({self.name: known}, {self.name: new}, iterations, seconds, exceeded.facts, exceeded.expected)
+
+
+class FirstIterations:
+    """The loop's first `iterations` iterations, as if the recursion ended there (fixpoint.Evaluation);
+    `going_on`: whether the last of them derived new facts."""
+
+    def __init__(self, loop: Fixpoint[pa.Table, str], iterations: int):
+        self.loop = loop
+        self.iterations = iterations
+        self.going_on = False
+
+    def start(self) -> int:
+        return self.loop.start()
+
+    def step(self) -> int:
+        if self.loop.iterations == self.iterations:
+            return 0
+        new = self.loop.step()
+        self.going_on = new > 0
+        return new
+
+    def facts(self) -> dict[str, int]:
+        return self.loop.facts()
+
+    def watched(self) -> tuple[int, ...]:
+        return ()

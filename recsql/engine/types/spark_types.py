@@ -130,6 +130,9 @@ def expression_type(expression: exp.Expr, variables: Mapping[str, T.DataType]) -
         for operand in (node.this, node.expression):
             text(expression_type(operand, variables))
         return T.StringType()
+    if isinstance(node, exp.Length) and not node.args.get("binary"):  # a string's characters, in both engines
+        text(expression_type(node.this, variables))
+        return T.IntegerType()
     if isinstance(node, FUNCTIONS):
         return function_type(node, variables)
     if isinstance(node, ARRAY_FUNCTIONS):
