@@ -24,6 +24,7 @@ queries go on from its facts once the types have settled. The loop's limits hold
 from __future__ import annotations
 
 import dataclasses
+import functools
 import time
 from collections.abc import Mapping
 
@@ -140,7 +141,7 @@ class RecursiveQuery:
         """The recursion from the rows of `anchor` (with their rounds where counted)."""
         quote = self.printer.quote
         names = self.names[: self.width + self.counted]
-        recursive = self.printer.union_all([self.variant_sql(variant.rule) for variant in self.stratum.variants])
+        recursive = self.recursive_sql()
         union, key = "UNION ALL" if self.bag else "UNION", ""
         if self.counted and not self.bag:  # each round keeps the rows the recursion does not hold yet
             key = f" USING KEY ({', '.join(quote(name) for name in names[:-1])})"
@@ -150,6 +151,10 @@ class RecursiveQuery:
             f"WITH RECURSIVE {quote(RECURSION)}({', '.join(quote(name) for name in names)}){key} AS "
             f"(SELECT * FROM ({anchor}) AS anchor {union} ({recursive})) SELECT * FROM {quote(RECURSION)}"
         )
+
+    @functools.cache  # noqa: B019 - one per stratum run, printed once for its every chunk
+    def recursive_sql(self) -> str:
+        return self.printer.union_all([self.variant_sql(variant.rule) for variant in self.stratum.variants])
 
     def exit_sql(self) -> str:
         """The facts of the exit rules (with round 0 where rounds are counted)."""
@@ -179,7 +184,8 @@ class RecursiveQuery:
         if types is None:
             return sql
         names = self.names[:width]
-        for schema in (types.candidates, types.delta):
+        candidates = types.candidates if types.candidates != types.delta else None  # one cast does
+        for schema in (candidates, types.delta):
             if schema is not None:
                 if width > self.width:
                     schema = schema.append(pa.field(names[-1], pa.int64()))
