@@ -49,6 +49,7 @@ SEEDS = "__round_seeds"  # the rows a chunk starts from
 FROM = "__rounds_from"  # the parameter naming the round a chunk goes on from
 FIRST_CHUNK = 8  # rounds in the first chunk: how far the rows may grow before the limits are first checked
 LONGEST_CHUNK = 4096
+GROWTH = 8  # how many times longer the next chunk, while rounds do not grow
 SETTLING = 3  # iterations the loop may run while the types widen, before the queries go on
 
 
@@ -253,7 +254,7 @@ class Rounds:
         """The rounds after the last one queried, from its rows: more of them while rounds do not grow."""
         last = self.counts.get(self.last, 0)
         first = self.counts.get(self.last - self.length + 1, last)
-        self.length = min(self.length * 4, LONGEST_CHUNK) if last <= first else 1
+        self.length = min(self.length * GROWTH, LONGEST_CHUNK) if last <= first else 1
         if self.recursion.bag:
             previous = self.chunks[-1]
             seeds = previous.filter(pc.equal(previous.column(self.round_column), self.last))
