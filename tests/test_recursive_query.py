@@ -6,6 +6,8 @@ answers through a connection are checked against DuckDB and plain Python too."""
 from __future__ import annotations
 
 import dataclasses
+import threading
+import time
 
 import duckdb
 import networkx as nx
@@ -187,3 +189,16 @@ def test_types_that_widen_while_iterating_keep_the_loop(conn, cur, monkeypatch):
     cur.execute("WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 0.5 FROM r WHERE n < 3) SELECT n FROM r")
     assert [float(n) for (n,) in cur.fetchall()] == [1.0, 1.5, 2.0, 2.5, 3.0]
     assert ran == []
+
+
+def test_a_cancel_stops_a_recursion_running_as_queries(conn, cur):
+    """Cancelling (Ctrl-C in the shell) stops a recursion that runs as chunks of one query, and the session goes on."""
+    cur.execute("SET recsql.max_iterations = 100000000")
+    timer = threading.Timer(0.5, conn.cancel)
+    timer.start()
+    started = time.monotonic()
+    with pytest.raises(recsql.QueryCancelled):
+        cur.execute(CHAIN.format(bound=10**8))
+    assert time.monotonic() - started < 20
+    cur.execute(CHAIN.format(bound=3))
+    assert cur.fetchall() == [(1,), (2,), (3,)]
