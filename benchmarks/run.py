@@ -1,6 +1,6 @@
 """recsql beside the alternatives on the benchmark workloads, in one process, on the same data.
 
-    python -m benchmarks.run [--quick | --scale] [--repeat 3] [--only NAME ...] [--chart benchmarks.png]
+    python -m benchmarks.run [--quick | --scale | --deep] [--repeat 3] [--only NAME ...] [--chart benchmarks.png]
                              [--strategy auto|local|decomposed|distributed] [--systems recsql ...]
                              [--json FILE]
     python -m benchmarks.run --compare OLD.json NEW.json
@@ -16,7 +16,8 @@ pip install -e '.[bench]').
 `--strategy` forces where recsql runs its recursion (SET recsql.strategy; `auto` by default), so the Spark
 strategies are measured and not only the one `auto` picks. `--scale` runs the workloads at the sizes where
 Spark is the point (benchmarks/workloads.py, scale_workloads) with recsql under every strategy, each
-forced, beside the alternatives; a run that takes over a minute is timed once. `--systems` runs only
+forced, beside the alternatives; a run that takes over a minute is timed once. `--deep` runs deep, thin
+recursions of thousands of iterations (deep_workloads) beside DuckDB. `--systems` runs only
 some of the systems (`--systems recsql` to time recsql alone). `--json` writes recsql's medians and the
 run conditions; `--compare` prints two such files side by side (two versions of recsql, run in the same
 conditions).
@@ -38,7 +39,7 @@ import duckdb
 import recsql
 from benchmarks.memory import peak_growth
 from benchmarks.timing import compare_medians, save_medians
-from benchmarks.workloads import Workload, scale_workloads, workloads
+from benchmarks.workloads import Workload, deep_workloads, scale_workloads, workloads
 from recsql.settings import Strategy
 from recsql.spark.session_kinds import is_connect
 
@@ -129,7 +130,7 @@ def run_workload(
             outcome.results[name] = measure(recsql_run, repeat, forcing(strategy))
     runs = {
         "spark native": (lambda: first_row(spark.sql(workload.spark).collect())) if workload.spark else None,
-        "pyspark loop": lambda: workload.loop(spark),
+        "pyspark loop": (lambda: workload.loop(spark)) if workload.loop else None,
         "duckdb": lambda: duck.execute(workload.duckdb).fetchall()[0],
     }
     for system, run in runs.items():
@@ -219,6 +220,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sizes = parser.add_mutually_exclusive_group()
     sizes.add_argument("--quick", action="store_true", help="small graphs: a smoke run of a minute or two")
+    sizes.add_argument("--deep", action="store_true", help="deep, thin recursions (thousands of iterations)")
     sizes.add_argument(
         "--scale",
         action="store_true",
@@ -245,7 +247,7 @@ def main() -> None:
         print(compare_medians(*args.compare, COMPARED))
         return
 
-    every = scale_workloads() if args.scale else workloads(args.quick)
+    every = scale_workloads() if args.scale else deep_workloads() if args.deep else workloads(args.quick)
     chosen = [w for w in every if not args.only or w.name in args.only]
     if args.scale:
         recsql_runs = {
@@ -282,6 +284,7 @@ def main() -> None:
             "driver memory": args.driver_memory,
             "remote": args.remote,
             "scale": args.scale,
+            "deep": args.deep,
         }
         save_medians(args.json, medians, conditions)
     if args.chart:

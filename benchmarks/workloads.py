@@ -22,7 +22,7 @@ class Workload:
     edges: Callable[[], pa.Table]
     recsql: str
     duckdb: str
-    loop: Callable
+    loop: Callable | None  # None: no hand-written loop (thousands of Spark jobs are no contender)
     spark: str | None = None  # Spark's native WITH RECURSIVE (UNION ALL): only where it terminates
 
 
@@ -217,4 +217,38 @@ def scale_workloads() -> list[Workload]:
         Workload(
             "chain-300", "a path of 300 edges", lambda: graphs.chain(300), REACH, REACH, loops.reachable, REACH_SPARK
         ),
+    ]
+
+
+DEPTH = 5_000  # iterations of the deep workloads
+COUNTER = f"""WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r WHERE n < {DEPTH})
+SELECT count(*), sum(n) FROM r"""
+HIERARCHY = """WITH RECURSIVE h(id, depth, path) AS (SELECT 0, 0, CAST('0' AS STRING) UNION ALL
+SELECT e.dst, h.depth + 1, h.path || '/' || CAST(e.dst AS STRING) FROM h JOIN edge e ON h.id = e.src)
+SELECT count(*), sum(depth), sum(length(path)) FROM h"""
+DATES = f"""WITH RECURSIVE d(day) AS (SELECT DATE '2000-01-01' UNION ALL
+SELECT day + INTERVAL 1 DAY FROM d WHERE day < DATE '2000-01-01' + INTERVAL {DEPTH - 1} DAY)
+SELECT count(*), max(year(day)) FROM d"""
+RUNNING_TOTAL = """WITH RECURSIVE rt(i, total) AS (SELECT 0, 0 UNION ALL
+SELECT e.dst, rt.total + e.dst FROM rt JOIN edge e ON e.src = rt.i) SELECT count(*), max(total) FROM rt"""
+FIBONACCI = f"""WITH RECURSIVE f(i, a, b) AS (SELECT 1, 0, 1 UNION ALL
+SELECT i + 1, b, (a + b) % 1000003 FROM f WHERE i < {DEPTH}) SELECT count(*), sum(a) FROM f"""
+
+
+def deep_workloads() -> list[Workload]:
+    """Deep, thin recursions: each iteration derives a row or two, for thousands of iterations, the first
+    recursive queries users write (`python -m benchmarks.run --deep`). recsql beside DuckDB: a hand-written
+    loop or Spark's native CTE pays a Spark job per iteration."""
+    chain = lambda: graphs.chain(DEPTH)  # noqa: E731 - the same graph for every workload reading one
+    return [
+        Workload("counter", f"no table, {DEPTH:,} iterations", chain, COUNTER, COUNTER, None),
+        Workload("chain-reachability", f"a path of {DEPTH:,} edges (UNION)", chain, REACH, REACH, None),
+        Workload(
+            "hierarchy-paths", f"a path of {DEPTH:,} edges, each row's path as text", chain, HIERARCHY, HIERARCHY, None
+        ),
+        Workload("date-series", f"{DEPTH:,} days from 2000-01-01", chain, DATES, DATES, None),
+        Workload(
+            "running-total", f"a path of {DEPTH:,} edges, a sum along it", chain, RUNNING_TOTAL, RUNNING_TOTAL, None
+        ),
+        Workload("fibonacci-mod-p", f"{DEPTH:,} numbers, modulo 1,000,003", chain, FIBONACCI, FIBONACCI, None),
     ]

@@ -13,6 +13,7 @@ import pytest
 
 from recsql.engine.fixpoint import Fixpoint
 from recsql.engine.local.engine import DuckDBEngine
+from recsql.engine.local.recursive_query import RecursiveQuery
 from recsql.engine.strategies.decomposed import Decomposed
 from recsql.engine.strategies.exchanged import Exchanged
 
@@ -74,10 +75,10 @@ class Runs(list):
 @contextlib.contextmanager
 def counting_runs(conn, monkeypatch, strategy: str) -> Iterator[Runs]:
     """SET recsql.strategy = `strategy` inside the block (the previous one again after it); yields the
-    strata that ran, by strategy (a fixpoint in DuckDB is local, on Spark distributed; a decomposed
+    strata that ran, by strategy (a fixpoint or a recursive query in DuckDB is local, on Spark distributed; a decomposed
     stratum runs its fixpoints inside Spark's workers, and so does a distributed one run as one job)."""
     runs = Runs(strategy)
-    run_fixpoint, run_decomposed = Fixpoint.run, Decomposed.run
+    run_fixpoint, run_decomposed, run_query = Fixpoint.run, Decomposed.run, RecursiveQuery.run
 
     def fixpoint(self, *args, **kwargs):
         runs.record("local" if isinstance(self.engine, DuckDBEngine) else "distributed", self.stratum.relations)
@@ -87,7 +88,12 @@ def counting_runs(conn, monkeypatch, strategy: str) -> Iterator[Runs]:
         runs.record("distributed" if isinstance(self, Exchanged) else "decomposed", self.stratum.relations)
         return run_decomposed(self)
 
+    def recursive_query(self, *args, **kwargs):
+        runs.record("local", self.stratum.relations)
+        return run_query(self, *args, **kwargs)
+
     monkeypatch.setattr(Fixpoint, "run", fixpoint)
+    monkeypatch.setattr(RecursiveQuery, "run", recursive_query)
     monkeypatch.setattr(Decomposed, "run", decomposed)
     previous = conn.session.settings.strategy
     set_strategy(conn, strategy)

@@ -1,6 +1,6 @@
 """Expressions the local evaluator computes as Spark does, to the last digit: decimal arithmetic (with
 literals, rounded to Spark's result types), decimal division and averages (rounded half up at the
-quotient's scale), dates plus intervals, the year / month / day of a date, SUBSTRING and LIKE. Each query
+quotient's scale), dates plus intervals, the year / month / day of a date, SUBSTRING, LIKE and `||`. Each query
 runs in this process (checked by EXPLAIN) and again with `recsql.spark = always`, on hypothesis-generated
 data; the answers (types and rows) must be the same."""
 
@@ -27,6 +27,7 @@ QUERIES = [
     "SELECT extract(year FROM d) AS y, month(d) AS m, day(d) AS dd, count(*) AS n FROM ex_t GROUP BY 1, 2, 3",
     "SELECT substring(s, 2, 3) AS part, s LIKE '%b%' AS has_b, s NOT LIKE 'a_%' AS not_a FROM ex_t",
     "SELECT sum(CASE WHEN s LIKE 'a%' THEN a ELSE 0 END) / sum(a) AS share FROM ex_t",
+    "SELECT s || '/' || CAST(k AS STRING) AS path, s || CAST(NULL AS STRING) AS none, length(s) AS n FROM ex_t",
 ]
 PROPERTY = settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 

@@ -144,6 +144,10 @@ INFERRED = [
     "month(day)",
     "day(day)",
     "substring(str, 1, 2)",
+    "str || 'x'",
+    "length(str)",
+    "length(str || 'é')",
+    "str || CAST(i AS STRING) || NULL",
     "substr(str, 3)",
     "str LIKE 'a%'",
     "str NOT LIKE '%b_'",
@@ -162,6 +166,8 @@ INFERRED = [
 
 DECLINED = [
     "concat(str, 'x')",
+    "str || i",
+    "str || d",
     "date_add(day, 1)",
     "CAST(str AS INT)",
     "CAST(d AS INT)",

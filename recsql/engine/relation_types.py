@@ -19,3 +19,4 @@ class RelationTypes:
 
 
 ResultTypes = Callable[[int], Mapping[str, RelationTypes]]  # iteration (0: the exit rules) -> types
+SETTLED = 1000  # iterations by which the types of any stratum have stopped changing

@@ -14,6 +14,7 @@ class Step:
     iteration: int | None  # None: a non-recursive relation; 0: a recursion's exit rules
     facts: dict[str, int]  # new facts per relation
     seconds: float
+    whole: bool = False  # a recursion's facts all at once (Progress.whole)
 
 
 @dataclass
@@ -32,7 +33,7 @@ class Trace:
         if event.iteration == 0:
             self.forget(event.relations)
         seconds = event.elapsed - self.elapsed_in(event.relations)
-        self.record(Step(event.relations, event.iteration, dict(event.facts), seconds))
+        self.record(Step(event.relations, event.iteration, dict(event.facts), seconds, event.whole))
 
     def restart(self, reason: str) -> None:
         """The whole evaluation starts again: what it recorded so far is gone."""
@@ -64,6 +65,8 @@ class Trace:
                 lines.append(f"{names}: {sum(step.facts.values())} facts, {step.seconds:.3f} s")
             else:
                 label = "exit rules" if step.iteration == 0 else f"iteration {step.iteration}"
+                if step.whole:
+                    label = "in one DuckDB recursive query (iterations not counted)"
                 lines.append(f"{names} {label}: {facts}, {step.seconds:.3f} s")
         totals = self.facts_per_relation()
         lines.append("facts per relation: " + ", ".join(f"{r} {n}" for r, n in totals.items()))

@@ -25,6 +25,7 @@ from recsql.optimizer.explain import explain_passes
 from recsql.optimizer.join_order import order_body
 from recsql.optimizer.ownership import owner_column
 from recsql.planner.first_rows import Stop, first_rows_stop
+from recsql.planner.single_query import SingleQuery, single_query
 from recsql.planner.spark_valued import spark_valued
 from recsql.settings import Settings, Strategy
 from translator.errors import UnsupportedError
@@ -75,6 +76,7 @@ class Stratum:
     owner: int | None = None  # DISTRIBUTED as one job: the column that says which task owns a fact
     reason: str = ""  # why the strategy, for EXPLAIN
     stop: Stop | None = None  # the rows after which a LIMIT over the stratum has what it needs (first_rows.py)
+    single_query: SingleQuery | None = None  # in this process: one DuckDB recursive query, or why not
 
     @property
     def relations(self) -> tuple[str, ...]:
@@ -116,6 +118,8 @@ class Plan:
                 lines.append(f"     strategy: {stratum.reason}")
             if stratum.stop is not None:
                 lines.append(f"     stops early, as LIMIT needs: {stratum.stop}")
+            if stratum.single_query is not None and stratum.strategy == Strategy.LOCAL:
+                lines.append(f"     in process: {stratum.single_query}")
             lines.extend(f"     {variant}" for variant in stratum.variants)
         return "\n".join(lines)
 
@@ -193,7 +197,19 @@ def plan(optimized: Optimized, components: list[Component], settings: Settings) 
             for rule in recursive_rules
             for variant in delta_variants(rule, component, iteration)
         )
-        strata.append(Stratum(component, exit_rules, variants, iteration, owner=owner, stop=stop, **vars(choice)))
+        one_query = single_query(program, component, recursive_rules, iteration, stop)
+        strata.append(
+            Stratum(
+                component,
+                exit_rules,
+                variants,
+                iteration,
+                owner=owner,
+                stop=stop,
+                single_query=one_query,
+                **vars(choice),
+            )
+        )
     return Plan(optimized, tuple(strata))
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import contextlib
 import re
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import ClassVar
 
 import duckdb
@@ -57,12 +57,13 @@ class Database:
             self.connection.register(name, table)
             self.registered[name] = table
 
-    def query(self, sql: str, **tables: pa.Table) -> pa.Table:
-        """The result of `sql` reading the given tables by their keyword names (DuckDB's failures as recsql's)."""
+    def query(self, sql: str, params: Mapping[str, object] | None = None, **tables: pa.Table) -> pa.Table:
+        """The result of `sql` reading the given tables by their keyword names, its `$name` parameters
+        `params` (DuckDB's failures as recsql's)."""
         for name, table in tables.items():
             self.register(name, table)
         with duckdb_errors(), interruptible(self.connection.interrupt):
-            relation = self.connection.sql(sql)
+            relation = self.connection.sql(sql, params=params)
             # newer DuckDB calls it to_arrow_table and deprecates fetch_arrow_table
             fetch = getattr(relation, "to_arrow_table", None) or relation.fetch_arrow_table
             return fetch()

@@ -18,7 +18,9 @@ from sqlglot import exp
 
 from recsql.engine.columns import column_names
 from recsql.engine.fixpoint import Fixpoint, Limits, Reached, Versions
+from recsql.engine.local import recursive_query
 from recsql.engine.local.database import Database, duckdb_errors, null_table
+from recsql.engine.local.recursive_query import RecursiveQuery
 from recsql.engine.progress import ProgressListener
 from recsql.engine.relation_types import RelationTypes, ResultTypes
 from recsql.engine.spark_settings import SparkSettings
@@ -142,25 +144,42 @@ class LocalFixpoint:
         database: Database | None = None,
         seeds: Mapping[str, pa.Table] | None = None,
         reached: Reached[pa.Table] | None = None,
+        counted: bool = False,
     ):
         """`database`: evaluate in this DuckDB connection (left open) instead of a new one. `seeds`: the
         facts of the exit rules, derived elsewhere (one part of them, under the decomposed strategy).
-        `reached`: where an evaluation of the component stopped, to go on from."""
+        `reached`: where an evaluation of the component stopped, to go on from. `counted`: count the
+        iterations of a recursion run as one DuckDB query (for EXPLAIN ANALYZE; recursive_query.py)."""
         self.program = program
         self.stratum = stratum
         self.settings = settings
         self.progress = progress
         self.db = database or Database(spark_settings.timezone)
         self.owns_db = database is None
-        engine = DuckDBEngine(self.db, inputs, types, Printer(Dialect.DUCKDB, spark_settings.ansi))
+        printer = Printer(Dialect.DUCKDB, spark_settings.ansi)
+        engine = DuckDBEngine(self.db, inputs, types, printer)
         self.fixpoint = Fixpoint(engine, program, stratum, seeds, reached)
+        settled_at = recursive_query.settled_at(stratum, types) if seeds is None and reached is None else None
+        self.recursive_query = (
+            RecursiveQuery(self.db, printer, program, stratum, engine.inputs, types, settled_at, counted)
+            if settled_at is not None
+            else None
+        )
 
     @property
     def iterations(self) -> int:
+        if self.recursive_query is not None and self.recursive_query.iterations is not None:
+            return self.recursive_query.iterations
         return self.fixpoint.iterations
 
     def run(self) -> dict[str, pa.Table]:
-        """The facts of each relation of the stratum."""
+        """The facts of each relation of the stratum: from DuckDB's recursive queries where they mean what the
+        loop means (recursive_query.py), else from the loop."""
         limits = Limits(self.program, self.stratum, self.settings, self.stratum.capacity)
         with duckdb_errors(), contextlib.closing(self.db) if self.owns_db else contextlib.nullcontext():
+            if self.recursive_query is not None:
+                facts = self.recursive_query.run(self.fixpoint, limits, self.progress)
+                if facts is not None:
+                    return facts
+                self.fixpoint = self.fixpoint.afresh()
             return self.fixpoint.run(limits, self.progress)

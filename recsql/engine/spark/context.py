@@ -17,6 +17,7 @@ from recsql.engine.progress import Progress
 from recsql.engine.scratch import Scratch
 from recsql.engine.spark.engine import Views
 from recsql.engine.spark_settings import SparkSettings
+from recsql.engine.trace import Trace
 from recsql.planner.plan import Plan, Stratum
 from recsql.settings import Settings
 from translator.ir import Atom, Program
@@ -31,6 +32,7 @@ class StratumRun(Protocol):
     views: Views
     outgrown: dict[tuple[str, ...], Reached[pa.Table] | None]  # strata past their local capacity: where they stopped
     scratch: Scratch  # the statement's files on this machine
+    trace: Trace | None  # EXPLAIN ANALYZE's record of the evaluation, if it is analysed
 
     def report(self, event: Progress) -> None:
         """Progress of a recursive component (to the listener and EXPLAIN ANALYZE's trace)."""

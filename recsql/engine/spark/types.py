@@ -8,10 +8,11 @@ from pyspark.sql import DataFrame
 from pyspark.sql.types import NullType
 
 from recsql.engine.fixpoint import Fixpoint
+from recsql.engine.relation_types import SETTLED
 from recsql.engine.spark.context import StratumRun
 from recsql.engine.spark.engine import SparkEngine, SparkFacts
 from recsql.engine.types.errors import NotInferred
-from recsql.engine.types.result_types import SETTLED, InferredTypes, StratumTypes, row_of
+from recsql.engine.types.result_types import InferredTypes, StratumTypes, row_of
 from recsql.engine.types.widening import Row
 from recsql.planner.plan import Stratum
 from translator.ir import Program

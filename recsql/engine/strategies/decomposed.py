@@ -29,7 +29,7 @@ from recsql.engine.fixpoint import Limits, Reached, contributor_terms, rule_ids,
 from recsql.engine.local.database import Database
 from recsql.engine.local.engine import LocalFixpoint
 from recsql.engine.progress import Progress
-from recsql.engine.relation_types import RelationTypes
+from recsql.engine.relation_types import SETTLED, RelationTypes
 from recsql.engine.spark.context import StratumRun
 from recsql.engine.spark.engine import SPARK, checkpoint, empty_frame
 from recsql.engine.spark.types import AnyStratumTypes, stratum_types
@@ -47,7 +47,7 @@ from recsql.engine.strategies.part_output import (
     raise_failure,
     storable_in_files,
 )
-from recsql.engine.types.result_types import SETTLED, struct
+from recsql.engine.types.result_types import struct
 from recsql.optimizer.decomposition import Decomposition
 from recsql.planner.plan import Stratum
 from recsql.settings import Settings

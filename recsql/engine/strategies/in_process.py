@@ -23,7 +23,14 @@ def run_in_process(run: StratumRun, stratum: Stratum) -> dict[str, DataFrame] | 
         return None
     types = stratum_types(run, stratum)
     fixpoint = LocalFixpoint(
-        run.program, stratum, run.local_inputs(stratum), run.settings, run.report, types.arrow, run.spark_settings
+        run.program,
+        stratum,
+        run.local_inputs(stratum),
+        run.settings,
+        run.report,
+        types.arrow,
+        run.spark_settings,
+        counted=run.trace is not None,
     )
     try:
         tables = fixpoint.run()

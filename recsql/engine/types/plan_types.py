@@ -7,7 +7,8 @@ from collections.abc import Mapping
 
 import pyarrow as pa
 
-from recsql.engine.types.result_types import SETTLED, InferredTypes, arrow_schema, relation_types
+from recsql.engine.relation_types import SETTLED
+from recsql.engine.types.result_types import InferredTypes, arrow_schema, relation_types
 from recsql.engine.types.widening import Row
 from recsql.planner.plan import Plan, Stratum
 from translator.ir import Program

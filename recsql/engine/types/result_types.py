@@ -23,7 +23,7 @@ from sqlglot import exp
 from recsql.engine.columns import column_names
 from recsql.engine.fixpoint import Candidates, Fixpoint
 from recsql.engine.fixpoint import Versions as AtomVersions
-from recsql.engine.relation_types import RelationTypes
+from recsql.engine.relation_types import SETTLED, RelationTypes
 from recsql.engine.sql.queries import CANDIDATES, DERIVED, Query, candidate_columns
 from recsql.engine.states import Facts, MergeOutput
 from recsql.engine.types.spark_types import SPARK_TYPES, rule_types, sum_type
@@ -32,7 +32,6 @@ from recsql.planner.plan import Stratum, Variant, Version
 from translator.ir import Atom, Program, Relation, Rule
 
 LONG: DataType = LongType()  # the type of range()'s ids
-SETTLED = 1000  # iterations by which the types of any stratum have stopped changing
 Versions = dict[str, Row | None]  # full / delta / old / candidates -> types (None: no candidates)
 TableTypes = Callable[[str], Row]  # the types of a relation read from outside the stratum
 

@@ -126,6 +126,13 @@ def expression_type(expression: exp.Expr, variables: Mapping[str, T.DataType]) -
         return result
     if isinstance(node, exp.AggFunc):
         return aggregate_type(node, variables)
+    if isinstance(node, exp.DPipe):  # strings joined: NULL if either is, in both engines
+        for operand in (node.this, node.expression):
+            text(expression_type(operand, variables))
+        return T.StringType()
+    if isinstance(node, exp.Length) and not node.args.get("binary"):  # a string's characters, in both engines
+        text(expression_type(node.this, variables))
+        return T.IntegerType()
     if isinstance(node, FUNCTIONS):
         return function_type(node, variables)
     if isinstance(node, ARRAY_FUNCTIONS):

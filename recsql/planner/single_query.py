@@ -1,0 +1,84 @@
+"""Whether a recursive stratum, run in this process, may be ONE DuckDB `WITH RECURSIVE` query printed from its
+rules instead of the semi-naive loop (a DuckDB query and a Python round trip per iteration).
+
+DuckDB's recursive CTE has the loop's meaning for one relation recursing linearly: under UNION ALL each round
+reads the last round's rows, as the loop's delta does; under UNION each round keeps the rows not known yet,
+as the loop's set merge does. Its rules are printed as the loop prints them, so values are the same. What
+the query cannot do is stop where the loop's limits stop: under UNION ALL a column counting the rounds bounds
+the iterations (engine/local/recursive_query.py runs the query in chunks of rounds and checks the limits
+between them); under UNION no such column can be added (rows differing in it would all be kept), so the form
+is only taken where the rows cannot grow without end, their values coming from the tables the rules read.
+
+What depends on the data (the types settling from the first round) is checked when the stratum runs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlglot import exp
+
+from recsql.analysis import Component
+from recsql.planner.first_rows import Stop
+from translator.ir import Iteration, Program, Rule
+
+
+@dataclass(frozen=True)
+class SingleQuery:
+    """The verdict on a recursive stratum, with the reason EXPLAIN gives."""
+
+    fits: bool
+    reason: str
+
+    def __str__(self) -> str:
+        how = "one DuckDB recursive query" if self.fits else "a DuckDB query per iteration"
+        return f"{how}: {self.reason}"
+
+
+def single_query(
+    program: Program, component: Component, recursive_rules: list[Rule], iteration: Iteration, stop: Stop | None
+) -> SingleQuery:
+    """Whether the stratum of `component` may run in this process as one DuckDB recursive query."""
+    if len(component.relations) > 1:
+        return SingleQuery(False, "several relations recurse together")
+    (name,) = component.relations
+    relation = program.relations[name]
+    if relation.aggregate is not None:
+        return SingleQuery(False, f"{relation.aggregate.function.value}() in the CTE's header")
+    if stop is not None:
+        return SingleQuery(False, "a LIMIT over it stops the iterations as soon as it has its rows")
+    for rule in recursive_rules:
+        refusal = nonlinear(rule, name)
+        if refusal:
+            return SingleQuery(False, refusal)
+    if iteration is Iteration.BAG:
+        return SingleQuery(True, "UNION ALL, a column of the query counting the iterations")
+    for rule in recursive_rules:
+        if not within_the_data(rule):
+            return SingleQuery(False, "UNION over values the recursion computes, whose iterations only the loop bounds")
+    return SingleQuery(True, "UNION over values of the tables it reads, which cannot grow without end")
+
+
+def nonlinear(rule: Rule, name: str) -> str:
+    """Why `rule` is not one plain reference to the relation `name` and tables (empty: it is)."""
+    references = [atom for atom in rule.atoms if atom.relation == name]
+    if len(references) > 1:
+        return "a rule reads the relation more than once (non-linear recursion)"
+    (reference,) = references
+    if reference.filters or reference.optional:
+        return "a rule reads the relation in a subquery or an outer join"
+    if rule.is_aggregate:
+        return "a recursive rule aggregates"
+    return ""
+
+
+def within_the_data(rule: Rule) -> bool:
+    """Whether every value `rule` derives is a value of a table or relation it reads, or a constant."""
+    bound = {arg for atom in rule.atoms if not atom.filters for arg in atom.variables()}
+    return all(constant_or_bound(term, bound) for term in rule.terms)
+
+
+def constant_or_bound(term: exp.Expr, bound: set[str]) -> bool:
+    if isinstance(term, exp.Column):
+        return term.name in bound
+    return isinstance(term, (exp.Literal, exp.Null, exp.Boolean))

@@ -1,0 +1,204 @@
+"""A recursive stratum run in this process as DuckDB recursive queries (engine/local/recursive_query.py) gives
+what the semi-naive loop gives: the same rows, the same errors at the same limits, the same iterations where
+they are counted. The loop is the reference (itself checked against DuckDB and Python across the suite); the
+answers through a connection are checked against DuckDB and plain Python too."""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+import time
+
+import duckdb
+import networkx as nx
+import pyarrow as pa
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from reference import transitive_closure
+
+import recsql
+from recsql.engine.local.engine import LocalFixpoint
+from recsql.engine.progress import Progress
+from recsql.settings import Settings
+from translator import dialect
+
+CHAIN = "WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r WHERE n < {bound}) SELECT n FROM r"
+REACH = (
+    "WITH RECURSIVE reach(node) AS (SELECT {start} UNION "
+    "SELECT e.dst FROM reach JOIN rq_edges e ON reach.node = e.src) SELECT node FROM reach"
+)
+PATHS = (  # every path from the start, with its text: a hierarchy with paths on a DAG
+    "WITH RECURSIVE p(node, depth, path) AS (SELECT {start}, 0, CAST({start} AS VARCHAR) UNION ALL "
+    "SELECT e.dst, p.depth + 1, p.path || '/' || CAST(e.dst AS VARCHAR) FROM p JOIN rq_edges e ON p.node = e.src) "
+    "SELECT node, depth, path FROM p"
+)
+PAIRS = (  # the closure of the edges: a UNION of pairs, many rows each round
+    "WITH RECURSIVE tc(a, b) AS (SELECT src, dst FROM rq_edges UNION "
+    "SELECT tc.a, e.dst FROM tc JOIN rq_edges e ON tc.b = e.src) SELECT a, b FROM tc"
+)
+
+
+def ordered(rows: list[tuple]) -> list[tuple]:
+    return sorted(rows, key=repr)
+
+
+def register(conn, edges: list[tuple[int, int]]) -> pa.Table:
+    table = pa.table(
+        {"src": pa.array([a for a, _ in edges], pa.int64()), "dst": pa.array([b for _, b in edges], pa.int64())}
+    )
+    conn.register("rq_edges", table)
+    return table
+
+
+def fixpoints(conn, sql: str, edges: pa.Table | None = None, **limits: int) -> tuple[LocalFixpoint, LocalFixpoint]:
+    """The query's recursive stratum as LocalFixpoint runs it (as recursive queries) and as the loop runs it."""
+    plan = conn.session.plan(dialect.parse(sql)[0])
+    (stratum,) = [s for s in plan.strata if s.component.recursive]
+    assert stratum.single_query is not None and stratum.single_query.fits, stratum.single_query
+    inputs = {name: edges.rename_columns(["c0", "c1"]) for name in stratum.inputs}
+    looped = dataclasses.replace(stratum, single_query=None)
+    configured = Settings(**limits)
+    return (
+        LocalFixpoint(plan.program, stratum, inputs, configured),
+        LocalFixpoint(plan.program, looped, inputs, configured),
+    )
+
+
+def outcome(fixpoint: LocalFixpoint) -> tuple[str, object]:
+    """The rows the fixpoint derives, or its error (class and message)."""
+    try:
+        (table,) = fixpoint.run().values()
+    except recsql.Error as error:
+        return type(error).__name__, str(error)
+    return "rows", ordered(list(zip(*table.to_pydict().values())))
+
+
+def same_as_the_loop(conn, sql: str, edges: pa.Table | None = None, **limits: int) -> tuple[str, object]:
+    queried, looped = fixpoints(conn, sql, edges, **limits)
+    expected = outcome(looped)
+    assert outcome(queried) == expected
+    assert queried.recursive_query is not None
+    return expected
+
+
+graphs = st.lists(st.tuples(st.integers(0, 12), st.integers(0, 12)), min_size=1, max_size=30)
+
+
+@settings(max_examples=40, deadline=None)
+@given(edges=graphs, start=st.integers(0, 12))
+def test_reachability_is_the_loops_and_networkx(conn, edges, start):
+    table = register(conn, edges)
+    sql = REACH.format(start=start)
+    kind, rows = same_as_the_loop(conn, sql, table)
+    graph = nx.DiGraph(edges)
+    graph.add_node(start)
+    assert rows == ordered([(node,) for node in nx.descendants(graph, start) | {start}])
+    counted, _ = fixpoints(conn, sql, table)
+    counted.recursive_query.counted = True
+    assert outcome(counted) == (kind, rows)
+
+
+@settings(max_examples=25, deadline=None)
+@given(edges=graphs, start=st.integers(0, 12))
+def test_paths_on_a_dag_are_the_loops_and_duckdbs(conn, edges, start):
+    dag = [(a, b) for a, b in edges if a < b]
+    table = register(conn, dag or [(0, 1)])
+    sql = PATHS.format(start=start)
+    _, rows = same_as_the_loop(conn, sql, table)
+    duck = duckdb.connect()
+    duck.register("rq_edges", table)
+    assert rows == ordered(duck.sql(sql).fetchall())
+    cursor = conn.cursor()
+    cursor.execute(sql)
+    assert ordered(cursor.fetchall()) == rows
+
+
+@settings(max_examples=20, deadline=None)
+@given(edges=graphs)
+def test_a_closure_of_pairs_is_the_loops(conn, edges):
+    table = register(conn, edges)
+    _, rows = same_as_the_loop(conn, PAIRS, table)
+    assert set(rows) == transitive_closure(edges)
+
+
+@pytest.mark.parametrize("bound", [1, 2, 9, 10, 11, 300])
+def test_a_counter_stops_where_the_loop_stops(conn, bound):
+    """Chunks of rounds end on either side of the limit: below it, on it, past it."""
+    assert same_as_the_loop(conn, CHAIN.format(bound=bound), max_iterations=10)
+
+
+def test_a_counter_that_never_ends_fails_as_the_loop_fails(conn):
+    kind, message = same_as_the_loop(conn, CHAIN.format(bound="n + 1"), max_iterations=700)
+    assert kind == "OperationalError" and "within 700 iterations" in message
+
+
+def test_rows_growing_past_max_rows_fail_as_the_loop_fails(conn):
+    """Doubling rows: the rounds' counts go through the loop's checks, its projection included."""
+    sql = (
+        "WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT r.n + e.src FROM r JOIN rq_edges e ON true) SELECT n FROM r"
+    )
+    kind, message = same_as_the_loop(conn, sql, register(conn, [(0, 0), (1, 1)]), max_rows=5000)
+    assert kind == "OperationalError" and "recsql.max_rows" in message
+
+
+def test_a_union_past_max_iterations_stops_as_the_loop_stops(conn):
+    """A UNION's query does not count rounds: past as many rows as max_iterations the loop runs it again."""
+    chain = [(i, i + 1) for i in range(60)]
+    kind, message = same_as_the_loop(conn, REACH.format(start=0), register(conn, chain), max_iterations=50)
+    assert kind == "OperationalError" and "within 50 iterations" in message
+    assert same_as_the_loop(conn, REACH.format(start=0), register(conn, chain), max_iterations=61)[0] == "rows"
+
+
+def test_the_counted_rounds_are_the_loops_iterations(conn):
+    """Counted, the recursion reports each round's new facts as the loop reports each iteration's."""
+    edges = register(conn, [(i, i + 1) for i in range(40)] + [(i, i + 2) for i in range(0, 40, 3)] + [(40, 0)])
+    reports: dict[str, list[tuple[int, int]]] = {}
+    for form, fixpoint in zip(("query", "loop"), fixpoints(conn, REACH.format(start=0), edges)):
+        if fixpoint.recursive_query is not None:
+            fixpoint.recursive_query.counted = True
+        events: list[Progress] = []
+        fixpoint.progress = events.append
+        fixpoint.run()
+        reports[form] = [(event.iteration, event.delta_rows) for event in events]
+    assert reports["query"] == reports["loop"] and len(reports["loop"]) > 20
+
+
+def test_explain_says_how_each_recursion_runs(cur):
+    cur.execute("EXPLAIN " + CHAIN.format(bound=5))
+    text = "\n".join(row[0] for row in cur.fetchall())
+    assert "in process: one DuckDB recursive query: UNION ALL" in text
+    cur.execute("EXPLAIN WITH RECURSIVE r(n) AS (SELECT 1 UNION SELECT n + 1 FROM r WHERE n < 5) SELECT n FROM r")
+    text = "\n".join(row[0] for row in cur.fetchall())
+    assert "in process: a DuckDB query per iteration: UNION over values the recursion computes" in text
+    cur.execute(
+        "EXPLAIN WITH RECURSIVE even(n) AS (SELECT 0 UNION SELECT o.n + 1 FROM odd o WHERE o.n < 9), "
+        "odd(n) AS (SELECT e.n + 1 FROM even e WHERE e.n < 9) SELECT n FROM even"
+    )
+    text = "\n".join(row[0] for row in cur.fetchall())
+    assert "a DuckDB query per iteration: several relations recurse together" in text
+
+
+def test_types_that_widen_while_iterating_keep_the_loop(conn, cur, monkeypatch):
+    """An INT anchor whose recursion adds a DECIMAL: Spark widens the column after the first iteration, so the
+    loop casts iteration by iteration; the recursive query is not used."""
+    from recsql.engine.local.recursive_query import RecursiveQuery
+
+    ran = []
+    monkeypatch.setattr(RecursiveQuery, "run", lambda self, *args: ran.append(self) or None)
+    cur.execute("WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 0.5 FROM r WHERE n < 3) SELECT n FROM r")
+    assert [float(n) for (n,) in cur.fetchall()] == [1.0, 1.5, 2.0, 2.5, 3.0]
+    assert ran == []
+
+
+def test_a_cancel_stops_a_recursion_running_as_queries(conn, cur):
+    """Cancelling (Ctrl-C in the shell) stops a recursion that runs as chunks of one query, and the session goes on."""
+    cur.execute("SET recsql.max_iterations = 100000000")
+    timer = threading.Timer(0.5, conn.cancel)
+    timer.start()
+    started = time.monotonic()
+    with pytest.raises(recsql.QueryCancelled):
+        cur.execute(CHAIN.format(bound=10**8))
+    assert time.monotonic() - started < 20
+    cur.execute(CHAIN.format(bound=3))
+    assert cur.fetchall() == [(1,), (2,), (3,)]
