@@ -248,13 +248,6 @@ class Fixpoint(Generic[Facts, Candidates]):
         }
         self.rule_ids = rule_ids(program)
         self.iterations = reached.iterations if reached is not None else 0
-        self.reached = reached
-
-    def afresh(self) -> Fixpoint[Facts, Candidates]:
-        """The same evaluation, not started."""
-        return Fixpoint(
-            self.engine, self.program, self.stratum, self.seeds if self.reached is None else None, self.reached
-        )
 
     def run(self, limits: Limits, progress: ProgressListener | None = None) -> dict[str, Facts]:
         """The facts of each relation of the component."""

@@ -157,11 +157,11 @@ class LocalFixpoint:
         self.db = database or Database(spark_settings.timezone)
         self.owns_db = database is None
         printer = Printer(Dialect.DUCKDB, spark_settings.ansi)
-        engine = DuckDBEngine(self.db, inputs, types, printer)
-        self.fixpoint = Fixpoint(engine, program, stratum, seeds, reached)
+        self.engine = DuckDBEngine(self.db, inputs, types, printer)
+        self.fixpoint = Fixpoint(self.engine, program, stratum, seeds, reached)
         settled_at = recursive_query.settled_at(stratum, types) if seeds is None and reached is None else None
         self.recursive_query = (
-            RecursiveQuery(self.db, printer, program, stratum, engine.inputs, types, settled_at, counted)
+            RecursiveQuery(self.db, printer, program, stratum, self.engine.inputs, types, settled_at, counted)
             if settled_at is not None
             else None
         )
@@ -181,5 +181,5 @@ class LocalFixpoint:
                 facts = self.recursive_query.run(self.fixpoint, limits, self.progress)
                 if facts is not None:
                     return facts
-                self.fixpoint = self.fixpoint.afresh()
+                self.fixpoint = Fixpoint(self.engine, self.program, self.stratum)  # from the start (no seeds here)
             return self.fixpoint.run(limits, self.progress)
