@@ -48,7 +48,12 @@ def arrow_schema(types: Row, timezone: str, names: Sequence[str] | None = None) 
 
 class StratumTypes(Generic[Facts, Candidates]):
     """Types of a stratum's relations after each iteration (0: the exit rules), computed step by step
-    as far as asked and no further once two steps agree."""
+    as far as asked and no further once they repeat.
+
+    A step's types follow from the types of the step before, so once a step repeats an earlier one, the
+    steps between repeat forever. Usually the last two agree (a period of one); in a cycle of relations
+    through which an int and a double column alternate, each delta's types turn with the cycle while the
+    full relations' stay put."""
 
     def __init__(self, program: Program, stratum: Stratum, timezone: str):
         self.program = program
@@ -56,6 +61,7 @@ class StratumTypes(Generic[Facts, Candidates]):
         self.timezone = timezone
         self.read = {version for variant in stratum.variants for version in variant.versions if version}
         self.steps: list[dict[str, Versions]] = []
+        self.repeated: int | None = None  # the earlier step the last one repeats, once one does
 
     fixpoint: Fixpoint[Facts, Candidates]  # stepped over facts that tell their types (`row`), one step per `advance`
 
@@ -84,18 +90,24 @@ class StratumTypes(Generic[Facts, Candidates]):
         raise NotImplementedError
 
     def at(self, iteration: int) -> dict[str, Versions]:
-        while len(self.steps) <= iteration and not self.converged():
+        while len(self.steps) <= iteration and self.repeated is None:
             self.steps.append(self.advance())
-        return self.steps[min(iteration, len(self.steps) - 1)]
+            self.repeated = self.earlier_equal()
+        if iteration < len(self.steps):
+            return self.steps[iteration]
+        assert self.repeated is not None  # steps stop being computed only once they repeat
+        period = len(self.steps) - 1 - self.repeated
+        return self.steps[self.repeated + (iteration - self.repeated) % period]
 
-    def converged(self) -> bool:
-        """The last two steps agree on the types of the facts and of the versions the delta rules read:
-        every later step then repeats the last."""
-        if len(self.steps) < 2:
-            return False
+    def earlier_equal(self) -> int | None:
+        """The earlier step whose types of the facts and of the versions the delta rules read are the last
+        step's, if any: every later step then repeats the steps after it."""
         versions = self.read | {Version.FULL, CANDIDATES}
-        last, before = self.steps[-1], self.steps[-2]
-        return all(last[name][v] == before[name][v] for name in last for v in versions)
+        last = self.steps[-1]
+        for index in range(len(self.steps) - 2, -1, -1):
+            if all(last[name][v] == self.steps[index][name][v] for name in last for v in versions):
+                return index
+        return None
 
     def settled_from_start(self) -> bool:
         """The facts (full and delta) have the same types after the exit rules as after any iteration."""
