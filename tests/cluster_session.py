@@ -37,9 +37,9 @@ UNION SELECT tc.src, edge.dst FROM tc JOIN edge ON tc.dst = edge.src) SELECT src
 DISTANCES = """WITH RECURSIVE sp(node, min() AS d) AS (SELECT 1, 0
 UNION SELECT w.dst, sp.d + w.w FROM sp JOIN weighted w ON sp.node = w.src) SELECT node, d FROM sp"""
 STRATEGIES = ("local", "decomposed", "distributed")
-LONG_CHAIN = 2000  # nodes: each part of a decomposed closure iterates for seconds
+LONG_CHAIN = 1000  # nodes: each part of a decomposed closure iterates for seconds
 TASK_SECONDS = 0.5
-KILLED_AT = 4
+KILLED_AT = 3
 
 
 def chain(nodes: int) -> list[tuple[int, int]]:
@@ -47,7 +47,7 @@ def chain(nodes: int) -> list[tuple[int, int]]:
     return [(i, i + 1) for i in range(nodes - 1)] + [(i, i + 2) for i in range(0, nodes - 1, 3)]
 
 
-CHAIN = chain(25)  # 24 iterations
+CHAIN = chain(13)  # 8 iterations: the longest shortest path
 
 
 def kill_one_executor(killed: list[int]) -> None:
