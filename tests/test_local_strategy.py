@@ -14,6 +14,7 @@ from collections import Counter
 from decimal import Decimal
 
 import duckdb_reference
+import networkx as nx
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -317,6 +318,33 @@ def test_auto_moves_an_outgrown_recursion_to_spark(conn, cur):
         assert set(cur.fetchall()) == transitive_closure(edges)
         analyzed = explain(cur, sql, analyze=True)
         assert f"facts per relation: tc {len(transitive_closure(edges))}," in analyzed
+
+
+@pytest.mark.spark
+def test_shortest_paths_outgrowing_the_local_bound_go_on_on_spark(conn, cur):
+    """min() run as DuckDB's recursive query in rounds stops as the loop does past recsql.local_rows, and
+    Spark evaluates it (a pandas frame of int64 beside a literal anchor, as users bring them). Edges weigh
+    the square of their span, so every further hop improves most distances: the improvements outnumber
+    the edges."""
+    edges = [(i, j, (j - i) ** 2) for i in range(8) for j in range(i + 1, 8)]
+    conn.register("lc_weighted", pd.DataFrame(edges, columns=["src", "dst", "w"]))
+    sql = (
+        "WITH RECURSIVE sp(node, min() AS d) AS (SELECT 0, 0 UNION SELECT e.dst, sp.d + e.w FROM sp "
+        "JOIN lc_weighted e ON sp.node = e.src) SELECT node, d FROM sp"
+    )
+    graph = nx.DiGraph()
+    for a, b, w in sorted(edges, key=lambda edge: -edge[2]):
+        graph.add_edge(a, b, weight=w)
+    context = conn.spark_session.sparkContext
+    with auto_with_local_rows(conn, 30):
+        assert "in process: one DuckDB recursive query: min()" in explain(cur, sql)
+        context.setJobGroup("local-min-outgrown", sql)
+        try:
+            cur.execute(sql)
+            assert sorted(cur.fetchall()) == sorted(nx.single_source_dijkstra_path_length(graph, 0).items())
+        finally:
+            context.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]
+    assert context.statusTracker().getJobIdsForGroup("local-min-outgrown")
 
 
 @pytest.mark.spark

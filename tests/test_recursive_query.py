@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from reference import transitive_closure
 
 import recsql
+from recsql.engine.columns import column_names
 from recsql.engine.local.engine import LocalFixpoint
 from recsql.engine.progress import Progress
 from recsql.settings import Settings
@@ -38,6 +39,15 @@ PAIRS = (  # the closure of the edges: a UNION of pairs, many rows each round
     "SELECT tc.a, e.dst FROM tc JOIN rq_edges e ON tc.b = e.src) SELECT a, b FROM tc"
 )
 
+SHORTEST = (
+    "WITH RECURSIVE sp(node, min() AS d) AS (SELECT {start}, 0 UNION "
+    "SELECT e.dst, sp.d + e.w FROM sp JOIN rq_edges e ON sp.node = e.src) SELECT node, d FROM sp"
+)
+LONGEST = (  # on a DAG: the longest path to each node
+    "WITH RECURSIVE lp(node, max() AS d) AS (SELECT {start}, 0 UNION "
+    "SELECT e.dst, lp.d + e.w FROM lp JOIN rq_edges e ON lp.node = e.src) SELECT node, d FROM lp"
+)
+
 
 def ordered(rows: list[tuple]) -> list[tuple]:
     return sorted(rows, key=repr)
@@ -56,7 +66,7 @@ def fixpoints(conn, sql: str, edges: pa.Table | None = None, **limits: int) -> t
     plan = conn.session.plan(dialect.parse(sql)[0])
     (stratum,) = [s for s in plan.strata if s.component.recursive]
     assert stratum.single_query is not None and stratum.single_query.fits, stratum.single_query
-    inputs = {name: edges.rename_columns(["c0", "c1"]) for name in stratum.inputs}
+    inputs = {name: edges.rename_columns(column_names(edges.num_columns)) for name in stratum.inputs}
     looped = dataclasses.replace(stratum, single_query=None)
     configured = Settings(**limits)
     return (
@@ -80,6 +90,12 @@ def same_as_the_loop(conn, sql: str, edges: pa.Table | None = None, **limits: in
     assert outcome(queried) == expected
     assert queried.recursive_query is not None
     return expected
+
+
+def register_weighted(conn, edges: list[tuple[int, int, int | None]]) -> pa.Table:
+    table = pa.table({name: pa.array(values, pa.int64()) for name, values in zip(("src", "dst", "w"), zip(*edges))})
+    conn.register("rq_edges", table)
+    return table
 
 
 graphs = st.lists(st.tuples(st.integers(0, 12), st.integers(0, 12)), min_size=1, max_size=30)
@@ -122,6 +138,76 @@ def test_a_closure_of_pairs_is_the_loops(conn, edges):
     assert set(rows) == transitive_closure(edges)
 
 
+weighted_graphs = st.lists(
+    st.tuples(st.integers(0, 12), st.integers(0, 12), st.integers(1, 9)), min_size=1, max_size=40
+)
+
+
+def progress_of(fixpoint: LocalFixpoint) -> list[tuple[int, int]]:
+    """The iterations the fixpoint reports as it runs, with their new facts."""
+    events: list[Progress] = []
+    fixpoint.progress = events.append
+    fixpoint.run()
+    return [(event.iteration, event.delta_rows) for event in events]
+
+
+@settings(max_examples=40, deadline=None)
+@given(edges=weighted_graphs, start=st.integers(0, 12))
+def test_shortest_paths_with_min_are_the_loops_and_networkx(conn, edges, start):
+    """min() in the header: the same rows as the loop, round by round, and Dijkstra's distances."""
+    table = register_weighted(conn, edges)
+    sql = SHORTEST.format(start=start)
+    _, rows = same_as_the_loop(conn, sql, table)
+    graph = nx.DiGraph()
+    graph.add_node(start)
+    for a, b, w in sorted(edges, key=lambda edge: -edge[2]):  # parallel edges: the lightest one last, kept
+        graph.add_edge(a, b, weight=w)
+    assert rows == ordered(list(nx.single_source_dijkstra_path_length(graph, start).items()))
+    queried, looped = fixpoints(conn, sql, table)
+    assert progress_of(queried) == progress_of(looped)
+
+
+@settings(max_examples=25, deadline=None)
+@given(edges=weighted_graphs, start=st.integers(0, 12), nulls=st.sets(st.integers(0, 39)))
+def test_longest_paths_with_max_and_null_weights_are_the_loops(conn, edges, start, nulls):
+    """max() on a DAG, some weights NULL (their candidates NULL, which max() passes over), some ends NULL (a
+    group whose key is NULL)."""
+    dag = [
+        (a, None if i in nulls and i % 3 == 0 else b, None if i in nulls else w)
+        for i, (a, b, w) in enumerate(edges)
+        if a < b
+    ] or [(0, 1, 1)]
+    table = register_weighted(conn, dag)
+    sql = LONGEST.format(start=start)
+    same_as_the_loop(conn, sql, table)
+    queried, looped = fixpoints(conn, sql, table)
+    assert progress_of(queried) == progress_of(looped)
+
+
+def test_a_negative_cycle_fails_as_the_loop_fails(conn):
+    """min() over a cycle of negative weight improves forever: max_iterations stops both alike."""
+    table = register_weighted(conn, [(0, 1, 2), (1, 2, -3), (2, 0, -1), (2, 3, 1)])
+    kind, message = same_as_the_loop(conn, SHORTEST.format(start=0), table, max_iterations=100)
+    assert kind == "OperationalError" and "within 100 iterations" in message
+
+
+def test_shortest_paths_whose_types_widen_run_as_a_query(conn, cur, monkeypatch):
+    """A literal anchor (INT) beside BIGINT weights: the loop's first iteration widens the distance to BIGINT,
+    then the recursive query goes on from its facts, as the user's pandas frame of int64 would have it."""
+    from recsql.engine.local.recursive_query import RecursiveQuery
+
+    ran = []
+    run = RecursiveQuery.run
+    monkeypatch.setattr(RecursiveQuery, "run", lambda self, *args: ran.append(self) or run(self, *args))
+    edges = [(i, i + 1, 2**40) for i in range(30)] + [(i, i + 3, 1) for i in range(0, 30, 2)]
+    register_weighted(conn, edges)
+    cur.execute(SHORTEST.format(start=0))
+    graph = nx.DiGraph()
+    graph.add_weighted_edges_from(edges)
+    assert ordered(cur.fetchall()) == ordered(list(nx.single_source_dijkstra_path_length(graph, 0).items()))
+    assert len(ran) == 1 and ran[0].settled_at == 1
+
+
 @pytest.mark.parametrize("bound", [1, 2, 9, 10, 11, 300])
 def test_a_counter_stops_where_the_loop_stops(conn, bound):
     """Chunks of rounds end on either side of the limit: below it, on it, past it."""
@@ -153,30 +239,39 @@ def test_a_union_past_max_iterations_stops_as_the_loop_stops(conn):
 def test_the_counted_rounds_are_the_loops_iterations(conn):
     """Counted, the recursion reports each round's new facts as the loop reports each iteration's."""
     edges = register(conn, [(i, i + 1) for i in range(40)] + [(i, i + 2) for i in range(0, 40, 3)] + [(40, 0)])
-    reports: dict[str, list[tuple[int, int]]] = {}
-    for form, fixpoint in zip(("query", "loop"), fixpoints(conn, REACH.format(start=0), edges)):
-        if fixpoint.recursive_query is not None:
-            fixpoint.recursive_query.counted = True
-        events: list[Progress] = []
-        fixpoint.progress = events.append
-        fixpoint.run()
-        reports[form] = [(event.iteration, event.delta_rows) for event in events]
-    assert reports["query"] == reports["loop"] and len(reports["loop"]) > 20
+    queried, looped = fixpoints(conn, REACH.format(start=0), edges)
+    queried.recursive_query.counted = True
+    loop = progress_of(looped)
+    assert progress_of(queried) == loop and len(loop) > 20
 
 
-def test_explain_says_how_each_recursion_runs(cur):
-    cur.execute("EXPLAIN " + CHAIN.format(bound=5))
-    text = "\n".join(row[0] for row in cur.fetchall())
-    assert "in process: one DuckDB recursive query: UNION ALL" in text
-    cur.execute("EXPLAIN WITH RECURSIVE r(n) AS (SELECT 1 UNION SELECT n + 1 FROM r WHERE n < 5) SELECT n FROM r")
-    text = "\n".join(row[0] for row in cur.fetchall())
-    assert "in process: a DuckDB query per iteration: UNION over values the recursion computes" in text
-    cur.execute(
-        "EXPLAIN WITH RECURSIVE even(n) AS (SELECT 0 UNION SELECT o.n + 1 FROM odd o WHERE o.n < 9), "
-        "odd(n) AS (SELECT e.n + 1 FROM even e WHERE e.n < 9) SELECT n FROM even"
-    )
-    text = "\n".join(row[0] for row in cur.fetchall())
-    assert "a DuckDB query per iteration: several relations recurse together" in text
+EXPLAINED = [  # a recursion, and what EXPLAIN says of how it runs in this process
+    (CHAIN.format(bound=5), "in process: one DuckDB recursive query: UNION ALL"),
+    (
+        "WITH RECURSIVE r(n) AS (SELECT 1 UNION SELECT n + 1 FROM r WHERE n < 5) SELECT n FROM r",
+        "in process: a DuckDB query per iteration: UNION over values the recursion computes",
+    ),
+    (
+        "WITH RECURSIVE even(n) AS (SELECT 0 UNION SELECT o.n + 1 FROM odd o WHERE o.n < 9), "
+        "odd(n) AS (SELECT e.n + 1 FROM even e WHERE e.n < 9) SELECT n FROM even",
+        "a DuckDB query per iteration: several relations recurse together",
+    ),
+    (
+        SHORTEST.format(start=0).replace("rq_edges", "(SELECT 1 AS src, 2 AS dst, 3 AS w)"),
+        "in process: one DuckDB recursive query: min() in the CTE's header: each round keeps the groups",
+    ),
+    (
+        "WITH RECURSIVE c(n, count() AS k) AS (SELECT 1, 1 UNION SELECT n + 1, k FROM c WHERE n < 5) "
+        "SELECT n, k FROM c",
+        "a DuckDB query per iteration: count() in the CTE's header",
+    ),
+]
+
+
+@pytest.mark.parametrize("sql, line", EXPLAINED)
+def test_explain_says_how_each_recursion_runs(cur, sql, line):
+    cur.execute("EXPLAIN " + sql)
+    assert line in "\n".join(row[0] for row in cur.fetchall())
 
 
 def test_types_that_widen_while_iterating_keep_the_loop(conn, cur, monkeypatch):

@@ -8,6 +8,9 @@ the query cannot do is stop where the loop's limits stop: under UNION ALL a colu
 the iterations (engine/local/recursive_query.py runs the query in chunks of rounds and checks the limits
 between them); under UNION no such column can be added (rows differing in it would all be kept), so the form
 is only taken where the rows cannot grow without end, their values coming from the tables the rules read.
+A min() / max() in the header keeps the loop's merge: each round's candidates grouped, the groups whose value
+improves on the best known (DuckDB's `USING KEY` recursion reads what is known as `recurring`) kept, with
+their round counted as under UNION ALL.
 
 What depends on the data (the types settling from the first round) is checked when the stratum runs.
 """
@@ -43,14 +46,23 @@ def single_query(
         return SingleQuery(False, "several relations recurse together")
     (name,) = component.relations
     relation = program.relations[name]
-    if relation.aggregate is not None:
-        return SingleQuery(False, f"{relation.aggregate.function.value}() in the CTE's header")
+    aggregate = relation.aggregate
+    if aggregate is not None and not aggregate.function.is_extremum:
+        return SingleQuery(False, f"{aggregate.function.value}() in the CTE's header")
+    if aggregate is not None and not relation.group_key:
+        return SingleQuery(False, f"{aggregate.function.value}() of the whole relation, without groups")
     if stop is not None:
         return SingleQuery(False, "a LIMIT over it stops the iterations as soon as it has its rows")
     for rule in recursive_rules:
         refusal = nonlinear(rule, name)
         if refusal:
             return SingleQuery(False, refusal)
+    if aggregate is not None:
+        return SingleQuery(
+            True,
+            f"{aggregate.function.value}() in the CTE's header: each round keeps the groups it improves (USING KEY), "
+            "a column counting the iterations",
+        )
     if iteration is Iteration.BAG:
         return SingleQuery(True, "UNION ALL, a column of the query counting the iterations")
     for rule in recursive_rules:

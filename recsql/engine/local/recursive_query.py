@@ -19,6 +19,10 @@ queries go on from its facts once the types have settled. The loop's limits hold
   are keyed by their columns (`USING KEY`), carry their round, and each round keeps only the rows the
   recursion does not hold yet (an anti-join with `recurring`): the same rows, by rounds, checked as UNION
   ALL's are, at the cost of that join each round.
+* min() / max() in the header: each round's candidates are grouped and only the groups whose value improves
+  on the best known one are kept, as the loop's merge keeps them; the rows are keyed by their group and
+  round (`USING KEY`), so every improvement stays with its round, counted and checked as UNION ALL's rows
+  are; the best known values are the latest round's of each group.
 """
 
 from __future__ import annotations
@@ -99,7 +103,9 @@ class RecursiveQuery:
         self.round_types = types(SETTLED)[self.name] if types is not None else None
         self.settled_at = settled_at
         self.bag = stratum.iteration is Iteration.BAG
-        self.counted = counted or self.bag
+        self.aggregate = program.relations[self.name].aggregate  # min() / max(): rounds keep improvements
+        self.keys = [self.names[i] for i in program.relations[self.name].group_key]
+        self.counted = counted or self.bag or self.aggregate is not None
         self.iterations: int | None = None  # once run: the iterations, where counted
 
     def run(
@@ -144,13 +150,60 @@ class RecursiveQuery:
         names = self.names[: self.width + self.counted]
         recursive = self.recursive_sql()
         union, key = "UNION ALL" if self.bag else "UNION", ""
-        if self.counted and not self.bag:  # each round keeps the rows the recursion does not hold yet
+        if self.aggregate is not None:
+            key = f" USING KEY ({', '.join(quote(name) for name in (*self.keys, names[-1]))})"
+            recursive = self.improvements(self.best(recursive))
+        elif self.counted and not self.bag:  # each round keeps the rows the recursion does not hold yet
             key = f" USING KEY ({', '.join(quote(name) for name in names[:-1])})"
             same = " AND ".join(f"n.{quote(name)} IS NOT DISTINCT FROM k.{quote(name)}" for name in names[:-1])
             recursive = f"SELECT n.* FROM ({recursive}) AS n ANTI JOIN recurring.{quote(RECURSION)} AS k ON {same}"
         return (
             f"WITH RECURSIVE {quote(RECURSION)}({', '.join(quote(name) for name in names)}){key} AS "
             f"(SELECT * FROM ({anchor}) AS anchor {union} ({recursive})) SELECT * FROM {quote(RECURSION)}"
+        )
+
+    def best(self, candidates: str) -> str:
+        """The best value of each group of `candidates` (rows with their round), as the loop's merge takes it."""
+        assert self.aggregate is not None  # only of a min() / max() recursion
+        quote = self.printer.quote
+        function = self.aggregate.function.value
+        items = [
+            f"{function}(c.{quote(name)}) AS {quote(name)}" if i == self.aggregate.column else f"c.{quote(name)}"
+            for i, name in enumerate(self.names[: self.width])
+        ]
+        round_ = quote(self.names[self.width])
+        groups = ", ".join(f"c.{quote(name)}" for name in self.keys)
+        return f"SELECT {', '.join(items)}, max(c.{round_}) AS {round_} FROM ({candidates}) AS c GROUP BY {groups}"
+
+    def improvements(self, best: str) -> str:
+        """The groups of `best` whose value improves on the best one known (or that are new)."""
+        assert self.aggregate is not None  # only of a min() / max() recursion
+        quote = self.printer.quote
+        value = quote(self.names[self.aggregate.column])
+        groups = ", ".join(quote(name) for name in self.keys)
+        known = (
+            f"SELECT {groups}, {self.aggregate.function.value}({value}) AS {value} "
+            f"FROM recurring.{quote(RECURSION)} GROUP BY {groups}"
+        )
+        same = " AND ".join(f"b.{quote(name)} IS NOT DISTINCT FROM f.{quote(name)}" for name in self.keys)
+        column = functools.partial(exp.column, self.names[self.aggregate.column], quoted=True)
+        better = self.printer.sql(
+            self.aggregate.function.better()(this=column(table="b"), expression=column(table="f"))
+        )
+        return f"SELECT b.* FROM ({best}) AS b LEFT JOIN ({known}) AS f ON {same} WHERE f.{value} IS NULL OR {better}"
+
+    def facts(self, rows: pa.Table) -> pa.Table:
+        """The relation's facts among rows of rounds: the rows without their round, of min() / max() each
+        group's latest (best) row."""
+        column = self.names[self.width]
+        if self.aggregate is None:
+            return rows.drop_columns([column])
+        quote = self.printer.quote
+        groups = ", ".join(quote(name) for name in self.keys)
+        return self.db.query(
+            f"SELECT * EXCLUDE ({quote(column)}) FROM _rows "
+            f"QUALIFY row_number() OVER (PARTITION BY {groups} ORDER BY {quote(column)} DESC) = 1",
+            _rows=rows,
         )
 
     @functools.cache  # noqa: B019 - one per stratum run, printed once for its every chunk
@@ -162,7 +215,9 @@ class RecursiveQuery:
         parts = [self.printer.sql(rule_query(rule, self.source)) for rule in self.stratum.exit_rules]
         sql = self.typed(self.printer.union_all(parts), self.start_types, self.width)
         if self.counted:
-            sql = f"SELECT *, CAST(0 AS BIGINT) FROM ({sql}) AS facts"
+            sql = f"SELECT *, CAST(0 AS BIGINT) AS {self.printer.quote(self.names[self.width])} FROM ({sql}) AS facts"
+        if self.aggregate is not None:
+            sql = self.best(sql)
         return sql
 
     def variant_sql(self, rule: Rule) -> str:
@@ -276,20 +331,18 @@ class Rounds:
         return {self.recursion.name: self.counts.get(self.round, 0)}
 
     def facts_so_far(self) -> pa.Table:
-        """The rows of every round, without the round's column."""
-        return self.rows(None)
+        """The facts of every round."""
+        return self.recursion.facts(self.all_rows())
 
     def before(self) -> pa.Table:
-        """The rows of the rounds before the one iterate() is at."""
-        return self.rows(pc.less(self.all_rows().column(self.round_column), self.round))
+        """The facts of the rounds before the one iterate() is at."""
+        rows = self.all_rows()
+        return self.recursion.facts(rows.filter(pc.less(rows.column(self.round_column), self.round)))
 
     def of_round(self) -> pa.Table:
-        """The rows of the round iterate() is at."""
-        return self.rows(pc.equal(self.all_rows().column(self.round_column), self.round))
-
-    def rows(self, where: pa.ChunkedArray | None) -> pa.Table:
+        """The new facts of the round iterate() is at."""
         rows = self.all_rows()
-        return (rows if where is None else rows.filter(where)).drop_columns([self.round_column])
+        return rows.filter(pc.equal(rows.column(self.round_column), self.round)).drop_columns([self.round_column])
 
     def all_rows(self) -> pa.Table:
         return pa.concat_tables(self.chunks) if len(self.chunks) > 1 else self.chunks[0]
