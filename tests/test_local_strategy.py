@@ -22,7 +22,7 @@ import pytest
 from duckdb_reference import register_tables
 from explain import explain
 from reference import transitive_closure
-from spark_jobs import spark_jobs
+from spark_jobs import job_group, spark_jobs
 from strategies import auto_with_local_rows, counting_runs, set_strategy
 
 import recsql
@@ -335,16 +335,12 @@ def test_shortest_paths_outgrowing_the_local_bound_go_on_on_spark(conn, cur):
     graph = nx.DiGraph()
     for a, b, w in sorted(edges, key=lambda edge: -edge[2]):
         graph.add_edge(a, b, weight=w)
-    context = conn.spark_session.sparkContext
     with auto_with_local_rows(conn, 30):
         assert "in process: one DuckDB recursive query: min()" in explain(cur, sql)
-        context.setJobGroup("local-min-outgrown", sql)
-        try:
+        with job_group(conn, "local-min-outgrown") as jobs:
             cur.execute(sql)
             assert sorted(cur.fetchall()) == sorted(nx.single_source_dijkstra_path_length(graph, 0).items())
-        finally:
-            context.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]
-    assert context.statusTracker().getJobIdsForGroup("local-min-outgrown")
+    assert jobs
 
 
 @pytest.mark.spark

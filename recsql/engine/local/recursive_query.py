@@ -42,7 +42,8 @@ from recsql.engine.local.database import Database
 from recsql.engine.progress import Progress, ProgressListener
 from recsql.engine.relation_types import SETTLED, RelationTypes, ResultTypes
 from recsql.engine.sql.printing import Printer
-from recsql.engine.sql.rules import range_call, rule_query, table
+from recsql.engine.sql.queries import improves
+from recsql.engine.sql.rules import identifier, range_call, rule_query, table
 from recsql.planner.plan import Stratum
 from translator.ir import Atom, Condition, Iteration, Program, Rule, var
 
@@ -176,21 +177,11 @@ class RecursiveQuery:
         return f"SELECT {', '.join(items)}, max(c.{round_}) AS {round_} FROM ({candidates}) AS c GROUP BY {groups}"
 
     def improvements(self, best: str) -> str:
-        """The groups of `best` whose value improves on the best one known (or that are new)."""
-        assert self.aggregate is not None  # only of a min() / max() recursion
-        quote = self.printer.quote
-        value = quote(self.names[self.aggregate.column])
-        groups = ", ".join(quote(name) for name in self.keys)
-        known = (
-            f"SELECT {groups}, {self.aggregate.function.value}({value}) AS {value} "
-            f"FROM recurring.{quote(RECURSION)} GROUP BY {groups}"
-        )
-        same = " AND ".join(f"b.{quote(name)} IS NOT DISTINCT FROM f.{quote(name)}" for name in self.keys)
-        column = functools.partial(exp.column, self.names[self.aggregate.column], quoted=True)
-        better = self.printer.sql(
-            self.aggregate.function.better()(this=column(table="b"), expression=column(table="f"))
-        )
-        return f"SELECT b.* FROM ({best}) AS b LEFT JOIN ({known}) AS f ON {same} WHERE f.{value} IS NULL OR {better}"
+        """The groups of `best` whose value improves on every one known (or that are new): the loop's own
+        condition (queries.improves), over every round's rows of the group."""
+        relation = self.program.relations[self.name]
+        known = exp.Table(this=identifier(RECURSION), db=identifier("recurring"))
+        return f"SELECT b.* FROM ({best}) AS b WHERE {self.printer.sql(improves(relation, known))}"
 
     def facts(self, rows: pa.Table) -> pa.Table:
         """The relation's facts among rows of rounds: the rows without their round, of min() / max() each

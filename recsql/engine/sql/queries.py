@@ -19,7 +19,7 @@ from sqlglot import exp
 
 from recsql.engine.columns import CONTRIBUTOR, RULE_ID, VALUE, column_names
 from recsql.engine.sql.printing import Dialect, Printer, renamed
-from recsql.engine.sql.rules import aliased, column, conjunction, nested, select, table
+from recsql.engine.sql.rules import aliased, column, conjunction, identifier, nested, select, table
 from translator.ir import Aggregate, Program, Relation, SortKey, Window
 
 CANDIDATES, FULL, DELTA, MERGED, CONTRIBUTIONS, DERIVED = (
@@ -121,34 +121,39 @@ def best(relation: Relation) -> Query:
 
 @lru_cache(maxsize=1024)
 def improved(relation: Relation) -> Query:
-    """The groups of the candidates whose min()/max() is better than the known one, or new: no known fact of
-    the group has a value (not NULL) that the candidate's does not better.
+    """The groups of the candidates whose min()/max() is better than the known one, or new."""
+    names = column_names(len(relation.columns))
+    tree = select([column(n, "b") for n in names], nested(best(relation).tree, "b"), improves(relation, table(FULL)))
+    return Query(tree, (CANDIDATES, FULL), lambda rules, **types: types[CANDIDATES])
 
-    Written as NOT EXISTS (an anti-join), not as an outer join filtered: Spark estimates an outer join's size
-    as the product of its sides', and a checkpoint keeps its plan's estimate, so each iteration's delta
-    would be estimated as the product of the last one's and the full relation's, whose digits double each
+
+def improves(relation: Relation, known: exp.Table) -> exp.Not:
+    """Whether the candidate row `b` improves on its group's facts in `known`: none of them has a value (not
+    NULL) that the candidate's does not better.
+
+    NOT EXISTS (an anti-join), not an outer join filtered: Spark estimates an outer join's size as the
+    product of its sides', and a checkpoint keeps its plan's estimate, so each iteration's delta would be
+    estimated as the product of the last one's and the full relation's, whose digits double each
     iteration: past twenty iterations, estimating them took Spark longer than the iterations themselves."""
     assert relation.aggregate is not None  # asked of a relation with a header aggregate only
     names = column_names(len(relation.columns))
-    keys = [names[i] for i in relation.group_key]
     value = names[relation.aggregate.column]
     better = relation.aggregate.function.better()
     bettered = exp.func("coalesce", better(this=column(value, "b"), expression=column(value, "f")), exp.false())
+    known = known.copy()
+    known.set("alias", exp.TableAlias(this=identifier("f")))
     as_good = select(
         [exp.Literal.number(1)],
-        table(FULL, "f"),
+        known,
         conjunction(
             [
-                same_rows("f", "b", keys),
+                same_rows("f", "b", [names[i] for i in relation.group_key]),
                 exp.Not(this=exp.Is(this=column(value, "f"), expression=exp.Null())),
                 exp.Not(this=bettered),
             ]
         ),
     )
-    tree = select(
-        [column(n, "b") for n in names], nested(best(relation).tree, "b"), exp.Not(this=exp.Exists(this=as_good))
-    )
-    return Query(tree, (CANDIDATES, FULL), lambda rules, **types: types[CANDIDATES])
+    return exp.Not(this=exp.Exists(this=as_good))
 
 
 @lru_cache(maxsize=1024)
