@@ -15,6 +15,7 @@ import re
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.csv as pv
 from pyspark.sql.types import StringType, StructField, StructType
 
@@ -36,9 +37,11 @@ def load(
         raise Refused(f"separator {separator!r}")
     header = flag(options, "header")
     null = options.get("nullvalue", "")
-    parts = [part for part in (parse(read_bytes(file), separator, null) for file in files) if part.num_rows]
-    if not parts:
+    texts_of = [(data, parse(data, separator, null)) for data in map(read_bytes, files)]
+    files_read = [(data, part) for data, part in texts_of if part.num_rows]
+    if not files_read:
         raise Refused("no records")
+    parts = [part for _, part in files_read]
     width = parts[0].num_columns
     if any(part.num_columns != width for part in parts):
         raise Refused("files with different numbers of fields")
@@ -51,7 +54,8 @@ def load(
             for i in range(len(declared.fields))
         ]
     elif flag(options, "inferschema"):
-        schema = StructType([StructField(name, infer_type(rows.column(i), name)) for i, name in enumerate(names)])
+        sample = rows.filter(not_the_header([data for data, _ in files_read])) if header else rows
+        schema = StructType([StructField(name, infer_type(sample.column(i), name)) for i, name in enumerate(names)])
         texts = rows.columns
     else:
         schema = StructType([StructField(name, StringType()) for name in names])
@@ -124,6 +128,23 @@ def check_layout(data: bytes, separator: bytes) -> None:
     rest = re.sub(quoted, b"", data)
     if QUOTE in rest or ESCAPE in rest:
         raise Refused("a quote or backslash inside a field, or a quoted line break")
+
+
+def not_the_header(files: list[bytes]) -> pa.ChunkedArray:
+    """Per record after each file's header, whether Spark infers types from it: its schema inference
+    leaves out every line equal to the first file's header line, as text (reading drops only each file's
+    first line). Records are non-empty lines here (a quoted line break or a line of blanks is refused)."""
+    lines = [non_empty_lines(data) for data in files]
+    header_line = lines[0][0]
+    if any(file_lines[0] != header_line for file_lines in lines[1:]):
+        raise Refused("files whose header lines differ (Spark infers types from the other headers)")
+    return pa.chunked_array([pc.not_equal(file_lines[1:], header_line) for file_lines in lines], pa.bool_())
+
+
+def non_empty_lines(data: bytes) -> pa.Array:
+    """The file's non-empty lines, without their line ends, as Spark's line reader gives them."""
+    lines = pc.replace_substring_regex(pc.list_flatten(pc.split_pattern(pa.array([data]), b"\n")), "\r$", "")
+    return pc.filter(lines, pc.not_equal(pc.binary_length(lines), 0))
 
 
 def header_names(part: pa.Table, null: str) -> list[str]:
