@@ -229,11 +229,33 @@ def test_rows_growing_past_max_rows_fail_as_the_loop_fails(conn):
 
 
 def test_a_union_past_max_iterations_stops_as_the_loop_stops(conn):
-    """A UNION's query does not count rounds: past as many rows as max_iterations the loop runs it again."""
+    """A UNION's query does not count rounds: with more new rows than the iterations left, the loop goes on
+    from where it handed over and stops where it stops."""
     chain = [(i, i + 1) for i in range(60)]
     kind, message = same_as_the_loop(conn, REACH.format(start=0), register(conn, chain), max_iterations=50)
     assert kind == "OperationalError" and "within 50 iterations" in message
     assert same_as_the_loop(conn, REACH.format(start=0), register(conn, chain), max_iterations=61)[0] == "rows"
+
+
+def test_a_search_that_widens_then_thins_hands_its_tail_to_one_query(conn):
+    """The loop runs a UNION's rounds while they grow (one node, then 40); from the first round no wider
+    than the one before (the 40 nodes' one successor), one query runs the rest: a tail of 59 rows, which
+    fits the iterations max_iterations leaves though the whole answer (101 rows) would not."""
+    fan = [(0, i) for i in range(1, 41)] + [(i, 41) for i in range(1, 41)] + [(i, i + 1) for i in range(41, 100)]
+    table = register(conn, fan)
+    queried, looped = fixpoints(conn, REACH.format(start=0), table, max_iterations=70)
+    events: list[Progress] = []
+    queried.progress = events.append
+    assert outcome(queried) == outcome(looped) == ("rows", ordered([(node,) for node in range(101)]))
+    assert [(event.iteration, event.delta_rows, event.whole) for event in events] == [
+        (0, 1, False),
+        (1, 40, False),
+        (2, 1, False),
+        (3, 101, True),
+    ]
+    queried, looped = fixpoints(conn, REACH.format(start=0), table, max_iterations=50)
+    kind, message = outcome(queried)
+    assert (kind, message) == outcome(looped) and "within 50 iterations" in message
 
 
 def test_the_counted_rounds_are_the_loops_iterations(conn):

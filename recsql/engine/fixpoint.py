@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import functools
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Generic, Protocol, TypeVar
 
@@ -176,10 +176,17 @@ class Evaluation(Protocol):
     def watched(self) -> tuple[int, ...]: ...
 
 
-def iterate(evaluation: Evaluation, limits: Limits, progress: ProgressListener | None, after: int = 0) -> int:
+def iterate(
+    evaluation: Evaluation,
+    limits: Limits,
+    progress: ProgressListener | None,
+    after: int = 0,
+    until: Callable[[], bool] | None = None,
+) -> int:
     """Run `evaluation` until an iteration derives nothing new, or the rows a LIMIT over the stratum needs
     are there (Limits.enough); returns the number of iterations.
-    `after`: the iterations an evaluation handed over to this one had made (its start is the next one)."""
+    `after`: the iterations an evaluation handed over to this one had made (its start is the next one).
+    `until`: asked after each iteration, stops before the next once true (to hand over to another)."""
     started = time.monotonic()
     new_rows = derived = evaluation.start()
     counted = evaluation.watched()
@@ -191,7 +198,7 @@ def iterate(evaluation: Evaluation, limits: Limits, progress: ProgressListener |
             progress(Progress(limits.stratum.relations, iteration, new_rows, derived, elapsed, evaluation.facts()))
 
     report()
-    while new_rows and not limits.enough(counted):
+    while new_rows and not limits.enough(counted) and not (until is not None and until()):
         iteration += 1
         limits.check_iteration(iteration)
         previous_rows, new_rows = new_rows, evaluation.step()

@@ -178,8 +178,5 @@ class LocalFixpoint:
         limits = Limits(self.program, self.stratum, self.settings, self.stratum.capacity)
         with duckdb_errors(), contextlib.closing(self.db) if self.owns_db else contextlib.nullcontext():
             if self.recursive_query is not None:
-                facts = self.recursive_query.run(self.fixpoint, limits, self.progress)
-                if facts is not None:
-                    return facts
-                self.fixpoint = Fixpoint(self.engine, self.program, self.stratum)  # from the start (no seeds here)
+                return self.recursive_query.run(self.fixpoint, limits, self.progress)
             return self.fixpoint.run(limits, self.progress)

@@ -13,12 +13,15 @@ queries go on from its facts once the types have settled. The loop's limits hold
   the loop's errors, and progress is reported round by round. Chunks grow while the rounds do not.
 * UNION: DuckDB's own UNION keeps the rows not known yet, as the loop does, and is fast; it has no column
   counting the rounds (rows differing in it would all be kept), so the planner takes this form only where
-  rows cannot grow without end. Its answer stands if it could not have passed a limit: no more rows than
-  max_iterations (each iteration adds a row), max_rows and the capacity; otherwise the loop runs the
-  stratum again to stop where it stops. Where the iterations are to be counted (EXPLAIN ANALYZE), the rows
-  are keyed by their columns (`USING KEY`), carry their round, and each round keeps only the rows the
-  recursion does not hold yet (an anti-join with `recurring`): the same rows, by rounds, checked as UNION
-  ALL's are, at the cost of that join each round.
+  rows cannot grow without end. The loop runs while the rounds are wide (its cost per iteration is worth
+  it there, and a wide search would soon pass the bound below); once a round is thin and no wider than the
+  last, one query runs the rest from the loop's facts. Its answer stands if it could not have passed a
+  limit: no more new rows than the iterations max_iterations leaves (each iteration adds a row), max_rows
+  and the capacity; otherwise the loop goes on from where it handed over, to stop where it stops. Where
+  the iterations are to be counted (EXPLAIN ANALYZE), the rows are keyed by their columns (`USING KEY`),
+  carry their round, and each round keeps only the rows the recursion does not hold yet (an anti-join
+  with `recurring`): the same rows, by rounds, checked as UNION ALL's are, at the cost of that join each
+  round.
 * min() / max() in the header: each round's candidates are grouped and only the groups whose value improves
   on the best known one are kept, as the loop's merge keeps them; the rows are keyed by their group and
   round (`USING KEY`), so every improvement stays with its round, counted and checked as UNION ALL's rows
@@ -56,6 +59,7 @@ FIRST_CHUNK = 8  # rounds in the first chunk: how far the rows may grow before t
 LONGEST_CHUNK = 4096
 GROWTH = 8  # how many times longer the next chunk, while rounds do not grow
 SETTLING = 3  # iterations the loop may run while the types widen, before the queries go on
+THIN_ROUND = 1000  # rows: a round no wider (and no wider than the one before) hands a UNION's rest to one query
 
 
 def settled_at(stratum: Stratum, types: ResultTypes | None) -> int | None:
@@ -111,10 +115,10 @@ class RecursiveQuery:
 
     def run(
         self, loop: Fixpoint[pa.Table, str], limits: Limits, progress: ProgressListener | None
-    ) -> dict[str, pa.Table] | None:
-        """The facts of the relation; None where a UNION's answer may have passed a limit (the loop then
-        runs the stratum afresh, to stop where it stops). `loop`: the loop, not started, for the iterations
-        before the types settle."""
+    ) -> dict[str, pa.Table]:
+        """The facts of the relation. `loop`: the loop, not started, for the iterations before the types
+        settle, and under UNION while the rounds are wide (and after, where the query's answer may have
+        passed a limit)."""
         started = time.monotonic()
         if self.counted:
             evaluation = LoopThenRounds(loop, self.settled_at, Rounds(self, limits))
@@ -124,23 +128,27 @@ class RecursiveQuery:
                 exceeded.reached = evaluation.reached(time.monotonic() - started, exceeded)
                 raise
             return {self.name: evaluation.result()}
-        known: pa.Table | None = None
-        if self.settled_at:
-            first = FirstIterations(loop, self.settled_at)
-            iterate(first, limits, progress)
-            known = loop.states[self.name].full
-            if not first.going_on:
-                return {self.name: known}
-        anchor = self.exit_sql() if known is None else f"SELECT * FROM {self.printer.quote(SEEDS)}"
-        facts = self.db.query(self.query(anchor), **({SEEDS: known} if known is not None else {}))
+        wide = WideRounds(loop, self.settled_at)
+        try:
+            iterate(wide, limits, progress, until=wide.handing_over)
+        except CapacityExceeded as exceeded:
+            exceeded.reached = loop_reached(loop, time.monotonic() - started, exceeded.facts, exceeded.expected)
+            raise
+        known = loop.states[self.name].full
+        if not wide.going_on:
+            return {self.name: known}
+        facts = self.db.query(self.query(f"SELECT * FROM {self.printer.quote(SEEDS)}"), **{SEEDS: known})
         rows = facts.num_rows
-        rounds_at_most = self.settled_at + rows - (known.num_rows if known is not None else 0)
-        if rounds_at_most > limits.max_iterations or rows > min(limits.max_rows, limits.capacity or rows):
-            return None
+        if loop.iterations + rows - known.num_rows > limits.max_iterations or rows > min(
+            limits.max_rows, limits.capacity or rows
+        ):  # it may have passed a limit: the loop goes on from where it handed over, to stop where it stops
+            resumed = Fixpoint(loop.engine, self.program, self.stratum, reached=loop_reached(loop, 0.0))
+            answer = resumed.run(limits, progress)
+            self.iterations = resumed.iterations
+            return answer
         if progress is not None:
-            iteration = self.settled_at + 1 if self.settled_at else 0  # 0 only for the whole recursion
-            elapsed = time.monotonic() - started
-            progress(Progress(self.stratum.relations, iteration, rows, rows, elapsed, {self.name: rows}, whole=True))
+            elapsed, after = time.monotonic() - started, loop.iterations + 1
+            progress(Progress(self.stratum.relations, after, rows, rows, elapsed, {self.name: rows}, whole=True))
         return {self.name: facts}
 
     # ------------------------------------------------------------------ printing
@@ -380,28 +388,35 @@ class LoopThenRounds:
         if self.queried:
             known, new, iterations = self.rounds.before(), self.rounds.of_round(), self.rounds.round
         else:
-            state = self.loop.states[self.name]
-            known, new, iterations = state.old, state.delta, self.loop.iterations
+            return loop_reached(self.loop, seconds, exceeded.facts, exceeded.expected)
         return Reached({self.name: known}, {self.name: new}, iterations, seconds, exceeded.facts, exceeded.expected)
 
 
-class FirstIterations:
-    """The loop's first `iterations` iterations, as if the recursion ended there (fixpoint.Evaluation);
-    `going_on`: whether the last of them derived new facts."""
+class WideRounds:
+    """The loop's iterations while its rounds are wide or the types still widen (fixpoint.Evaluation): an
+    iteration of the loop costs a query and a round trip, worth it while each round derives many rows. Once
+    the types have settled and a round derives few rows, no more than the round before it (a chain, a
+    hierarchy, the tail of a search), it hands over (`handing_over`, fixpoint.iterate's `until`), for one
+    query to run the rest. `going_on`: whether the last iteration derived new facts."""
 
-    def __init__(self, loop: Fixpoint[pa.Table, str], iterations: int):
+    def __init__(self, loop: Fixpoint[pa.Table, str], settled_at: int):
         self.loop = loop
-        self.iterations = iterations
+        self.settled_at = max(settled_at, 1)  # one iteration at least: whether the rounds grow
         self.going_on = False
+        self.last = 0
+        self.thin = False
 
     def start(self) -> int:
-        return self.loop.start()
+        return self.observe(self.loop.start())
 
     def step(self) -> int:
-        if self.loop.iterations == self.iterations:
-            return 0
-        new = self.loop.step()
-        self.going_on = new > 0
+        return self.observe(self.loop.step())
+
+    def handing_over(self) -> bool:
+        return self.thin and self.loop.iterations >= self.settled_at
+
+    def observe(self, new: int) -> int:
+        self.thin, self.last, self.going_on = new <= min(THIN_ROUND, self.last or new), new, new > 0
         return new
 
     def facts(self) -> dict[str, int]:
@@ -409,3 +424,16 @@ class FirstIterations:
 
     def watched(self) -> tuple[int, ...]:
         return ()
+
+
+def loop_reached(loop: Fixpoint[pa.Table, str], seconds: float, facts: int = 0, expected: int = 0) -> Reached[pa.Table]:
+    """Where the loop is: its facts before its last iteration and the new ones of that iteration."""
+    states = loop.states
+    return Reached(
+        {name: state.old for name, state in states.items()},
+        {name: state.delta for name, state in states.items()},
+        loop.iterations,
+        seconds,
+        facts,
+        expected,
+    )
