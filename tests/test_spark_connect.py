@@ -2,7 +2,7 @@
 Python workers have recsql's dependencies but not recsql (the client adds its code to the session).
 
 A process holds either a Spark driver or Spark Connect sessions, and the suite's is a driver: clients of
-the server run in processes of their own. The recursion suites run over the server unchanged
+the server run in processes of their own. Cases of the recursion suites run over the server unchanged
 (conftest.py connects remotely when RECSQL_TEST_REMOTE is set), against the same references."""
 
 from __future__ import annotations
@@ -24,11 +24,35 @@ pytestmark = pytest.mark.cluster
 
 ROOT = Path(__file__).resolve().parent.parent
 DRIVER = Path(__file__).resolve().parent / "connect_session.py"
-SUITES = ("tests/test_recursion_vs_duckdb.py", "tests/test_aggregates_in_recursion.py", "tests/test_arrow_frames.py")
-LONGEST_LOOPS = (
-    "test_mutual_recursion_count_attend",  # mutual recursion: test_mutual_recursion_even_odd; count(): org chart
-    "test_path_counts_single_source_dag_count",  # count() over a DAG: test_path_counts_all_pairs_dag_count
-    "test_single_source_shortest_paths_min",  # min(): test_all_pairs_shortest_paths_min
+RECURSIONS = (  # one query of each kind the engine runs differently: sets, bags, strings, a LIMIT, strata, parameters
+    "tc_union_cyclic",
+    "tc_union_all_tree",
+    "counter_50",
+    "path_strings",
+    "tree_depth_order_limit",
+    "same_generation",
+    "two_recursive_ctes_joined",
+    "not_in_over_cte",
+    "param_string_in_both_branches",
+)
+AGGREGATES = (  # each aggregate, an error at a limit, non-linear and mutual recursion
+    "test_all_pairs_shortest_paths_min",
+    "test_connected_components_min_label",
+    "test_bill_of_materials_longest_delivery_max",
+    "test_path_counts_all_pairs_dag_count",
+    "test_bonus_rollup_sum_doubles",
+    "test_cyclic_count_of_paths_hits_iteration_limit",
+    "test_nonlinear_transitive_closure",
+    "test_mutual_recursion_even_odd",
+)
+RECURSION_SUITE = "tests/test_recursion_vs_duckdb.py::test_recursive_query_matches_duckdb"
+CASES = (
+    *(
+        f"tests/test_recursion_vs_duckdb.py::test_recursive_query_matches_duckdb[distributed-{name}]"
+        for name in RECURSIONS
+    ),
+    *(f"tests/test_aggregates_in_recursion.py::{name}[distributed]" for name in AGGREGATES),
+    "tests/test_arrow_frames.py",
 )
 SERVER_CONF = {
     "spark.connect.grpc.binding.address": "127.0.0.1",
@@ -77,14 +101,13 @@ def client_environment(url: str) -> dict[str, str]:
 
 
 def test_the_recursion_suites_run_over_spark_connect(server):
-    """The recursion suites, run distributed, over the Connect server (what runs in this process under `local`
-    runs the same whichever Spark the connection has; the decomposed strategy over Connect is the next
-    test's). Each aggregate and kind of recursion runs; the three longest loops of the aggregates' suite (a
-    Spark job per iteration, tens of iterations, and kinds other cases cover) run on the classic suite only."""
+    """Cases of the recursion suites, run distributed over the Connect server against their references: a
+    query of each kind, each aggregate, and the Arrow frames an answer arrives in (the suites run whole on
+    the classic session; what runs in this process under `local` runs the same whichever Spark the
+    connection has; the decomposed strategy over Connect is the next test's)."""
     url, _ = server
-    selection = ["-m", "spark", "-k", f"not local and not decomposed and not ({' or '.join(LONGEST_LOOPS)})"]
     finished = subprocess.run(
-        [sys.executable, "-m", "pytest", "-o", "addopts=", "-q", "-p", "no:cacheprovider", *selection, *SUITES],
+        [sys.executable, "-m", "pytest", "-o", "addopts=", "-q", "-p", "no:cacheprovider", *CASES],
         cwd=ROOT,
         env=client_environment(url),
         capture_output=True,
@@ -94,7 +117,8 @@ def test_the_recursion_suites_run_over_spark_connect(server):
     summary = finished.stdout.strip().splitlines()[-1] if finished.stdout.strip() else ""
     assert finished.returncode == 0, finished.stdout[-6000:] + finished.stderr[-2000:]
     passed = re.search(r"(\d+) passed", summary)
-    assert passed and int(passed.group(1)) > 60 and "failed" not in summary and "skipped" not in summary, summary
+    expected = len(RECURSIONS) + len(AGGREGATES) + 2  # the two tests of the Arrow frames
+    assert passed and int(passed.group(1)) == expected and "failed" not in summary and "skipped" not in summary, summary
 
 
 def test_spark_names_errors_and_cancelling_over_spark_connect(server):
