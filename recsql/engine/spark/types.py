@@ -63,12 +63,21 @@ def settled_frames(run: StratumRun, stratum: Stratum, frames: dict[str, DataFram
 
 
 def cast_nulls(frame: DataFrame, types: Row) -> DataFrame:
+    """`frame` with each column of NULL type cast to its type in `types`."""
     fields = frame.schema.fields
-    if not any(isinstance(field.dataType, NullType) for field in fields):
+    return cast_to(frame, tuple(t if isinstance(f.dataType, NullType) else f.dataType for f, t in zip(fields, types)))
+
+
+def cast_to(frame: DataFrame, types: Row) -> DataFrame:
+    """`frame` with its columns of `types` (the frame itself where they have them, whether or not they
+    may hold NULLs: Spark's cast does not make a nullable element non-null)."""
+    fields = frame.schema.fields
+    same = [field.dataType.simpleString() == data_type.simpleString() for field, data_type in zip(fields, types)]
+    if all(same):
         return frame
     return frame.select(
         *[
-            frame[field.name].cast(data_type) if isinstance(field.dataType, NullType) else frame[field.name]
-            for field, data_type in zip(fields, types)
+            frame[field.name] if kept else frame[field.name].cast(data_type)
+            for field, data_type, kept in zip(fields, types, same)
         ]
     )

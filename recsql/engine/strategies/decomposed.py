@@ -29,10 +29,10 @@ from recsql.engine.fixpoint import Limits, Reached, contributor_terms, rule_ids,
 from recsql.engine.local.database import Database
 from recsql.engine.local.engine import LocalFixpoint
 from recsql.engine.progress import Progress
-from recsql.engine.relation_types import SETTLED, RelationTypes
+from recsql.engine.relation_types import SETTLED, TypeSchedule
 from recsql.engine.spark.context import StratumRun
 from recsql.engine.spark.engine import SPARK, checkpoint, empty_frame
-from recsql.engine.spark.types import AnyStratumTypes, stratum_types
+from recsql.engine.spark.types import AnyStratumTypes, cast_to, stratum_types
 from recsql.engine.spark_settings import SparkSettings
 from recsql.engine.sql.printing import inlined
 from recsql.engine.sql.queries import DERIVED, contributions_of, union_all
@@ -58,9 +58,7 @@ TASKS_PER_CORE = 1  # each part pays the per-iteration overhead of the local eva
 
 
 # what every task is given (the first fields of PartEvaluation and of the exchanged strategy's evaluation)
-TaskInputs = tuple[
-    Program, Stratum, Settings, SparkSettings, Mapping[str, RelationTypes], pa.Schema, Mapping[str, bytes], PartOutput
-]
+TaskInputs = tuple[Program, Stratum, Settings, SparkSettings, TypeSchedule, pa.Schema, Mapping[str, bytes], PartOutput]
 
 
 @dataclass(frozen=True)
@@ -71,7 +69,7 @@ class PartEvaluation:
     stratum: Stratum
     settings: Settings
     spark_settings: SparkSettings
-    types: Mapping[str, RelationTypes]
+    types: TypeSchedule
     seed_schema: pa.Schema  # the exit facts (for sum()/count(): their contributions)
     inputs: Mapping[str, bytes]  # relation -> Arrow IPC stream of its facts
     output: PartOutput
@@ -95,7 +93,7 @@ class PartEvaluation:
             inputs,
             self.settings,
             history.append,
-            types=lambda _: self.types,
+            types=self.types,
             spark_settings=self.spark_settings,
             seeds={name: seeds} if reached is None else None,
             reached=reached,
@@ -119,20 +117,20 @@ def seed_table(batches: Iterator[pa.RecordBatch], schema: pa.Schema) -> pa.Table
 
 
 def run_decomposed(run: StratumRun, stratum: Stratum) -> dict[str, DataFrame] | None:
-    """The stratum as one Spark job when it has a pivot and its column types stay the same from the exit
-    rules on (each part stops after its own number of iterations); else None. A local evaluation of
+    """The stratum as one Spark job when it has a pivot (each part stops after its own number of
+    iterations, its column types those of Spark's evaluation in each); else None. A local evaluation of
     the stratum that outgrew its capacity is gone on from where it stopped (handover.py) on a local
-    master."""
+    master, where its types have settled from the start."""
     if stratum.decomposition is None:
         return None
     types = stratum_types(run, stratum)
-    if not types.settled_from_start():
-        return None
     reached = run.outgrown.get(stratum.relations)
     if reached is not None:
         why = (
             "its tasks do not share this machine's files"
             if local_slots(run.spark) is None
+            else "its column types change while it iterates"
+            if not types.settled_from_start()
             else None
             if worth_handing_over(reached)
             else "that costs less than moving its facts"
@@ -186,9 +184,11 @@ class Decomposed:
     def run(self) -> dict[str, DataFrame]:
         started = time.monotonic()
         (name,) = self.stratum.relations
-        rows = self.types.spark(SETTLED)[name]
-        schema = struct(rows)
-        seeds = self.partitioned(self.exit_facts(name, schema)) if self.handed_over is None else self.hand_over(name)
+        schema = struct(self.types.spark(SETTLED)[name])
+        exit_schema = struct(self.types.spark(0)[name])
+        seeds = (
+            self.partitioned(self.exit_facts(name, exit_schema)) if self.handed_over is None else self.hand_over(name)
+        )
         seed_schema = to_arrow_schema(seeds.schema, timezone=self.context.spark_settings.timezone)
         output = PartOutput(self.types.arrow(SETTLED)[name].full, self.files_directory(schema))
         fields = schema.fields if output.directory is None else []
@@ -201,7 +201,7 @@ class Decomposed:
         facts = sum(row[1] for row in statistics)
         Limits(self.program, self.stratum, self.context.settings).check_rows(facts, iterations)
         self.report_end(statistics, time.monotonic() - started)
-        return {name: result}
+        return {name: cast_to(result, self.types.spark(iterations)[name])}  # as Spark's last iteration types it
 
     def files_directory(self, schema: StructType) -> str | None:
         """Where the parts write their facts (part_output.py): a directory of the statement's scratch
@@ -251,7 +251,7 @@ class Decomposed:
             self.stratum,
             self.context.settings,
             self.context.spark_settings,
-            self.types.arrow(SETTLED),
+            self.types.schedule(),
             seed_schema,
             self.broadcast_inputs(),
             output,

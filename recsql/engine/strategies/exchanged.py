@@ -30,7 +30,7 @@ from recsql.engine.local.database import Database, duckdb_errors, quote
 from recsql.engine.local.engine import DuckDBEngine
 from recsql.engine.local.exchange import DirectoryExchange, Stopped, TotalsReader, remove, stop
 from recsql.engine.progress import Progress, ProgressListener
-from recsql.engine.relation_types import RelationTypes, ResultTypes
+from recsql.engine.relation_types import SETTLED, ResultTypes, TypeSchedule
 from recsql.engine.spark.context import StratumRun
 from recsql.engine.spark.types import AnyStratumTypes, stratum_types
 from recsql.engine.spark_settings import SparkSettings
@@ -53,8 +53,6 @@ def run_exchanged(run: StratumRun, stratum: Stratum) -> dict[str, DataFrame] | N
     if stratum.owner is None or slots is None:
         return None
     types = stratum_types(run, stratum)
-    if not types.settled_from_start():
-        return None
     directory = tempfile.mkdtemp(prefix="recsql-exchange-")
     try:
         return Exchanged(run, stratum, types, directory, slots).run()
@@ -119,7 +117,7 @@ class ExchangedEvaluation:
     stratum: Stratum
     settings: Settings
     spark_settings: SparkSettings
-    types: Mapping[str, RelationTypes]
+    types: TypeSchedule
     seed_schema: pa.Schema
     inputs: Mapping[str, bytes]  # relation -> Arrow IPC stream of its facts
     output: PartOutput
@@ -159,11 +157,11 @@ class ExchangedEvaluation:
                 engine = ExchangingEngine(
                     db,
                     inputs,
-                    lambda _: self.types,
+                    self.types,
                     Printer(Dialect.DUCKDB, self.spark_settings.ansi),
                     exchange,
                     column_names(owner + 1)[owner],
-                    db.types_of(self.types[name].full)[owner],
+                    db.types_of(self.types(SETTLED)[name].full)[owner],  # one type to hash in every iteration
                 )
                 fixpoint = Fixpoint(engine, self.program, self.stratum, {name: engine.routed(seeds)})
                 iterate(Lockstep(fixpoint, exchange), Limits(self.program, self.stratum, self.settings), None)

@@ -23,7 +23,7 @@ from sqlglot import exp
 from recsql.engine.columns import column_names
 from recsql.engine.fixpoint import Candidates, Fixpoint
 from recsql.engine.fixpoint import Versions as AtomVersions
-from recsql.engine.relation_types import SETTLED, RelationTypes
+from recsql.engine.relation_types import SETTLED, RelationTypes, TypeSchedule, repeated_step
 from recsql.engine.sql.queries import CANDIDATES, DERIVED, Query, candidate_columns
 from recsql.engine.states import Facts, MergeOutput
 from recsql.engine.types.spark_types import SPARK_TYPES, rule_types, sum_type
@@ -93,11 +93,7 @@ class StratumTypes(Generic[Facts, Candidates]):
         while len(self.steps) <= iteration and self.repeated is None:
             self.steps.append(self.advance())
             self.repeated = self.earlier_equal()
-        if iteration < len(self.steps):
-            return self.steps[iteration]
-        assert self.repeated is not None  # steps stop being computed only once they repeat
-        period = len(self.steps) - 1 - self.repeated
-        return self.steps[self.repeated + (iteration - self.repeated) % period]
+        return self.steps[repeated_step(len(self.steps), self.repeated, iteration)]
 
     def earlier_equal(self) -> int | None:
         """The earlier step whose types of the facts and of the versions the delta rules read are the last
@@ -141,6 +137,12 @@ class StratumTypes(Generic[Facts, Candidates]):
 
     def arrow_schema(self, types: Row) -> pa.Schema:
         return arrow_schema(types, self.timezone)
+
+    def schedule(self) -> TypeSchedule:
+        """The Arrow types of every iteration, as one value."""
+        self.at(SETTLED)
+        assert self.repeated is not None
+        return TypeSchedule(tuple(self.arrow(step) for step in range(len(self.steps))), self.repeated)
 
     def spark(self, iteration: int) -> dict[str, Row]:
         """The types of each relation's facts after `iteration` iterations."""
