@@ -1,14 +1,15 @@
 """A driver process on a standalone Spark cluster, for tests/test_cluster.py.
 
-    python tests/cluster_session.py MASTER WORKER_PYTHON WAREHOUSE [kill STRATEGY [checkpoints]]
+    python tests/cluster_session.py MASTER WORKER_PYTHON WAREHOUSE [kill]
 
 Connects to MASTER with executors running WORKER_PYTHON, registers EDGES and WEIGHTED, and under each
 strategy runs a transitive closure and single-source shortest paths; prints `@@ ` and a JSON line per
 strategy: {"strategy", "closure": rows, "distances": rows, "explain": EXPLAIN's text}.
 
-With `kill STRATEGY`: runs the closure of a chain under STRATEGY (with a checkpoint directory if
-`checkpoints` follows) and kills one executor (SIGKILL) while the fixpoint runs; prints `@@ {"killed":
-[pid], "count": the closure's size, "analyze": EXPLAIN ANALYZE's lines}`. Distributed: the chain CHAIN,
+With `kill`: for each of KILLS (a strategy, and whether a checkpoint directory is set), runs the closure
+of a chain under the strategy and kills one executor (SIGKILL) while the fixpoint runs, once the cluster
+has given the driver both executors again; prints `@@ {"strategy", "checkpoints", "killed": [pid],
+"count": the closure's size, "analyze": EXPLAIN ANALYZE's lines}` for each. Distributed: the chain CHAIN,
 killed at iteration KILLED_AT. Decomposed (one Spark job, no iterations seen from here): the chain of
 LONG_CHAIN nodes, killed once a task of the job has run for TASK_SECONDS.
 """
@@ -40,6 +41,8 @@ STRATEGIES = ("local", "decomposed", "distributed")
 LONG_CHAIN = 1000  # nodes: each part of a decomposed closure iterates for seconds
 TASK_SECONDS = 0.5
 KILLED_AT = 3
+KILLS = (("decomposed", False), ("distributed", False), ("distributed", True))
+EXECUTORS = 2
 
 
 def chain(nodes: int) -> list[tuple[int, int]]:
@@ -73,8 +76,21 @@ def kill_during_a_long_task(spark, killed: list[int], done: threading.Event) -> 
         time.sleep(0.1)
 
 
-def kill_an_executor(conn, cursor, strategy: str) -> None:
+def wait_for_executors(spark, seconds: float = 120.0) -> None:
+    """Until the cluster has given the driver EXECUTORS executors (a killed one is started again)."""
+    deadline = time.monotonic() + seconds
+    while spark.sparkContext._jsc.sc().getExecutorMemoryStatus().size() < EXECUTORS + 1:  # and the driver's
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"fewer than {EXECUTORS} executors after {seconds} s")
+        time.sleep(0.2)
+
+
+def kill_an_executor(conn, cursor, strategy: str, checkpoints: bool, directory: Path) -> None:
     """The closure of a chain under `strategy`, losing an executor while it runs."""
+    spark = conn.spark_session
+    if checkpoints:
+        spark.sparkContext.setCheckpointDir(str(directory))
+    wait_for_executors(spark)
     edges = chain(LONG_CHAIN) if strategy == "decomposed" else CHAIN
     conn.register("chain", pa.table({"src": [a for a, _ in edges], "dst": [b for _, b in edges]}))
     cursor.execute(f"SET recsql.strategy = {strategy}")
@@ -90,12 +106,11 @@ def kill_an_executor(conn, cursor, strategy: str) -> None:
     finally:
         done.set()
     count = next(int(line.split(": ")[1]) for line in analyze if line.startswith("answer rows: "))
-    print("@@ " + json.dumps({"killed": killed, "count": count, "analyze": analyze}), flush=True)
+    outcome = {"strategy": strategy, "checkpoints": checkpoints, "killed": killed, "count": count, "analyze": analyze}
+    print("@@ " + json.dumps(outcome), flush=True)
 
 
-def main(
-    master: str, worker_python: str, warehouse: str, mode: str = "strategies", strategy: str = "", checkpoints: str = ""
-) -> None:
+def main(master: str, worker_python: str, warehouse: str, mode: str = "strategies") -> None:
     conf = {
         "spark.pyspark.python": worker_python,
         "spark.executor.memory": "512m",
@@ -105,11 +120,10 @@ def main(
         "spark.sql.shuffle.partitions": "2",
         "spark.default.parallelism": "2",
     }
-    if checkpoints:
-        conf["spark.checkpoint.dir"] = str(Path(warehouse).parent / "checkpoints")
     conn = recsql.connect(master=master, conf=conf, warehouse=warehouse)
     if mode == "kill":
-        kill_an_executor(conn, conn.cursor(), strategy)
+        for strategy, checkpoints in KILLS:
+            kill_an_executor(conn, conn.cursor(), strategy, checkpoints, Path(warehouse).parent / "checkpoints")
         return
     conn.register("edge", pa.table({"src": [a for a, _ in EDGES], "dst": [b for _, b in EDGES]}))
     conn.register(
@@ -131,4 +145,4 @@ def main(
 
 
 if __name__ == "__main__":
-    main(*sys.argv[1:7])
+    main(*sys.argv[1:5])

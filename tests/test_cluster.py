@@ -101,23 +101,29 @@ def test_every_strategy_on_a_cluster_whose_workers_lack_recsql(cluster):
         assert f"semi-naive fixpoint, {strategy}" in outcome["closure explain"], outcome["closure explain"]
 
 
-@pytest.mark.parametrize(
-    "strategy, checkpoints", [("distributed", "checkpoints"), ("distributed", ""), ("decomposed", "")]
-)
-def test_a_fixpoint_survives_losing_an_executor(cluster, strategy, checkpoints):
+@pytest.fixture(scope="module")
+def executor_losses(cluster):
+    """What the driver saw of each fixpoint of cluster_session.KILLS losing an executor: one driver runs them
+    all, one after the other, each once the cluster has both executors again."""
+    master, python, directory = cluster
+    finished = subprocess.run(
+        [sys.executable, str(DRIVER), master, python, str(directory / "warehouse"), "kill"],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert finished.returncode == 0, finished.stderr[-4000:]
+    outcomes = [json.loads(line[3:]) for line in finished.stdout.splitlines() if line.startswith("@@ ")]
+    return {(outcome["strategy"], outcome["checkpoints"]): outcome for outcome in outcomes}
+
+
+@pytest.mark.parametrize("strategy, checkpoints", cluster_session.KILLS)
+def test_a_fixpoint_survives_losing_an_executor(executor_losses, strategy, checkpoints):
     """An executor killed while a fixpoint runs costs time, not the answer. With a checkpoint directory,
     the distributed fixpoint's iterations are kept in files and it goes on; without one, the iterations
     the executor held in memory are gone and the evaluation starts again. A decomposed part is one task,
     which Spark runs again elsewhere."""
-    master, python, directory = cluster
-    finished = subprocess.run(
-        [sys.executable, str(DRIVER), master, python, str(directory / "warehouse"), "kill", strategy, checkpoints],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert finished.returncode == 0, finished.stderr[-4000:]
-    outcome = next(json.loads(line[3:]) for line in finished.stdout.splitlines() if line.startswith("@@ "))
+    outcome = executor_losses[(strategy, checkpoints)]
     assert len(outcome["killed"]) == 1
     edges = cluster_session.CHAIN if strategy == "distributed" else cluster_session.chain(cluster_session.LONG_CHAIN)
     assert outcome["count"] == len(transitive_closure(edges)), outcome["analyze"]
