@@ -182,7 +182,7 @@ def test_views_equal_their_query_after_every_change_locally(conn, view, data):
         ("negation", "decomposed"),
     ],
 )
-@settings(max_examples=3, deadline=None, derandomize=True)  # the same histories each run: a red run is a regression
+@settings(max_examples=2, deadline=None, derandomize=True)  # the same histories each run: a red run is a regression
 @given(data=st.data())
 def test_views_equal_their_query_after_every_change_on_spark(conn, view, strategy_name, data):
     set_strategy(conn, strategy_name)
