@@ -262,16 +262,21 @@ class Fixpoint(Generic[Facts, Candidates]):
         try:
             iterate(self, limits, progress, self.iterations)
         except CapacityExceeded as exceeded:
-            exceeded.reached = Reached(
-                {name: state.old for name, state in self.states.items()},
-                {name: state.delta for name, state in self.states.items()},
-                self.iterations,
-                time.monotonic() - started,
-                exceeded.facts,
-                exceeded.expected,
-            )
+            exceeded.reached = self.reached(time.monotonic() - started, exceeded.facts, exceeded.expected)
             raise
         return {name: state.full for name, state in self.states.items()}
+
+    def reached(self, seconds: float, facts: int = 0, expected: int = 0) -> Reached[Facts]:
+        """Where the evaluation is: each relation's facts before the last iteration and that iteration's new
+        ones, to go on from (after `seconds`, with `facts` derived, `expected` after the next iteration)."""
+        return Reached(
+            {name: state.old for name, state in self.states.items()},
+            {name: state.delta for name, state in self.states.items()},
+            self.iterations,
+            seconds,
+            facts,
+            expected,
+        )
 
     def start(self) -> int:
         """Absorb the facts of the exit rules (or those known and new where another evaluation stopped);

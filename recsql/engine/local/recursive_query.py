@@ -132,7 +132,7 @@ class RecursiveQuery:
         try:
             iterate(wide, limits, progress, until=wide.handing_over)
         except CapacityExceeded as exceeded:
-            exceeded.reached = loop_reached(loop, time.monotonic() - started, exceeded.facts, exceeded.expected)
+            exceeded.reached = loop.reached(time.monotonic() - started, exceeded.facts, exceeded.expected)
             raise
         known = loop.states[self.name].full
         if not wide.going_on:
@@ -142,7 +142,7 @@ class RecursiveQuery:
         if loop.iterations + rows - known.num_rows > limits.max_iterations or rows > min(
             limits.max_rows, limits.capacity or rows
         ):  # it may have passed a limit: the loop goes on from where it handed over, to stop where it stops
-            resumed = Fixpoint(loop.engine, self.program, self.stratum, reached=loop_reached(loop, 0.0))
+            resumed = Fixpoint(loop.engine, self.program, self.stratum, reached=loop.reached(0.0))
             answer = resumed.run(limits, progress)
             self.iterations = resumed.iterations
             return answer
@@ -385,10 +385,9 @@ class LoopThenRounds:
 
     def reached(self, seconds: float, exceeded: CapacityExceeded) -> Reached[pa.Table]:
         """Where the evaluation stopped past its capacity (CapacityExceeded.reached)."""
-        if self.queried:
-            known, new, iterations = self.rounds.before(), self.rounds.of_round(), self.rounds.round
-        else:
-            return loop_reached(self.loop, seconds, exceeded.facts, exceeded.expected)
+        if not self.queried:
+            return self.loop.reached(seconds, exceeded.facts, exceeded.expected)
+        known, new, iterations = self.rounds.before(), self.rounds.of_round(), self.rounds.round
         return Reached({self.name: known}, {self.name: new}, iterations, seconds, exceeded.facts, exceeded.expected)
 
 
@@ -424,16 +423,3 @@ class WideRounds:
 
     def watched(self) -> tuple[int, ...]:
         return ()
-
-
-def loop_reached(loop: Fixpoint[pa.Table, str], seconds: float, facts: int = 0, expected: int = 0) -> Reached[pa.Table]:
-    """Where the loop is: its facts before its last iteration and the new ones of that iteration."""
-    states = loop.states
-    return Reached(
-        {name: state.old for name, state in states.items()},
-        {name: state.delta for name, state in states.items()},
-        loop.iterations,
-        seconds,
-        facts,
-        expected,
-    )
