@@ -175,6 +175,10 @@ class Evaluation(Protocol):
 
     def watched(self) -> tuple[int, ...]: ...
 
+    def ahead(self) -> int:
+        """How many iterations after the last one are derived already (their steps cost no query)."""
+        ...
+
 
 def iterate(
     evaluation: Evaluation,
@@ -186,26 +190,44 @@ def iterate(
     """Run `evaluation` until an iteration derives nothing new, or the rows a LIMIT over the stratum needs
     are there (Limits.enough); returns the number of iterations.
     `after`: the iterations an evaluation handed over to this one had made (its start is the next one).
-    `until`: asked after each iteration, stops before the next once true (to hand over to another)."""
+    `until`: asked after each iteration, stops before the next once true (to hand over to another).
+    Iterations the evaluation has derived ahead (Evaluation.ahead) are checked one by one and reported
+    together, once before the next that costs a query: progress, and a cancelled statement's stop, come
+    between queries, not between rows of one answer."""
     started = time.monotonic()
     new_rows = derived = evaluation.start()
     counted = evaluation.watched()
     iteration = after
+    unreported = [evaluation.facts()]  # the new facts of each iteration not reported yet, the last one's last
 
-    def report() -> None:
+    def report(last: int, last_rows: int, rows: int) -> None:
+        """Report the iterations up to `last` (`last_rows` new facts in it, `rows` in all so far)."""
         if progress is not None:
             elapsed = time.monotonic() - started
-            progress(Progress(limits.stratum.relations, iteration, new_rows, derived, elapsed, evaluation.facts()))
+            *earlier, facts = unreported
+            relations = limits.stratum.relations
+            progress(Progress(relations, last, last_rows, rows, elapsed, facts, earlier=tuple(earlier)))
+        unreported.clear()
 
-    report()
+    report(iteration, new_rows, derived)
     while new_rows and not limits.enough(counted) and not (until is not None and until()):
         iteration += 1
         limits.check_iteration(iteration)
         previous_rows, new_rows = new_rows, evaluation.step()
         derived += new_rows
-        counted = tuple(before + now for before, now in zip(counted, evaluation.watched()))
-        limits.check_rows(derived, iteration, new_rows, previous_rows)
-        report()
+        if counted:
+            counted = tuple(before + now for before, now in zip(counted, evaluation.watched()))
+        try:
+            limits.check_rows(derived, iteration, new_rows, previous_rows)
+        except CapacityExceeded:  # where another evaluation goes on: the iterations before this one are done
+            if unreported:
+                report(iteration - 1, previous_rows, derived - new_rows)
+            raise
+        unreported.append(evaluation.facts())
+        if not (new_rows and evaluation.ahead()):
+            report(iteration, new_rows, derived)
+    if unreported:  # a LIMIT had its rows, or `until` held, amid iterations derived ahead
+        report(iteration, new_rows, derived)
     return iteration
 
 
@@ -310,6 +332,9 @@ class Fixpoint(Generic[Facts, Candidates]):
         step (none without a stop)."""
         stop = self.stratum.stop
         return tuple(sum(self.path_rows(path) for path in watch.paths) for watch in stop.watches) if stop else ()
+
+    def ahead(self) -> int:
+        return 0
 
     def path_rows(self, path: Path) -> int:
         state = self.states[path.relation]

@@ -9,7 +9,8 @@ from dataclasses import dataclass, field
 
 @dataclass(frozen=True)
 class Progress:
-    """One iteration of a recursive component (0: its exit rules), as reported to a progress listener."""
+    """One iteration of a recursive component (0: its exit rules), as reported to a progress listener,
+    with those before it derived ahead together (the rounds of one query): reported once, as they come."""
 
     relations: tuple[str, ...]
     iteration: int
@@ -18,6 +19,7 @@ class Progress:
     elapsed: float  # since the component started
     facts: Mapping[str, int] = field(default_factory=dict)  # new facts per relation in this iteration
     whole: bool = False  # the whole recursion at once: one DuckDB query, whose iterations are not counted
+    earlier: tuple[Mapping[str, int], ...] = ()  # new facts of the iterations reported with this one, in order
 
 
 ProgressListener = Callable[[Progress], None]

@@ -27,13 +27,17 @@ class Trace:
         self.steps.append(step)
 
     def progress(self, event: Progress) -> None:
-        """An iteration of a recursion as a step (events tell the time since the recursion started). Its exit
-        rules mean an evaluation from the start: the steps of one before it, which outgrew this process and
+        """An iteration of a recursion as a step (events tell the time since the recursion started; the
+        iterations reported with it, derived by one query, take that time with the first). Its exit rules
+        mean an evaluation from the start: the steps of one before it, which outgrew this process and
         starts again elsewhere, are dropped (one going on from where it stopped keeps them)."""
-        if event.iteration == 0:
+        first = event.iteration - len(event.earlier)
+        if first == 0:
             self.forget(event.relations)
         seconds = event.elapsed - self.elapsed_in(event.relations)
-        self.record(Step(event.relations, event.iteration, dict(event.facts), seconds, event.whole))
+        for offset, facts in enumerate((*event.earlier, event.facts)):
+            step = Step(event.relations, first + offset, dict(facts), 0.0 if offset else seconds, event.whole)
+            self.record(step)
 
     def restart(self, reason: str) -> None:
         """The whole evaluation starts again: what it recorded so far is gone."""

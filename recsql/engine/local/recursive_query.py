@@ -380,6 +380,9 @@ class LoopThenRounds:
     def watched(self) -> tuple[int, ...]:
         return ()
 
+    def ahead(self) -> int:
+        return self.rounds.last - self.rounds.round if self.queried else 0
+
     def result(self) -> pa.Table:
         return self.rounds.facts_so_far() if self.queried else self.loop.states[self.name].full
 
@@ -423,3 +426,6 @@ class WideRounds:
 
     def watched(self) -> tuple[int, ...]:
         return ()
+
+    def ahead(self) -> int:
+        return 0

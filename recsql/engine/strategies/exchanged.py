@@ -272,5 +272,8 @@ class Lockstep:
     def watched(self) -> tuple[int, ...]:
         return tuple(self.counted)
 
+    def ahead(self) -> int:
+        return 0
+
     def facts(self) -> dict[str, int]:
         return self.fixpoint.facts()
