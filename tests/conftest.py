@@ -28,7 +28,7 @@ from recsql.spark.lazy import LazySpark
 
 pytest.register_assert_rewrite("duckdb_reference")  # before any test module imports it: its asserts explain themselves
 
-from strategies import counting_runs  # noqa: E402 - after the rewrite is registered
+from strategies import SPARK, Runs, counting_runs  # noqa: E402 - after the rewrite is registered
 
 TEST_CONF = {
     "spark.sql.shuffle.partitions": "2",
@@ -124,16 +124,22 @@ def pytest_runtest_setup(item):
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item):
     with spark_refused(item):
-        return (yield)
+        result = yield
+    runs = item.funcargs.get("strategy")
+    if isinstance(runs, Runs) and item.callspec.params["strategy"] == SPARK and runs.strategy == "decomposed" and runs:
+        runs.start_again("distributed")  # a stratum ran decomposed: the distributed strategy runs it otherwise
+        item.runtest()
+    return result
 
 
 @pytest.fixture
 def strategy(request, conn, monkeypatch):
-    """The test under SET recsql.strategy = its parameter (the suite's strategy again afterwards); yields
-    the strata that ran with it. Under `local`, a test that ran recursive strata must have run them all
-    locally: the strategy is forced, nothing may fall back to Spark."""
+    """The test under SET recsql.strategy = its parameter (the suite's strategy again afterwards; `spark`:
+    decomposed, then maybe distributed, see strategies.py); yields the strata that ran with it. Under `local`,
+    a test that ran recursive strata must have run them all locally: the strategy is forced, nothing may
+    fall back to Spark."""
     name = getattr(request, "param", "distributed")
-    with counting_runs(conn, monkeypatch, name) as runs:
+    with counting_runs(conn, monkeypatch, "decomposed" if name == SPARK else name) as runs:
         yield runs
     if name == "local":
         assert not runs.others, f"strata ran on Spark under recsql.strategy = local: {runs.others}"

@@ -2,7 +2,11 @@
 
 A test (or a whole module, through `pytestmark`) marked `@under("local", "decomposed", ...)` runs once per
 strategy named, with the `strategy` fixture of conftest.py: `SET recsql.strategy` for the test, and the
-strata that ran with it."""
+strata that ran with it.
+
+`SPARK` names both Spark strategies without running a test twice alike: the test runs decomposed, and
+once more distributed where a stratum ran decomposed (it has a pivot). A recursion without a pivot runs
+distributed under either setting: it runs once (conftest.py's `pytest_runtest_call`)."""
 
 from __future__ import annotations
 
@@ -16,6 +20,9 @@ from recsql.engine.local.engine import DuckDBEngine
 from recsql.engine.local.recursive_query import RecursiveQuery
 from recsql.engine.strategies.decomposed import Decomposed
 from recsql.engine.strategies.exchanged import Exchanged
+
+SPARK = "spark"  # decomposed, then distributed where a stratum ran decomposed (module docstring)
+EVERY_STRATEGY = ("local", SPARK)
 
 EXPLAINED = {  # how EXPLAIN says a recursive stratum runs with each strategy
     "local": "local, in one process",
@@ -60,13 +67,21 @@ def auto_with_local_rows(conn, bound: int) -> Iterator[None]:
 
 
 class Runs(list):
-    """The relations of each recursive stratum that ran with `strategy`, in order; `others`: those that ran
-    with another strategy."""
+    """The relations of each recursive stratum that ran with `strategy` on `conn`, in order; `others`: those
+    that ran with another strategy."""
 
-    def __init__(self, strategy: str):
+    def __init__(self, conn, strategy: str):
         super().__init__()
+        self.conn = conn
         self.strategy = strategy
         self.others: list[tuple[str, ...]] = []
+
+    def start_again(self, strategy: str) -> None:
+        """Count afresh, under `strategy` now."""
+        self.clear()
+        self.others.clear()
+        self.strategy = strategy
+        set_strategy(self.conn, strategy)
 
     def record(self, strategy: str, relations: tuple[str, ...]) -> None:
         (self if strategy == self.strategy else self.others).append(relations)
@@ -77,7 +92,7 @@ def counting_runs(conn, monkeypatch, strategy: str) -> Iterator[Runs]:
     """SET recsql.strategy = `strategy` inside the block (the previous one again after it); yields the
     strata that ran, by strategy (a fixpoint or a recursive query in DuckDB is local, on Spark distributed; a decomposed
     stratum runs its fixpoints inside Spark's workers, and so does a distributed one run as one job)."""
-    runs = Runs(strategy)
+    runs = Runs(conn, strategy)
     run_fixpoint, run_decomposed, run_query = Fixpoint.run, Decomposed.run, RecursiveQuery.run
 
     def fixpoint(self, *args, **kwargs):

@@ -12,7 +12,7 @@ import duckdb_reference
 import pandas as pd
 import pytest
 from duckdb_reference import check, q
-from strategies import under
+from strategies import EVERY_STRATEGY, under
 
 # src 0 matches no row of ap_t; dst NULL, 0 (the count over no row) and another value
 AP_E = pd.DataFrame(
@@ -62,7 +62,7 @@ def test_predicates_over_one_aggregate_row_match_duckdb(cur, duck, case):
     check(cur, duck, **case)
 
 
-@under("local", "decomposed", "distributed")
+@under(*EVERY_STRATEGY)
 def test_in_count_inside_a_recursive_branch_matches_duckdb(cur, duck, strategy):
     check(
         cur,

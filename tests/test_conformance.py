@@ -25,10 +25,11 @@ from helpers import edge_lists, rows
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from reference import transitive_closure
+from strategies import EVERY_STRATEGY
 
 import recsql
 
-ALL_STRATEGIES = ("local", "decomposed", "distributed")
+ALL_STRATEGIES = EVERY_STRATEGY
 IN_ONE_PROCESS_AND_ON_SPARK = ("local", "distributed")  # for the costlier cases
 FEW_EXAMPLES = settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 

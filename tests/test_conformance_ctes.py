@@ -13,14 +13,14 @@ import pandas as pd
 import pytest
 from duckdb_reference import check
 from helpers import sorted_rows
-from strategies import under
+from strategies import EVERY_STRATEGY, under
 
 import recsql
 from translator.dialect import RecSQL, parse_one
 
 CC_EDGE = pd.DataFrame({"a": pd.Series([1, 2, 3, 5], dtype="int64"), "b": pd.Series([2, 3, 4, 6], dtype="int64")})
 TABLES = {"cc_edge": CC_EDGE}
-ALL_STRATEGIES = ("local", "decomposed", "distributed")
+ALL_STRATEGIES = EVERY_STRATEGY
 
 
 duck, cc_tables = duckdb_reference.reference_fixtures(TABLES, "cc_tables", autouse=True)
@@ -222,7 +222,7 @@ CORRELATED_WITH = [
 
 
 @pytest.mark.parametrize("sql", CORRELATED_WITH)
-@under("local", "decomposed", "distributed")
+@under(*EVERY_STRATEGY)
 def test_with_reading_the_outer_query(cur, duck, sql):
     check(cur, duck, sql)
 

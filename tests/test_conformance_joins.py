@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 from duckdb_reference import check, q
 from explain import explain
-from strategies import EXPLAINED
+from strategies import EVERY_STRATEGY, EXPLAINED
 
 import recsql
 
@@ -197,7 +197,7 @@ RECURSIVE = [
 ]
 
 
-@pytest.mark.strategies("local", "decomposed", "distributed")
+@pytest.mark.strategies(*EVERY_STRATEGY)
 @pytest.mark.parametrize("case", RECURSIVE)
 def test_joins_in_recursion_match_duckdb(case, jn_tables, cur, duck, strategy):
     """Each case under each strategy: the recursive strata EXPLAIN puts on the strategy ran with it."""

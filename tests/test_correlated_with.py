@@ -16,11 +16,11 @@ import pytest
 from duckdb_reference import check, q, register_both
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from strategies import under
+from strategies import EVERY_STRATEGY, under
 
 import recsql
 
-ALL_STRATEGIES = ("local", "decomposed", "distributed")
+ALL_STRATEGIES = EVERY_STRATEGY
 
 CW_E = pd.DataFrame({"src": pd.Series([0, 1, 5], dtype="int64")})
 CW_EDGE = pd.DataFrame({"a": pd.Series([0, 1, 2, 3, 5], dtype="int64"), "b": pd.Series([1, 2, 3, 1, 6], dtype="int64")})

@@ -14,7 +14,7 @@ import duckdb_reference
 import pandas as pd
 import pytest
 from duckdb_reference import check, q
-from strategies import under
+from strategies import EVERY_STRATEGY, under
 
 # NULL in every column, both columns of one row NULL, a row whose two columns are equal
 NC_T = pd.DataFrame(
@@ -139,7 +139,7 @@ RECURSIONS = [
 ]
 
 
-@under("local", "decomposed", "distributed")
+@under(*EVERY_STRATEGY)
 @pytest.mark.parametrize("case", RECURSIONS)
 def test_self_comparisons_in_recursion_match_duckdb(cur, duck, case):
     check(cur, duck, **case)

@@ -15,7 +15,7 @@ from explain import explain
 from helpers import digraphs
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from strategies import EXPLAINED, under
+from strategies import EVERY_STRATEGY, EXPLAINED, under
 
 # ---------------------------------------------------------------------------------------------------------------
 # Data (table names prefixed with rc_)
@@ -354,7 +354,7 @@ ALL_CASES = CLOSURE + REACHABILITY + DEPTH_AND_COUNTERS + MULTI_TABLE + FINAL_QU
 
 
 @pytest.mark.spark
-@under("distributed", "local", "decomposed")
+@under(*EVERY_STRATEGY)
 @pytest.mark.parametrize("case", ALL_CASES)
 def test_recursive_query_matches_duckdb(case, rc_tables, cur, duck, strategy):
     """Each case under each strategy, against DuckDB; the recursive strata EXPLAIN puts on the strategy

@@ -14,7 +14,7 @@ import duckdb_reference
 import pandas as pd
 import pytest
 from duckdb_reference import check, q
-from strategies import under
+from strategies import EVERY_STRATEGY, under
 
 import recsql
 
@@ -61,7 +61,7 @@ ONE_ROW_OR_NONE = [
 ]
 
 
-@under("local", "decomposed", "distributed")
+@under(*EVERY_STRATEGY)
 @pytest.mark.parametrize("case", ONE_ROW_OR_NONE)
 def test_a_scalar_subquery_of_one_row_or_none_matches_duckdb(cur, duck, case):
     check(cur, duck, **case)
@@ -105,7 +105,7 @@ TOO_MANY_ROWS = [
 ]
 
 
-@under("local", "decomposed", "distributed")
+@under(*EVERY_STRATEGY)
 @pytest.mark.parametrize("sql, subquery", TOO_MANY_ROWS)
 def test_a_scalar_subquery_of_more_than_one_row_is_an_error(cur, duck, sql, subquery):
     with pytest.raises(duckdb.InvalidInputException, match="More than one row returned by a subquery"):

@@ -17,11 +17,11 @@ import pytest
 from helpers import rows
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from strategies import under
+from strategies import EVERY_STRATEGY, under
 
 import recsql
 
-STRATEGIES = ("local", "decomposed", "distributed")
+STRATEGIES = EVERY_STRATEGY
 RANDOM = settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
 

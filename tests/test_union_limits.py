@@ -19,11 +19,11 @@ import duckdb
 import pandas as pd
 import pytest
 from duckdb_reference import check, q, reference_fixtures
-from strategies import under
+from strategies import EVERY_STRATEGY, under
 
 import recsql
 
-ALL_STRATEGIES = ("local", "decomposed", "distributed")
+ALL_STRATEGIES = EVERY_STRATEGY
 IN_ONE_PROCESS_AND_ON_SPARK = ("local", "distributed")  # a query without recursion: DuckDB, or Spark SQL
 
 TABLES = {
