@@ -220,14 +220,16 @@ def scale_workloads() -> list[Workload]:
     ]
 
 
-DEPTH = 5_000  # iterations of the deep workloads
+DEPTH = 10_000  # rows of the deep workloads, each a row deeper than the last: as many iterations
+HIERARCHY_DEPTH = 2_000  # each row's path is as long as its depth: rows of quadratic size in all
+DAYS = 3_653  # ten years from 2000-01-01
 COUNTER = f"""WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r WHERE n < {DEPTH})
 SELECT count(*), sum(n) FROM r"""
 HIERARCHY = """WITH RECURSIVE h(id, depth, path) AS (SELECT 0, 0, CAST('0' AS STRING) UNION ALL
 SELECT e.dst, h.depth + 1, h.path || '/' || CAST(e.dst AS STRING) FROM h JOIN edge e ON h.id = e.src)
 SELECT count(*), sum(depth), sum(length(path)) FROM h"""
 DATES = f"""WITH RECURSIVE d(day) AS (SELECT DATE '2000-01-01' UNION ALL
-SELECT day + INTERVAL 1 DAY FROM d WHERE day < DATE '2000-01-01' + INTERVAL {DEPTH - 1} DAY)
+SELECT day + INTERVAL 1 DAY FROM d WHERE day < DATE '2000-01-01' + INTERVAL {DAYS - 1} DAY)
 SELECT count(*), max(year(day)) FROM d"""
 RUNNING_TOTAL = """WITH RECURSIVE rt(i, total) AS (SELECT 0, 0 UNION ALL
 SELECT e.dst, rt.total + e.dst FROM rt JOIN edge e ON e.src = rt.i) SELECT count(*), max(total) FROM rt"""
@@ -239,16 +241,20 @@ def deep_workloads() -> list[Workload]:
     """Deep, thin recursions: each iteration derives a row or two, for thousands of iterations, the first
     recursive queries users write (`python -m benchmarks.run --deep`). recsql beside DuckDB: a hand-written
     loop or Spark's native CTE pays a Spark job per iteration."""
-    chain = lambda: graphs.chain(DEPTH)  # noqa: E731 - the same graph for every workload reading one
+    chain = lambda: graphs.chain(DEPTH - 1)  # noqa: E731 - the same graph for every workload reading one
+    nodes = f"a path of {DEPTH:,} nodes"
     return [
-        Workload("counter", f"no table, {DEPTH:,} iterations", chain, COUNTER, COUNTER, None),
-        Workload("chain-reachability", f"a path of {DEPTH:,} edges (UNION)", chain, REACH, REACH, None),
+        Workload("counter", f"no table, {DEPTH:,} rows", chain, COUNTER, COUNTER, None),
+        Workload("chain-reachability", f"{nodes} (UNION)", chain, REACH, REACH, None),
         Workload(
-            "hierarchy-paths", f"a path of {DEPTH:,} edges, each row's path as text", chain, HIERARCHY, HIERARCHY, None
+            "hierarchy-paths",
+            f"a path of {HIERARCHY_DEPTH:,} nodes, each row's path as text",
+            lambda: graphs.chain(HIERARCHY_DEPTH - 1),
+            HIERARCHY,
+            HIERARCHY,
+            None,
         ),
-        Workload("date-series", f"{DEPTH:,} days from 2000-01-01", chain, DATES, DATES, None),
-        Workload(
-            "running-total", f"a path of {DEPTH:,} edges, a sum along it", chain, RUNNING_TOTAL, RUNNING_TOTAL, None
-        ),
+        Workload("date-series", f"{DAYS:,} days (ten years) from 2000-01-01", chain, DATES, DATES, None),
+        Workload("running-total", f"{nodes}, a sum along it", chain, RUNNING_TOTAL, RUNNING_TOTAL, None),
         Workload("fibonacci-mod-p", f"{DEPTH:,} numbers, modulo 1,000,003", chain, FIBONACCI, FIBONACCI, None),
     ]

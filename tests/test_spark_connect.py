@@ -45,12 +45,8 @@ AGGREGATES = (  # each aggregate, an error at a limit, non-linear and mutual rec
     "test_nonlinear_transitive_closure",
     "test_mutual_recursion_even_odd",
 )
-RECURSION_SUITE = "tests/test_recursion_vs_duckdb.py::test_recursive_query_matches_duckdb"
 CASES = (
-    *(
-        f"tests/test_recursion_vs_duckdb.py::test_recursive_query_matches_duckdb[distributed-{name}]"
-        for name in RECURSIONS
-    ),
+    *(f"tests/test_recursion_vs_duckdb.py::test_recursive_query_matches_duckdb[spark-{name}]" for name in RECURSIONS),
     *(f"tests/test_aggregates_in_recursion.py::{name}[distributed]" for name in AGGREGATES),
     "tests/test_arrow_frames.py",
 )
@@ -101,10 +97,10 @@ def client_environment(url: str) -> dict[str, str]:
 
 
 def test_the_recursion_suites_run_over_spark_connect(server):
-    """Cases of the recursion suites, run distributed over the Connect server against their references: a
-    query of each kind, each aggregate, and the Arrow frames an answer arrives in (the suites run whole on
-    the classic session; what runs in this process under `local` runs the same whichever Spark the
-    connection has; the decomposed strategy over Connect is the next test's)."""
+    """Cases of the recursion suites, run over the Connect server against their references: a query of each
+    kind (decomposed, and distributed too where it has a pivot: the `spark` variant), each aggregate
+    (distributed), and the Arrow frames an answer arrives in (the suites run whole on the classic session;
+    what runs in this process under `local` runs the same whichever Spark the connection has)."""
     url, _ = server
     finished = subprocess.run(
         [sys.executable, "-m", "pytest", "-o", "addopts=", "-q", "-p", "no:cacheprovider", *CASES],

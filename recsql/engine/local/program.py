@@ -72,6 +72,12 @@ class LocalProgram(Generic[ColumnType]):
         self.trace = trace
         self.types: dict[str, tuple[ColumnType, ...]] = dict(table_types)
         self.facts: dict[str, pa.Table] = {}
+        self.pending: dict[str, str] = {}  # queries of relations read once, by input name: not run (`combine`)
+        self.inlined: dict[str, str] = {}  # those the query being printed reads, by input name
+        self.readers: dict[str, list[str]] = {}  # the relations whose rules read each, once per atom
+        for body, head, _, _ in self.program.edges():
+            self.readers.setdefault(body, []).append(head)
+        self.recursive = {name for stratum in plan.strata if stratum.component.recursive for name in stratum.relations}
         self.printer = Printer(Dialect.DUCKDB, spark_settings.ansi)
 
     def run(self, tables: Mapping[str, pa.Table]) -> tuple[pa.Table, tuple[ColumnType, ...]]:
@@ -86,7 +92,7 @@ class LocalProgram(Generic[ColumnType]):
                     continue
                 for name in stratum.relations:
                     self.types[name] = self.typing.relation(name, self.types)
-                    self.facts[name] = self.combine(db, name)
+                    self.combine(db, name)
                     if self.trace is not None:
                         rows = {name: self.facts[name].num_rows}
                         self.trace.record(Step((name,), None, rows, time.monotonic() - started))
@@ -94,7 +100,7 @@ class LocalProgram(Generic[ColumnType]):
 
     def run_recursive(self, db: Database, stratum: Stratum) -> None:
         types = self.typing.stratum(stratum, self.types)
-        inputs = {name: self.facts[name] for name in stratum.inputs}
+        inputs = {name: self.facts_of(db, name) for name in stratum.inputs}
         fixpoint = LocalFixpoint(
             self.program,
             stratum,
@@ -109,30 +115,63 @@ class LocalProgram(Generic[ColumnType]):
         self.facts.update(fixpoint.run())
         self.types.update(types.spark(fixpoint.iterations))
 
-    def combine(self, db: Database, name: str) -> pa.Table:
-        """A non-recursive relation: the union of its rules, deduplicated or aggregated as declared."""
+    def combine(self, db: Database, name: str) -> None:
+        """A non-recursive relation: the union of its rules, deduplicated or aggregated as declared, cast to
+        its types. Its query is kept, not run, where it is read once, by another such relation or as the
+        answer: that one query reads it as a common table expression (a query per relation costs more than
+        the work of a small one); EXPLAIN ANALYZE counts each relation's facts."""
         relation = self.program.relations[name]
         parts = [rule_query(rule, lambda _, atom: self.source(db, atom)) for rule in self.program.rules_for(name)]
         if not parts:
-            return null_table(column_names(len(relation.columns)))
-        facts = db.query(self.printer.sql(relation_query(relation, parts)))
-        return db.cast_columns(facts, self.typing.arrow_schema(self.types[name]))
+            self.facts[name] = null_table(column_names(len(relation.columns)))
+            return
+        sql = self.printer.sql(relation_query(relation, parts))
+        sql = db.cast(sql, column_names(len(relation.columns)), self.typing.arrow_schema(self.types[name]))
+        sql = self.printer.with_inputs(sql, self.inlined)
+        self.inlined = {}
+        if self.trace is None and self.read_once(name):
+            self.pending[input_name(name)] = sql
+        else:
+            self.facts[name] = db.query(sql)
+
+    def read_once(self, name: str) -> bool:
+        """Whether one atom of a non-recursive relation's rule reads the relation, or the answer alone."""
+        readers = self.readers.get(name, [])
+        if name == self.program.output:
+            return not readers
+        return len(readers) == 1 and readers[0] not in self.recursive
+
+    def facts_of(self, db: Database, name: str) -> pa.Table:
+        if input_name(name) in self.pending:
+            self.facts[name] = db.query(self.pending.pop(input_name(name)))
+        return self.facts[name]
 
     def source(self, db: Database, atom: Atom) -> exp.Expr:
-        if atom.call_args:
-            return range_call(atom)
-        name = f"relation_{atom.relation}"
-        db.register(name, self.facts[atom.relation])
+        return range_call(atom) if atom.call_args else self.read(db, atom.relation)
+
+    def read(self, db: Database, relation: str) -> exp.Expr:
+        """The relation's facts as the query being printed reads them (its query, where it is not run)."""
+        name = input_name(relation)
+        if name in self.pending:
+            self.inlined[name] = self.pending.pop(name)
+        else:
+            db.register(name, self.facts[relation])
         return table(name)
 
     def answer(self, db: Database) -> tuple[pa.Table, tuple[ColumnType, ...]]:
         program = self.program
         width = len(program.relations[program.output].columns) - program.hidden_columns
         types = self.types[program.output][:width]
-        facts = self.facts[program.output]
-        if shapes_answer(program) or width < facts.num_columns:
-            query = answer_query(table("_output"), program)
-            facts = db.query(self.printer.sql(query), _output=facts)
-        else:
-            facts = facts.rename_columns(column_names(width))
-        return db.cast_columns(facts, self.typing.arrow_schema(types)), types
+        schema = self.typing.arrow_schema(types)
+        pending = input_name(program.output) in self.pending
+        if not pending and not shapes_answer(program) and width == self.facts[program.output].num_columns:
+            facts = self.facts[program.output].rename_columns(column_names(width))
+            return db.cast_columns(facts, schema), types
+        query = self.printer.sql(answer_query(self.read(db, program.output), program))
+        sql = self.printer.with_inputs(query, self.inlined)
+        return db.query(db.cast(sql, column_names(width), schema)), types
+
+
+def input_name(relation: str) -> str:
+    """The name a relation's facts (or its query) are read by."""
+    return f"relation_{relation}"

@@ -271,6 +271,12 @@ def counting(rule: Rule, relation: str) -> Rule:
     return dataclasses.replace(rule, body=(*body, below, since))
 
 
+def between_rounds(sql: str, first: int, bound: int) -> str:
+    """`sql` with its FROM and BOUND parameters as the literals `first` and `bound`: DuckDB reads a
+    parameter again in every round of a recursion (a thin one runs in about two thirds of the time so)."""
+    return sql.replace(f"${BOUND}", str(bound)).replace(f"${FROM}", str(first))
+
+
 class Rounds:
     """The rounds of a recursion, queried in chunks as `fixpoint.iterate` asks for them (fixpoint.Evaluation).
     A chunk queries the rounds after `from_round` up to its bound, starting from the rows of `from_round`
@@ -318,7 +324,7 @@ class Rounds:
 
     def query(self, sql: str, from_round: int, tables: dict[str, pa.Table]) -> None:
         bound = min(from_round + self.length, self.max_iterations)
-        facts = self.recursion.db.query(sql, params={FROM: from_round, BOUND: bound}, **tables)
+        facts = self.recursion.db.query(between_rounds(sql, from_round, bound), **tables)
         if self.chunks:
             facts = facts.filter(pc.greater(facts.column(self.round_column), from_round))
         self.chunks.append(facts)
