@@ -331,3 +331,34 @@ def test_a_cancel_stops_a_recursion_running_as_queries(conn, cur):
     assert time.monotonic() - started < 20
     cur.execute(CHAIN.format(bound=3))
     assert cur.fetchall() == [(1,), (2,), (3,)]
+
+
+def test_a_min_recursion_stays_in_the_loop_while_many_facts_are_known(conn, monkeypatch):
+    """Shortest paths over two levels of fan-out (FEW_KNOWN and more nodes at the second), then three paths
+    of three: every round after the second is thin, but each round of a query would compare its rows with
+    every distance known, so the loop runs the whole recursion (no round is queried); from the start of a
+    path alone (few facts known), the query takes over after the first iteration. Both give networkx's
+    distances."""
+    from recsql.engine.local import recursive_query
+
+    fan = 110  # 110 * 110 = 12,100 nodes at the second level: past FEW_KNOWN
+    assert fan * fan > recursive_query.FEW_KNOWN
+    first = [(0, i, 1) for i in range(1, fan + 1)]
+    second = [(i, i * 1_000 + j, 1) for i in range(1, fan + 1) for j in range(fan)]
+    paths = [(10**7 + k * 10 + i, 10**7 + (k + 1) * 10 + i, 2) for i in range(3) for k in range(3)]
+    paths += [(1_000 + i, 10**7 + i, 3) for i in range(3)]  # from the second level
+    queried_rounds: list[int] = []  # the round each query of rounds starts from
+    query = recursive_query.Rounds.query
+    monkeypatch.setattr(
+        recursive_query.Rounds,
+        "query",
+        lambda self, sql, from_round, tables: [queried_rounds.append(from_round), query(self, sql, from_round, tables)],
+    )
+    for edges, start, in_the_loop in ((first + second + paths, 0, True), (paths, 1_000, False)):
+        queried_rounds.clear()
+        queried, looped = fixpoints(conn, SHORTEST.format(start=start), register_weighted(conn, edges))
+        graph = nx.DiGraph()
+        graph.add_weighted_edges_from(edges)
+        distances = ordered(list(nx.single_source_dijkstra_path_length(graph, start).items()))
+        assert outcome(queried) == outcome(looped) == ("rows", distances)
+        assert queried_rounds[:1] == ([] if in_the_loop else [1]), queried_rounds

@@ -60,6 +60,7 @@ LONGEST_CHUNK = 4096
 GROWTH = 8  # how many times longer the next chunk, while rounds do not grow
 SETTLING = 3  # iterations the loop may run while the types widen, before the queries go on
 THIN_ROUND = 1000  # rows: a round no wider (and no wider than the one before) hands a UNION's rest to one query
+FEW_KNOWN = 10_000  # facts: past them a UNION or a min() stays in the loop (a query's rounds compare with each)
 
 
 def settled_at(stratum: Stratum, types: ResultTypes | None) -> int | None:
@@ -121,7 +122,7 @@ class RecursiveQuery:
         passed a limit)."""
         started = time.monotonic()
         if self.counted:
-            evaluation = LoopThenRounds(loop, self.settled_at, Rounds(self, limits))
+            evaluation = LoopThenRounds(loop, self.settled_at, Rounds(self, limits), while_wide=not self.bag)
             try:
                 self.iterations = iterate(evaluation, limits, progress)
             except CapacityExceeded as exceeded:
@@ -355,30 +356,38 @@ class Rounds:
 
 class LoopThenRounds:
     """The loop's iterations up to `settled_at`, then the rounds of the recursive queries, from the loop's
-    facts (fixpoint.Evaluation)."""
+    facts (fixpoint.Evaluation). `while_wide`: the loop also runs while the rounds are wide (Thinness) or
+    many facts are known (FEW_KNOWN), and from one iteration at least: each round of a UNION's or a min()'s
+    query compares its rows with every fact known (`recurring`), so a wide or long search costs it far more
+    than the loop (a bag's rounds compare nothing)."""
 
-    def __init__(self, loop: Fixpoint[pa.Table, str], settled_at: int, rounds: Rounds):
+    def __init__(self, loop: Fixpoint[pa.Table, str], settled_at: int, rounds: Rounds, while_wide: bool):
         self.loop = loop
-        self.settled_at = settled_at
+        self.settled_at = max(settled_at, 1) if while_wide else settled_at
         self.rounds = rounds
+        self.thinness = Thinness() if while_wide else None
         (self.name,) = loop.states
         self.queried = False  # whether the rounds have taken over
 
     def start(self) -> int:
         if self.settled_at:
-            return self.loop.start()
+            return self.observed(self.loop.start())
         self.queried = True
         return self.rounds.start()
 
     def step(self) -> int:
         if self.queried:
             return self.rounds.step()
-        new = self.loop.step()
-        if self.loop.iterations == self.settled_at:
-            state = self.loop.states[self.name]
-            self.rounds.seed(state.old, state.delta, self.settled_at)
+        new = self.observed(self.loop.step())
+        state = self.loop.states[self.name]
+        thin = self.thinness is None or (self.thinness.thin and state.full.num_rows <= FEW_KNOWN)
+        if new and thin and self.loop.iterations >= self.settled_at:
+            self.rounds.seed(state.old, state.delta, self.loop.iterations)
             self.queried = True
         return new
+
+    def observed(self, new: int) -> int:
+        return self.thinness.observe(new) if self.thinness is not None else new
 
     def facts(self) -> dict[str, int]:
         return self.rounds.facts() if self.queried else self.loop.facts()
@@ -400,19 +409,33 @@ class LoopThenRounds:
         return Reached({self.name: known}, {self.name: new}, iterations, seconds, exceeded.facts, exceeded.expected)
 
 
+class Thinness:
+    """Whether the last round was thin: at most THIN_ROUND new rows, and no more than the round before (a
+    chain, a hierarchy, the tail of a search), where one query runs the rounds left better than a query
+    and a round trip per iteration."""
+
+    def __init__(self) -> None:
+        self.last = 0
+        self.thin = False
+
+    def observe(self, new: int) -> int:
+        self.thin, self.last = new <= min(THIN_ROUND, self.last or new), new
+        return new
+
+
 class WideRounds:
     """The loop's iterations while its rounds are wide or the types still widen (fixpoint.Evaluation): an
     iteration of the loop costs a query and a round trip, worth it while each round derives many rows. Once
-    the types have settled and a round derives few rows, no more than the round before it (a chain, a
-    hierarchy, the tail of a search), it hands over (`handing_over`, fixpoint.iterate's `until`), for one
-    query to run the rest. `going_on`: whether the last iteration derived new facts."""
+    the types have settled, a round is thin and few facts are known (each round of the query compares its
+    rows with them all: UNION), it hands over (`handing_over`, fixpoint.iterate's `until`), for one query
+    to run the rest. `going_on`: whether the last iteration derived new facts."""
 
     def __init__(self, loop: Fixpoint[pa.Table, str], settled_at: int):
         self.loop = loop
         self.settled_at = max(settled_at, 1)  # one iteration at least: whether the rounds grow
+        self.thinness = Thinness()
+        (self.name,) = loop.states
         self.going_on = False
-        self.last = 0
-        self.thin = False
 
     def start(self) -> int:
         return self.observe(self.loop.start())
@@ -421,11 +444,12 @@ class WideRounds:
         return self.observe(self.loop.step())
 
     def handing_over(self) -> bool:
-        return self.thin and self.loop.iterations >= self.settled_at
+        known = self.loop.states[self.name].full.num_rows
+        return self.thinness.thin and known <= FEW_KNOWN and self.loop.iterations >= self.settled_at
 
     def observe(self, new: int) -> int:
-        self.thin, self.last, self.going_on = new <= min(THIN_ROUND, self.last or new), new, new > 0
-        return new
+        self.going_on = new > 0
+        return self.thinness.observe(new)
 
     def facts(self) -> dict[str, int]:
         return self.loop.facts()
