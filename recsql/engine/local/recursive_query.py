@@ -365,7 +365,7 @@ class LoopThenRounds:
         self.loop = loop
         self.settled_at = max(settled_at, 1) if while_wide else settled_at
         self.rounds = rounds
-        self.thinness = Thinness() if while_wide else None
+        self.thinness = Thinness(loop, self.settled_at) if while_wide else None
         (self.name,) = loop.states
         self.queried = False  # whether the rounds have taken over
 
@@ -379,9 +379,9 @@ class LoopThenRounds:
         if self.queried:
             return self.rounds.step()
         new = self.observed(self.loop.step())
-        state = self.loop.states[self.name]
-        thin = self.thinness is None or (self.thinness.thin and state.full.num_rows <= FEW_KNOWN)
-        if new and thin and self.loop.iterations >= self.settled_at:
+        ready = self.thinness.ready() if self.thinness is not None else self.loop.iterations >= self.settled_at
+        if new and ready:
+            state = self.loop.states[self.name]
             self.rounds.seed(state.old, state.delta, self.loop.iterations)
             self.queried = True
         return new
@@ -410,11 +410,15 @@ class LoopThenRounds:
 
 
 class Thinness:
-    """Whether the last round was thin: at most THIN_ROUND new rows, and no more than the round before (a
-    chain, a hierarchy, the tail of a search), where one query runs the rounds left better than a query
-    and a round trip per iteration."""
+    """Whether `loop` may hand its rounds over to one query: from iteration `settled_at` on, once a round is
+    thin (at most THIN_ROUND new rows, and no more than the round before: a chain, a hierarchy, the tail of
+    a search) and few facts are known (FEW_KNOWN: each round of a UNION's or a min()'s query compares its
+    rows with them all); before, a query and a round trip per iteration cost less."""
 
-    def __init__(self) -> None:
+    def __init__(self, loop: Fixpoint[pa.Table, str], settled_at: int):
+        self.loop = loop
+        self.settled_at = settled_at
+        (self.name,) = loop.states
         self.last = 0
         self.thin = False
 
@@ -422,19 +426,21 @@ class Thinness:
         self.thin, self.last = new <= min(THIN_ROUND, self.last or new), new
         return new
 
+    def ready(self) -> bool:
+        known = self.loop.states[self.name].full.num_rows
+        return self.thin and known <= FEW_KNOWN and self.loop.iterations >= self.settled_at
+
 
 class WideRounds:
     """The loop's iterations while its rounds are wide or the types still widen (fixpoint.Evaluation): an
     iteration of the loop costs a query and a round trip, worth it while each round derives many rows. Once
-    the types have settled, a round is thin and few facts are known (each round of the query compares its
-    rows with them all: UNION), it hands over (`handing_over`, fixpoint.iterate's `until`), for one query
-    to run the rest. `going_on`: whether the last iteration derived new facts."""
+    the types have settled and the rounds are thin (Thinness), it hands over (`handing_over`,
+    fixpoint.iterate's `until`), for one query to run the rest. `going_on`: whether the last iteration
+    derived new facts."""
 
     def __init__(self, loop: Fixpoint[pa.Table, str], settled_at: int):
         self.loop = loop
-        self.settled_at = max(settled_at, 1)  # one iteration at least: whether the rounds grow
-        self.thinness = Thinness()
-        (self.name,) = loop.states
+        self.thinness = Thinness(loop, max(settled_at, 1))  # one iteration at least: whether the rounds grow
         self.going_on = False
 
     def start(self) -> int:
@@ -444,8 +450,7 @@ class WideRounds:
         return self.observe(self.loop.step())
 
     def handing_over(self) -> bool:
-        known = self.loop.states[self.name].full.num_rows
-        return self.thinness.thin and known <= FEW_KNOWN and self.loop.iterations >= self.settled_at
+        return self.thinness.ready()
 
     def observe(self, new: int) -> int:
         self.going_on = new > 0
