@@ -241,6 +241,65 @@ def test_rows_growing_past_max_rows_fail_as_the_loop_fails(conn):
     assert kind == "OperationalError" and "recsql.max_rows" in message
 
 
+NARROWING = (  # one row per row of the round before, from every edge's source, k from the source up: rounds narrow
+    "WITH RECURSIVE r(n, k) AS (SELECT src, src FROM rq_edges UNION ALL SELECT n + 1, k + 1 FROM r WHERE k < {depth}) "
+    "SELECT n, k FROM r"
+)
+
+
+@pytest.mark.parametrize("depth, max_rows", [(40, 10_000), (40, 365), (40, 364), (500, 2_000), (9_000, 10**8)])
+def test_a_narrowing_recursion_runs_long_chunks_within_its_limits(conn, monkeypatch, depth, max_rows):
+    """Rounds no wider than the one before: a chunk runs as many rounds as the rows allowed can fill at the
+    width of the round it starts from (of the exit rules: the table's ten rows; the whole recursion where
+    the rows allowed suffice), and stops (or goes on) where the loop does; each round's new facts are
+    reported as the loop's iterations. The ten rows end after 31 to 41 rounds: 365 rows."""
+    from recsql.engine.local import rounds
+
+    queries = []
+    query = rounds.Rounds.query
+    monkeypatch.setattr(rounds.Rounds, "query", lambda self, *args: [queries.append(args[1]), query(self, *args)])
+    edges = register(conn, [(i, i + 1) for i in range(10)])
+    limits = {"max_rows": max_rows, "max_iterations": 10_000}
+    queried, looped = fixpoints(conn, NARROWING.format(depth=depth), edges, **limits)
+    expected = outcome(looped)
+    assert outcome(queried) == expected
+    assert queried.recursive_query is not None and queried.recursive_query.narrowing
+    if expected[0] == "rows":
+        assert len(expected[1]) == 10 * (depth + 1) - 45
+        whole = max_rows >= 10 * (depth + 1)  # every round at the exit rules' width fits: one query
+        assert len(queries) == 1 if whole else len(queries) > 2, queries
+        assert same_progress(*fixpoints(conn, NARROWING.format(depth=depth), edges, **limits)) == depth + 2
+    else:
+        assert "recsql.max_rows" in expected[1]
+
+
+@pytest.mark.parametrize(
+    "sql, narrowing",
+    [
+        (CHAIN.format(bound=5), True),
+        (NARROWING.format(depth=3), True),
+        (REACH.format(start=0), False),  # a join: a round may be wider than the one before
+        (  # two recursive rules: each row may give two
+            "WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r WHERE n < 5 "
+            "UNION ALL SELECT n + 2 FROM r WHERE n < 5) SELECT n FROM r",
+            False,
+        ),
+        (  # a NOT EXISTS only drops rows
+            "WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r WHERE n < 5 AND NOT EXISTS "
+            "(SELECT 1 FROM rq_edges e WHERE e.src = r.n + 100)) SELECT n FROM r",
+            True,
+        ),
+    ],
+)
+def test_a_recursion_is_narrowing_where_no_round_can_widen(conn, sql, narrowing):
+    from recsql.engine.local.recursive_query import narrowing as narrowing_of
+
+    register(conn, [(0, 1), (1, 2)])
+    plan = conn.session.plan(dialect.parse(sql)[0])
+    (stratum,) = [s for s in plan.strata if s.component.recursive]
+    assert narrowing_of(stratum) is narrowing
+
+
 def test_a_union_past_max_iterations_stops_as_the_loop_stops(conn):
     """A UNION's query does not count rounds: with more new rows than the iterations left, the loop goes on
     from where it handed over and stops where it stops."""
@@ -339,18 +398,18 @@ def test_a_min_recursion_stays_in_the_loop_while_many_facts_are_known(conn, monk
     every distance known, so the loop runs the whole recursion (no round is queried); from the start of a
     path alone (few facts known), the query takes over after the first iteration. Both give networkx's
     distances."""
-    from recsql.engine.local import recursive_query
+    from recsql.engine.local import rounds
 
     fan = 110  # 110 * 110 = 12,100 nodes at the second level: past FEW_KNOWN
-    assert fan * fan > recursive_query.FEW_KNOWN
+    assert fan * fan > rounds.FEW_KNOWN
     first = [(0, i, 1) for i in range(1, fan + 1)]
     second = [(i, i * 1_000 + j, 1) for i in range(1, fan + 1) for j in range(fan)]
     paths = [(10**7 + k * 10 + i, 10**7 + (k + 1) * 10 + i, 2) for i in range(3) for k in range(3)]
     paths += [(1_000 + i, 10**7 + i, 3) for i in range(3)]  # from the second level
     queried_rounds: list[int] = []  # the round each query of rounds starts from
-    query = recursive_query.Rounds.query
+    query = rounds.Rounds.query
     monkeypatch.setattr(
-        recursive_query.Rounds,
+        rounds.Rounds,
         "query",
         lambda self, sql, from_round, tables: [queried_rounds.append(from_round), query(self, sql, from_round, tables)],
     )

@@ -118,6 +118,11 @@ class Limits:
         """Whether the rows counted for each watch of the stop (Fixpoint.watched, summed) are all there."""
         return self.stop is not None and all(rows >= watch.rows for rows, watch in zip(counted, self.stop.watches))
 
+    def row_bound(self) -> int:
+        """The rows derived, with those the next iteration is expected to derive (`next_rows`), up to which
+        `check_rows` holds whatever the growth."""
+        return min(self.max_rows, self.capacity if self.capacity is not None else self.max_rows)
+
     def check_iteration(self, iteration: int) -> None:
         if iteration > self.max_iterations:
             raise OperationalError(self.iteration_message())
@@ -209,6 +214,15 @@ def iterate(
             progress(Progress(relations, last, last_rows, rows, elapsed, facts, earlier=tuple(earlier)))
         unreported.clear()
 
+    def checked(previous_rows: int) -> None:
+        """The rows derived so far, by iteration `iteration` (`new_rows` new in it), within the limits."""
+        try:
+            limits.check_rows(derived, iteration, new_rows, previous_rows)
+        except CapacityExceeded:  # where another evaluation goes on: the iterations before this one are done
+            if unreported:
+                report(iteration - 1, previous_rows, derived - new_rows)
+            raise
+
     report(iteration, new_rows, derived)
     while new_rows and not limits.enough(counted) and not (until is not None and until()):
         iteration += 1
@@ -217,16 +231,23 @@ def iterate(
         derived += new_rows
         if counted:
             counted = tuple(before + now for before, now in zip(counted, evaluation.watched()))
-        try:
-            limits.check_rows(derived, iteration, new_rows, previous_rows)
-        except CapacityExceeded:  # where another evaluation goes on: the iterations before this one are done
-            if unreported:
-                report(iteration - 1, previous_rows, derived - new_rows)
-            raise
+        checked(previous_rows)
         unreported.append(evaluation.facts())
-        if not (new_rows and evaluation.ahead()):
-            report(iteration, new_rows, derived)
-    if unreported:  # a LIMIT had its rows, or `until` held, amid iterations derived ahead
+        ahead = evaluation.ahead() if new_rows and limits.stop is None and until is None else 0
+        if ahead:  # their counts are known: checked in a loop of a few operations each, reported together
+            (name,) = unreported[-1]
+            bound = limits.row_bound()
+            for _ in range(ahead):
+                iteration += 1
+                if iteration > limits.max_iterations:
+                    limits.check_iteration(iteration)
+                previous_rows, new_rows = new_rows, evaluation.step()
+                derived += new_rows
+                if derived + next_rows(new_rows, previous_rows) > bound:
+                    checked(previous_rows)
+                unreported.append({name: new_rows})
+                if not new_rows:
+                    break
         report(iteration, new_rows, derived)
     return iteration
 

@@ -1,6 +1,6 @@
-"""A recursive stratum run as DuckDB `WITH RECURSIVE` queries printed from its rules, where the planner found
-DuckDB's recursion to mean what the semi-naive loop means (planner/single_query.py): DuckDB iterates inside
-one query, with no Python and no round trip per iteration.
+"""A recursive stratum run as DuckDB `WITH RECURSIVE` queries printed from its rules, where the planner
+found DuckDB's recursion to mean what the semi-naive loop means (planner/single_query.py): DuckDB iterates
+inside one query, with no Python and no round trip per iteration (rounds.py runs the queries).
 
 The rules are printed and cast to the types of Spark's evaluation as the loop prints and casts them, so the
 values are the loop's. Where Spark widens the facts' types while iterating (a literal anchor of INT beside a
@@ -36,12 +36,12 @@ import time
 from collections.abc import Mapping
 
 import pyarrow as pa
-import pyarrow.compute as pc
 from sqlglot import exp
 
 from recsql.engine.columns import column_names
-from recsql.engine.fixpoint import CapacityExceeded, Fixpoint, Limits, Reached, iterate
+from recsql.engine.fixpoint import CapacityExceeded, Fixpoint, Limits, iterate
 from recsql.engine.local.database import Database
+from recsql.engine.local.rounds import BOUND, FROM, SEEDS, LoopThenRounds, Rounds, WideRounds
 from recsql.engine.progress import Progress, ProgressListener
 from recsql.engine.relation_types import SETTLED, RelationTypes, ResultTypes
 from recsql.engine.sql.printing import Printer
@@ -52,15 +52,7 @@ from translator.ir import Atom, Condition, Iteration, Program, Rule, var
 
 RECURSION = "__recursion"  # the common table expression of the stratum's relation
 ROUND = "__round"  # the variable of the round that derived a row (UNION ALL)
-BOUND = "__rounds_bound"  # the parameter bounding a chunk's rounds
-SEEDS = "__round_seeds"  # the rows a chunk starts from
-FROM = "__rounds_from"  # the parameter naming the round a chunk goes on from
-FIRST_CHUNK = 8  # rounds in the first chunk: how far the rows may grow before the limits are first checked
-LONGEST_CHUNK = 4096
-GROWTH = 8  # how many times longer the next chunk, while rounds do not grow
 SETTLING = 3  # iterations the loop may run while the types widen, before the queries go on
-THIN_ROUND = 1000  # rows: a round no wider (and no wider than the one before) hands a UNION's rest to one query
-FEW_KNOWN = 10_000  # facts: past them a UNION or a min() stays in the loop (a query's rounds compare with each)
 
 
 def settled_at(stratum: Stratum, types: ResultTypes | None) -> int | None:
@@ -105,6 +97,7 @@ class RecursiveQuery:
         (self.name,) = stratum.relations
         self.width = len(program.relations[self.name].columns)
         self.names = column_names(self.width + 1)  # the relation's columns, then the round's
+        self.round_column = self.names[self.width]
         self.start_types = types(0)[self.name] if types is not None else None
         self.round_types = types(SETTLED)[self.name] if types is not None else None
         self.settled_at = settled_at
@@ -112,6 +105,7 @@ class RecursiveQuery:
         self.aggregate = program.relations[self.name].aggregate  # min() / max(): rounds keep improvements
         self.keys = [self.names[i] for i in program.relations[self.name].group_key]
         self.counted = counted or self.bag or self.aggregate is not None
+        self.narrowing = narrowing(stratum)
         self.iterations: int | None = None  # once run: the iterations, where counted
 
     def run(
@@ -220,6 +214,20 @@ class RecursiveQuery:
             sql = self.best(sql)
         return sql
 
+    def exit_rows_bound(self) -> int | None:
+        """At most how many rows the exit rules derive: per rule, the product of the rows of the tables its
+        atoms join (one row without any); None where one reads a table-valued function."""
+        bound = 0
+        for rule in self.stratum.exit_rules:
+            rows = 1
+            for atom in rule.atoms:
+                if atom.call_args:
+                    return None
+                if not atom.filters:  # a left join keeps each row without a match
+                    rows *= max(self.db.registered[self.inputs[atom.relation]].num_rows, int(atom.optional))
+            bound += rows
+        return bound
+
     def variant_sql(self, rule: Rule) -> str:
         """A recursive rule over the last round's rows (where counted, the rows of rounds from the FROM
         parameter below the BOUND parameter, deriving the next round's)."""
@@ -259,6 +267,16 @@ class RecursiveQuery:
         return self.db.query(sql, _known=known, _new=new)
 
 
+def narrowing(stratum: Stratum) -> bool:
+    """Whether no round of the stratum can derive more rows than the round before: one recursive rule,
+    each row of its recursive atom giving at most one row (the other atoms only keep or drop rows), as a
+    counter, a date series or a running sum over a value do."""
+    if len(stratum.variants) != 1:
+        return False
+    joined = [atom for atom in stratum.variants[0].rule.atoms if atom.call_args or atom.optional or not atom.filters]
+    return len(joined) == 1 and joined[0].relation in stratum.relations and not joined[0].call_args
+
+
 def counting(rule: Rule, relation: str) -> Rule:
     """`rule` reading the round of the relation's rows, for rounds from the FROM parameter below the BOUND one."""
     body = tuple(
@@ -270,197 +288,3 @@ def counting(rule: Rule, relation: str) -> Rule:
     below = Condition(exp.LT(this=var(ROUND), expression=exp.Placeholder(this=BOUND)))
     since = Condition(exp.GTE(this=var(ROUND), expression=exp.Placeholder(this=FROM)))
     return dataclasses.replace(rule, body=(*body, below, since))
-
-
-def between_rounds(sql: str, first: int, bound: int) -> str:
-    """`sql` with its FROM and BOUND parameters as the literals `first` and `bound`: DuckDB reads a
-    parameter again in every round of a recursion (a thin one runs in about two thirds of the time so)."""
-    return sql.replace(f"${BOUND}", str(bound)).replace(f"${FROM}", str(first))
-
-
-class Rounds:
-    """The rounds of a recursion, queried in chunks as `fixpoint.iterate` asks for them (fixpoint.Evaluation).
-    A chunk queries the rounds after `from_round` up to its bound, starting from the rows of `from_round`
-    (a UNION's from all its rows, which its rounds must not derive again); the rows of the bound's round are
-    there when the recursion goes on past it."""
-
-    def __init__(self, recursion: RecursiveQuery, limits: Limits):
-        self.recursion = recursion
-        self.max_iterations = limits.max_iterations
-        self.sql = recursion.query(f"SELECT * FROM {recursion.printer.quote(SEEDS)}")
-        self.round_column = recursion.names[recursion.width]
-        self.chunks: list[pa.Table] = []  # each chunk's rows, but for those of the rounds it started from
-        self.counts: dict[int, int] = {}  # rows per round queried so far
-        self.round = 0  # the round iterate() is at
-        self.last = 0  # the last round queried
-        self.length = FIRST_CHUNK
-
-    def start(self) -> int:
-        self.query(self.recursion.query(self.recursion.exit_sql()), 0, {})
-        return self.counts.get(0, 0)
-
-    def seed(self, known: pa.Table, new: pa.Table, round_: int) -> None:
-        """Go on from round `round_`, whose new facts are `new`, the facts before them `known`."""
-        self.chunks.append(self.recursion.with_rounds(known, new, round_))
-        self.counts[round_] = new.num_rows
-        self.round = self.last = round_
-
-    def step(self) -> int:
-        self.round += 1
-        if self.round > self.last:
-            self.next_chunk()
-        return self.counts.get(self.round, 0)
-
-    def next_chunk(self) -> None:
-        """The rounds after the last one queried, from its rows: more of them while rounds do not grow."""
-        last = self.counts.get(self.last, 0)
-        first = self.counts.get(self.last - self.length + 1, last)
-        self.length = min(self.length * GROWTH, LONGEST_CHUNK) if last <= first else 1
-        if self.recursion.bag:
-            previous = self.chunks[-1]
-            seeds = previous.filter(pc.equal(previous.column(self.round_column), self.last))
-        else:
-            seeds = self.all_rows()
-        self.query(self.sql, self.last, {SEEDS: seeds})
-
-    def query(self, sql: str, from_round: int, tables: dict[str, pa.Table]) -> None:
-        bound = min(from_round + self.length, self.max_iterations)
-        facts = self.recursion.db.query(between_rounds(sql, from_round, bound), **tables)
-        if self.chunks:
-            facts = facts.filter(pc.greater(facts.column(self.round_column), from_round))
-        self.chunks.append(facts)
-        rounds = pc.value_counts(facts.column(self.round_column))
-        self.counts.update(zip(rounds.field("values").to_pylist(), rounds.field("counts").to_pylist()))
-        self.last = bound
-
-    def facts(self) -> dict[str, int]:
-        return {self.recursion.name: self.counts.get(self.round, 0)}
-
-    def facts_so_far(self) -> pa.Table:
-        """The facts of every round."""
-        return self.recursion.facts(self.all_rows())
-
-    def before(self) -> pa.Table:
-        """The facts of the rounds before the one iterate() is at."""
-        rows = self.all_rows()
-        return self.recursion.facts(rows.filter(pc.less(rows.column(self.round_column), self.round)))
-
-    def of_round(self) -> pa.Table:
-        """The new facts of the round iterate() is at."""
-        rows = self.all_rows()
-        return rows.filter(pc.equal(rows.column(self.round_column), self.round)).drop_columns([self.round_column])
-
-    def all_rows(self) -> pa.Table:
-        return pa.concat_tables(self.chunks) if len(self.chunks) > 1 else self.chunks[0]
-
-
-class LoopThenRounds:
-    """The loop's iterations up to `settled_at`, then the rounds of the recursive queries, from the loop's
-    facts (fixpoint.Evaluation). `while_wide`: the loop also runs while the rounds are wide (Thinness) or
-    many facts are known (FEW_KNOWN), and from one iteration at least: each round of a UNION's or a min()'s
-    query compares its rows with every fact known (`recurring`), so a wide or long search costs it far more
-    than the loop (a bag's rounds compare nothing)."""
-
-    def __init__(self, loop: Fixpoint[pa.Table, str], settled_at: int, rounds: Rounds, while_wide: bool):
-        self.loop = loop
-        self.settled_at = max(settled_at, 1) if while_wide else settled_at
-        self.rounds = rounds
-        self.thinness = Thinness(loop, self.settled_at) if while_wide else None
-        (self.name,) = loop.states
-        self.queried = False  # whether the rounds have taken over
-
-    def start(self) -> int:
-        if self.settled_at:
-            return self.observed(self.loop.start())
-        self.queried = True
-        return self.rounds.start()
-
-    def step(self) -> int:
-        if self.queried:
-            return self.rounds.step()
-        new = self.observed(self.loop.step())
-        ready = self.thinness.ready() if self.thinness is not None else self.loop.iterations >= self.settled_at
-        if new and ready:
-            state = self.loop.states[self.name]
-            self.rounds.seed(state.old, state.delta, self.loop.iterations)
-            self.queried = True
-        return new
-
-    def observed(self, new: int) -> int:
-        return self.thinness.observe(new) if self.thinness is not None else new
-
-    def facts(self) -> dict[str, int]:
-        return self.rounds.facts() if self.queried else self.loop.facts()
-
-    def watched(self) -> tuple[int, ...]:
-        return ()
-
-    def ahead(self) -> int:
-        return self.rounds.last - self.rounds.round if self.queried else 0
-
-    def result(self) -> pa.Table:
-        return self.rounds.facts_so_far() if self.queried else self.loop.states[self.name].full
-
-    def reached(self, seconds: float, exceeded: CapacityExceeded) -> Reached[pa.Table]:
-        """Where the evaluation stopped past its capacity (CapacityExceeded.reached)."""
-        if not self.queried:
-            return self.loop.reached(seconds, exceeded.facts, exceeded.expected)
-        known, new, iterations = self.rounds.before(), self.rounds.of_round(), self.rounds.round
-        return Reached({self.name: known}, {self.name: new}, iterations, seconds, exceeded.facts, exceeded.expected)
-
-
-class Thinness:
-    """Whether `loop` may hand its rounds over to one query: from iteration `settled_at` on, once a round is
-    thin (at most THIN_ROUND new rows, and no more than the round before: a chain, a hierarchy, the tail of
-    a search) and few facts are known (FEW_KNOWN: each round of a UNION's or a min()'s query compares its
-    rows with them all); before, a query and a round trip per iteration cost less."""
-
-    def __init__(self, loop: Fixpoint[pa.Table, str], settled_at: int):
-        self.loop = loop
-        self.settled_at = settled_at
-        (self.name,) = loop.states
-        self.last = 0
-        self.thin = False
-
-    def observe(self, new: int) -> int:
-        self.thin, self.last = new <= min(THIN_ROUND, self.last or new), new
-        return new
-
-    def ready(self) -> bool:
-        known = self.loop.states[self.name].full.num_rows
-        return self.thin and known <= FEW_KNOWN and self.loop.iterations >= self.settled_at
-
-
-class WideRounds:
-    """The loop's iterations while its rounds are wide or the types still widen (fixpoint.Evaluation): an
-    iteration of the loop costs a query and a round trip, worth it while each round derives many rows. Once
-    the types have settled and the rounds are thin (Thinness), it hands over (`handing_over`,
-    fixpoint.iterate's `until`), for one query to run the rest. `going_on`: whether the last iteration
-    derived new facts."""
-
-    def __init__(self, loop: Fixpoint[pa.Table, str], settled_at: int):
-        self.loop = loop
-        self.thinness = Thinness(loop, max(settled_at, 1))  # one iteration at least: whether the rounds grow
-        self.going_on = False
-
-    def start(self) -> int:
-        return self.observe(self.loop.start())
-
-    def step(self) -> int:
-        return self.observe(self.loop.step())
-
-    def handing_over(self) -> bool:
-        return self.thinness.ready()
-
-    def observe(self, new: int) -> int:
-        self.going_on = new > 0
-        return self.thinness.observe(new)
-
-    def facts(self) -> dict[str, int]:
-        return self.loop.facts()
-
-    def watched(self) -> tuple[int, ...]:
-        return ()
-
-    def ahead(self) -> int:
-        return 0
