@@ -18,6 +18,7 @@ SEEDS = "__round_seeds"  # the rows a chunk starts from
 FROM = "__rounds_from"  # the parameter naming the round a chunk goes on from
 FIRST_CHUNK = 8  # rounds in the first chunk: how far the rows may grow before the limits are first checked
 LONGEST_CHUNK = 4096
+LONGEST_NARROWING = 65_536  # rounds of a narrowing recursion's chunk: a thin one's in a quarter of a second
 GROWTH = 8  # how many times longer the next chunk, while rounds do not grow
 THIN_ROUND = 1000  # rows: a round no wider (and no wider than the one before) hands a UNION's rest to one query
 FEW_KNOWN = 10_000  # facts: past them a UNION or a min() stays in the loop (a query's rounds compare with each)
@@ -75,10 +76,11 @@ class Rounds:
 
     def start(self) -> int:
         """The exit rules' rounds and a first chunk: of a narrowing recursion whose exit rows are bounded,
-        as many rounds as the rows allowed can fill at that width (a counter's all), else FIRST_CHUNK."""
+        as many rounds as the rows allowed can fill at that width (up to LONGEST_NARROWING: progress
+        comes between chunks), else FIRST_CHUNK."""
         exit_rows = self.recursion.exit_rows_bound() if self.recursion.narrowing else None
         if exit_rows is not None:
-            self.length = max(self.row_bound // max(exit_rows, 1), FIRST_CHUNK)
+            self.length = min(max(self.row_bound // max(exit_rows, 1), FIRST_CHUNK), LONGEST_NARROWING)
         self.query(self.recursion.query(self.recursion.exit_sql()), 0, {})
         return self.counts.get(0, 0)
 
@@ -100,7 +102,7 @@ class Rounds:
         last = self.counts.get(self.last, 0)
         first = self.counts.get(self.last - self.length + 1, last)
         if self.recursion.narrowing:
-            self.length = max((self.row_bound - sum(self.counts.values())) // max(last, 1), 1)
+            self.length = min(max((self.row_bound - sum(self.counts.values())) // max(last, 1), 1), LONGEST_NARROWING)
         else:
             self.length = min(self.length * GROWTH, LONGEST_CHUNK) if last <= first else 1
         if self.recursion.bag:
