@@ -45,6 +45,23 @@ def table_name(node: exp.Table, catalog: SchemaProvider) -> str:
     return ".".join(part.name.lower() for part in node.parts)
 
 
+def names_a_cte_in_scope(table: exp.Table, name: str) -> bool:
+    """Whether a table reference is to a CTE in whose scope it is: in the body of a query whose WITH defines
+    the name, or in a CTE of a recursive WITH that does (a non-recursive WITH's own CTEs may read tables of
+    their names: left to the catalog)."""
+    child: exp.Expr = table
+    node = table.parent
+    while node is not None:
+        if (isinstance(node, exp.With) and node.args.get("recursive")) or (
+            isinstance(node, exp.Query) and child is not node.args.get("with_")
+        ):
+            with_ = node if isinstance(node, exp.With) else node.args.get("with_")
+            if with_ is not None and any(cte.alias_or_name.lower() == name for cte in with_.expressions):
+                return True
+        child, node = node, node.parent
+    return False
+
+
 class TranslatorCore:
     """The state of one translation and the relation, variable and rule bookkeeping over it."""
 
@@ -56,6 +73,7 @@ class TranslatorCore:
         self.views_in_progress: list[str] = []
         self.table_names: set[str] = set()  # what the statement's table references name, in views' too
         self.cte_names: set[str] = set()
+        self.unbound_names: set[str] = set()  # the names of references that may read a table (no CTE's)
         self.view_queries: dict[str, exp.Expr | None] = {}
         # recursive CTEs whose UNION or UNION ALL chose how their recursion iterates (see iterate_as_recursion)
         self.set_iterations: set[str] = set()
@@ -109,6 +127,8 @@ class TranslatorCore:
             self.cte_names.update(cte.alias_or_name.lower() for cte in node.find_all(exp.CTE))
             for table in node.find_all(exp.Table):
                 name = ".".join(part.name.lower() for part in table.parts)
+                if not names_a_cte_in_scope(table, name):
+                    self.unbound_names.add(name)
                 if name not in self.table_names:
                     self.table_names.add(name)
                     view = self.view_query(name)
@@ -141,7 +161,9 @@ class TranslatorCore:
     def _is_stored(self, name: str) -> bool:
         """Whether a name is taken by a table the program may read. A CTE's name may also be a stored
         table's that its own body reads (`WITH edge AS (SELECT ... FROM edge)`): the catalog says."""
-        if name in self.cte_names:
+        if name in self.cte_names:  # a table only where some reference of the name is not the CTE's
+            if name not in self.unbound_names:
+                return False
             return self.catalog.table_columns(name) is not None or self.view_query(name) is not None
         return name in self.table_names
 

@@ -169,6 +169,15 @@ def next_rows(new_rows: int, previous_rows: int) -> int:
     return new_rows * new_rows // previous_rows if previous_rows else 0
 
 
+@dataclass(frozen=True)
+class Ahead:
+    """Iterations an evaluation has derived already: the new facts of each, in order, and how to move past
+    the first of them (as as many steps would)."""
+
+    counts: Sequence[int]
+    skip: Callable[[int], None]
+
+
 class Evaluation(Protocol):
     """What `iterate` runs: a Fixpoint, or several in lockstep."""
 
@@ -180,8 +189,8 @@ class Evaluation(Protocol):
 
     def watched(self) -> tuple[int, ...]: ...
 
-    def ahead(self) -> int:
-        """How many iterations after the last one are derived already (their steps cost no query)."""
+    def ahead(self) -> Ahead | None:
+        """The iterations after the last one that are derived already (their steps cost no query)."""
         ...
 
 
@@ -233,21 +242,25 @@ def iterate(
             counted = tuple(before + now for before, now in zip(counted, evaluation.watched()))
         checked(previous_rows)
         unreported.append(evaluation.facts())
-        ahead = evaluation.ahead() if new_rows and limits.stop is None and until is None else 0
-        if ahead:  # their counts are known: checked in a loop of a few operations each, reported together
+        ahead = evaluation.ahead() if new_rows and limits.stop is None and until is None else None
+        if ahead is not None:  # their counts are known: checked in a loop of a few operations each
             (name,) = unreported[-1]
-            bound = limits.row_bound()
-            for _ in range(ahead):
-                iteration += 1
-                if iteration > limits.max_iterations:
-                    limits.check_iteration(iteration)
-                previous_rows, new_rows = new_rows, evaluation.step()
-                derived += new_rows
-                if derived + next_rows(new_rows, previous_rows) > bound:
-                    checked(previous_rows)
-                unreported.append({name: new_rows})
+            bound, taken = limits.row_bound(), 0
+            for count in ahead.counts:
                 if not new_rows:
                     break
+                iteration += 1
+                taken += 1
+                previous_rows, new_rows = new_rows, count
+                derived += count
+                if iteration > limits.max_iterations or derived + next_rows(count, previous_rows) > bound:
+                    ahead.skip(taken)  # where a limit may stop it: the evaluation is there, as after a step
+                    taken = 0
+                    limits.check_iteration(iteration)
+                    checked(previous_rows)
+                if progress is not None:
+                    unreported.append({name: count})
+            ahead.skip(taken)
         report(iteration, new_rows, derived)
     return iteration
 
@@ -354,8 +367,8 @@ class Fixpoint(Generic[Facts, Candidates]):
         stop = self.stratum.stop
         return tuple(sum(self.path_rows(path) for path in watch.paths) for watch in stop.watches) if stop else ()
 
-    def ahead(self) -> int:
-        return 0
+    def ahead(self) -> Ahead | None:
+        return None
 
     def path_rows(self, path: Path) -> int:
         state = self.states[path.relation]

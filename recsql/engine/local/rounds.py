@@ -10,7 +10,7 @@ from typing import Protocol
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from recsql.engine.fixpoint import CapacityExceeded, Fixpoint, Limits, Reached
+from recsql.engine.fixpoint import Ahead, CapacityExceeded, Fixpoint, Limits, Reached
 from recsql.engine.local.database import Database, quote
 
 BOUND = "__rounds_bound"  # the parameter bounding a chunk's rounds
@@ -125,6 +125,15 @@ class Rounds:
     def facts(self) -> dict[str, int]:
         return {self.recursion.name: self.counts.get(self.round, 0)}
 
+    def ahead(self) -> Ahead | None:
+        """The rounds queried after the one iterate() is at."""
+        if self.last == self.round:
+            return None
+        return Ahead([self.counts.get(r, 0) for r in range(self.round + 1, self.last + 1)], self.skip)
+
+    def skip(self, rounds: int) -> None:
+        self.round += rounds
+
     def facts_so_far(self) -> pa.Table:
         """The facts of every round."""
         return self.recursion.facts(self.all_rows())
@@ -184,8 +193,8 @@ class LoopThenRounds:
     def watched(self) -> tuple[int, ...]:
         return ()
 
-    def ahead(self) -> int:
-        return self.rounds.last - self.rounds.round if self.queried else 0
+    def ahead(self) -> Ahead | None:
+        return self.rounds.ahead() if self.queried else None
 
     def result(self) -> pa.Table:
         return self.rounds.facts_so_far() if self.queried else self.loop.states[self.name].full
@@ -251,5 +260,5 @@ class WideRounds:
     def watched(self) -> tuple[int, ...]:
         return ()
 
-    def ahead(self) -> int:
-        return 0
+    def ahead(self) -> Ahead | None:
+        return None

@@ -25,7 +25,7 @@ import pyarrow as pa
 from pyspark.sql import DataFrame, Row
 
 from recsql.engine.columns import column_names
-from recsql.engine.fixpoint import Fixpoint, Limits, iterate
+from recsql.engine.fixpoint import Ahead, Fixpoint, Limits, iterate
 from recsql.engine.local.database import Database, duckdb_errors, quote
 from recsql.engine.local.engine import DuckDBEngine
 from recsql.engine.local.exchange import DirectoryExchange, Stopped, TotalsReader, remove, stop
@@ -272,8 +272,8 @@ class Lockstep:
     def watched(self) -> tuple[int, ...]:
         return tuple(self.counted)
 
-    def ahead(self) -> int:
-        return 0
+    def ahead(self) -> Ahead | None:
+        return None
 
     def facts(self) -> dict[str, int]:
         return self.fixpoint.facts()
