@@ -268,3 +268,39 @@ def test_outer_joins_that_keep_rows_without_a_match_stay(sql):
 
 def test_left_join_filtered_on_its_columns_becomes_inner():
     assert "left" not in simplified("SELECT t.x, u.w FROM t LEFT JOIN u ON u.x = t.x AND u.w > 2 WHERE u.w + 1 < 9")
+
+
+class CountingCatalog(FakeCatalog):
+    """Notes each name it is asked about (Spark's catalog answers each by a round trip)."""
+
+    def __init__(self):
+        self.asked = []
+
+    def table_columns(self, name):
+        self.asked.append(name)
+        return super().table_columns(name)
+
+
+@pytest.mark.parametrize(
+    "sql, ctes, asked",
+    [
+        ("WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r WHERE n < 5) SELECT n FROM r", {"r"}, set()),
+        ("WITH a AS (SELECT x FROM t) SELECT x FROM a WHERE x IN (SELECT x FROM a)", {"a"}, set()),
+        ("WITH t AS (SELECT x FROM t) SELECT x FROM t", {"t"}, {"t"}),  # its body reads the table t
+        (  # a CTE of an outer WITH read inside an inner one
+            "WITH a AS (SELECT x FROM t) "
+            "SELECT a.x FROM a JOIN (WITH b AS (SELECT 1 AS y) SELECT y FROM a, b) s ON true",
+            {"a", "b"},
+            set(),
+        ),
+        (  # the outer reference is to the table u, the inner one to the CTE
+            "SELECT x FROM u WHERE x IN (WITH u AS (SELECT 1 AS x) SELECT x FROM u)",
+            {"u"},
+            {"u"},
+        ),
+    ],
+)
+def test_a_ctes_name_is_asked_of_the_catalog_only_where_a_reference_may_read_a_table(sql, ctes, asked):
+    catalog = CountingCatalog()
+    translate(parse_one(sql), catalog)
+    assert set(catalog.asked) & ctes == asked
