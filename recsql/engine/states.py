@@ -37,6 +37,8 @@ class MergeOutput(Enum):
 class Engine(Protocol[Facts]):
     """What a state needs from the engine that holds its facts."""
 
+    outer_join_merges: bool  # a min()/max() merge joins the known facts (queries.improved's outer_join)
+
     def empty(self, width: int) -> Facts:
         """No facts, untyped columns (a union takes the other side's types)."""
 
@@ -102,7 +104,8 @@ class ExtremumState(State[Facts]):
     def __init__(self, engine: Engine[Facts], relation: Relation):
         super().__init__(engine, relation)
         if relation.group_key:
-            self.improved, self.replace = q.improved(relation), q.replace_groups(relation)
+            self.improved = q.improved(relation, engine.outer_join_merges)
+            self.replace = q.replace_groups(relation)
         else:
             self.overall, self.new = q.overall_best(relation), q.new_facts(self.width)
 

@@ -139,6 +139,8 @@ class SparkEngine:
     `source`: the view a rule reads for an atom outside the component; `arrange`: the variants' joins
     ordered for deltas of the given sizes."""
 
+    outer_join_merges = False  # Spark estimates an outer join's size as its sides' product (queries.improves)
+
     def __init__(
         self,
         spark: SparkSession,

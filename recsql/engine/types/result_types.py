@@ -153,6 +153,8 @@ class TypeEngine:
     """Keeps a relation's column types in place of its facts (states.Engine, fixpoint.RuleEngine): every
     merge query gives its result's types from its inputs' (queries.Query.types)."""
 
+    outer_join_merges = False  # either form gives the same types
+
     def __init__(self, tables: TableTypes):
         self.tables = tables
         self.published: dict[tuple[str, Version], Row] = {}
