@@ -421,3 +421,22 @@ def test_a_min_recursion_stays_in_the_loop_while_many_facts_are_known(conn, monk
         distances = ordered(list(nx.single_source_dijkstra_path_length(graph, start).items()))
         assert outcome(queried) == outcome(looped) == ("rows", distances)
         assert queried_rounds[:1] == ([] if in_the_loop else [1]), queried_rounds
+
+
+def test_a_min_search_that_widens_after_the_hand_over_goes_back_to_the_loop(conn, monkeypatch):
+    """A path first (thin rounds: the query takes over, in chunks of one round, then eight), then a fan
+    of 60 nodes in the last round of the second chunk: wider than the one before, so the loop goes on
+    from it; the distances are the loop's and Dijkstra's."""
+    from recsql.engine.local import rounds
+
+    backs = []
+    back_to_loop = rounds.LoopThenRounds.back_to_loop
+    monkeypatch.setattr(rounds.LoopThenRounds, "back_to_loop", lambda self: [backs.append(1), back_to_loop(self)])
+    edges = [(i, i + 1, 1) for i in range(9)] + [(9, 100 + i, i % 7 + 1) for i in range(60)]
+    edges += [(100 + i, 200 + i % 13, 2) for i in range(60)]
+    queried, looped = fixpoints(conn, SHORTEST.format(start=0), register_weighted(conn, edges))
+    graph = nx.DiGraph()
+    graph.add_weighted_edges_from(edges)
+    distances = ordered(list(nx.single_source_dijkstra_path_length(graph, 0).items()))
+    assert outcome(queried) == outcome(looped) == ("rows", distances)
+    assert backs

@@ -70,6 +70,7 @@ class Rounds:
         self.round_column = recursion.round_column
         self.chunks: list[pa.Table] = []  # each chunk's rows, but for those of the rounds it started from
         self.counts: dict[int, int] = {}  # rows per round queried so far
+        self.known_before = 0  # facts known before the round the rounds were seeded with
         self.round = 0  # the round iterate() is at
         self.last = 0  # the last round queried
         self.length = FIRST_CHUNK
@@ -85,10 +86,19 @@ class Rounds:
         return self.counts.get(0, 0)
 
     def seed(self, known: pa.Table, new: pa.Table, round_: int) -> None:
-        """Go on from round `round_`, whose new facts are `new`, the facts before them `known`."""
-        self.chunks.append(self.recursion.with_rounds(known, new, round_))
-        self.counts[round_] = new.num_rows
+        """Go on from round `round_`, whose new facts are `new`, the facts before them `known`: a first
+        chunk of one round, which says whether the rounds grow."""
+        self.chunks = [self.recursion.with_rounds(known, new, round_)]
+        self.counts = {round_: new.num_rows}
+        self.known_before = known.num_rows
         self.round = self.last = round_
+        self.length = 0  # next_chunk: one round
+
+    def thin(self) -> bool:
+        """Whether the last round queried is thin and few facts are known (Thinness, over the rounds)."""
+        last, before = self.counts.get(self.last, 0), self.counts.get(self.last - 1, 0)
+        known = self.known_before + sum(self.counts.values())
+        return last <= min(THIN_ROUND, before or last) and known <= FEW_KNOWN
 
     def step(self) -> int:
         self.round += 1
@@ -103,6 +113,8 @@ class Rounds:
         first = self.counts.get(self.last - self.length + 1, last)
         if self.recursion.narrowing:
             self.length = min(max((self.row_bound - sum(self.counts.values())) // max(last, 1), 1), LONGEST_NARROWING)
+        elif not self.length:
+            self.length = 1
         else:
             self.length = min(self.length * GROWTH, LONGEST_CHUNK) if last <= first else 1
         if self.recursion.bag:
@@ -157,7 +169,8 @@ class LoopThenRounds:
     facts (fixpoint.Evaluation). `while_wide`: the loop also runs while the rounds are wide (Thinness) or
     many facts are known (FEW_KNOWN), and from one iteration at least: each round of a UNION's or a min()'s
     query compares its rows with every fact known (`recurring`), so a wide or long search costs it far more
-    than the loop (a bag's rounds compare nothing)."""
+    than the loop (a bag's rounds compare nothing); the loop takes the rounds back where those queried end
+    wide or with many facts known (`widened`)."""
 
     def __init__(self, loop: Fixpoint[pa.Table, str], settled_at: int, rounds: Rounds, while_wide: bool):
         self.loop = loop
@@ -174,8 +187,10 @@ class LoopThenRounds:
         return self.rounds.start()
 
     def step(self) -> int:
-        if self.queried:
+        if self.queried and not self.widened():
             return self.rounds.step()
+        if self.queried:
+            self.back_to_loop()
         new = self.observed(self.loop.step())
         ready = self.thinness.ready() if self.thinness is not None else self.loop.iterations >= self.settled_at
         if new and ready:
@@ -183,6 +198,23 @@ class LoopThenRounds:
             self.rounds.seed(state.old, state.delta, self.loop.iterations)
             self.queried = True
         return new
+
+    def widened(self) -> bool:
+        """Whether the rounds queried so far end wide or with many facts known, the next round to query: its
+        rows would be compared with them all (`recurring`), where the loop's iteration costs less."""
+        return self.thinness is not None and self.rounds.round == self.rounds.last and not self.rounds.thin()
+
+    def back_to_loop(self) -> None:
+        """The loop goes on from the last round queried (its facts and those before it)."""
+        known, new, round_ = self.rounds.before(), self.rounds.of_round(), self.rounds.round
+        loop = self.loop
+        self.loop = Fixpoint(
+            loop.engine, loop.program, loop.stratum, reached=Reached({self.name: known}, {self.name: new}, round_)
+        )
+        self.loop.start()
+        self.thinness = Thinness(self.loop, round_ + 1)
+        self.thinness.observe(new.num_rows)  # the next iteration is thin only if no wider than this round
+        self.queried = False
 
     def observed(self, new: int) -> int:
         return self.thinness.observe(new) if self.thinness is not None else new
