@@ -162,9 +162,9 @@ class TranslatorCore:
         """Whether a name is taken by a table the program may read. A CTE's name may also be a stored
         table's that its own body reads (`WITH edge AS (SELECT ... FROM edge)`): the catalog says."""
         if name in self.cte_names:  # a table only where some reference of the name is not the CTE's
-            if name not in self.unbound_names:
-                return False
-            return self.catalog.table_columns(name) is not None or self.view_query(name) is not None
+            return name in self.unbound_names and (
+                self.catalog.table_columns(name) is not None or self.view_query(name) is not None
+            )
         return name in self.table_names
 
     def fresh_variable(self, hint: str) -> str:

@@ -24,6 +24,13 @@ THIN_ROUND = 1000  # rows: a round no wider (and no wider than the one before) h
 FEW_KNOWN = 10_000  # facts: past them a UNION or a min() stays in the loop (a query's rounds compare with each)
 
 
+def thin_with_few_known(new: int, before: int, known: int) -> bool:
+    """Whether rounds may run as one query from a round of `new` rows after one of `before` (0: none):
+    it is thin (at most THIN_ROUND rows, and no wider than the round before) and at most FEW_KNOWN facts
+    are known (each round of a UNION's or a min()'s query compares its rows with them all)."""
+    return new <= min(THIN_ROUND, before or new) and known <= FEW_KNOWN
+
+
 class Recursion(Protocol):
     """The recursive query whose rounds are run (recursive_query.RecursiveQuery)."""
 
@@ -95,10 +102,9 @@ class Rounds:
         self.length = 0  # next_chunk: one round
 
     def thin(self) -> bool:
-        """Whether the last round queried is thin and few facts are known (Thinness, over the rounds)."""
+        """Whether the last round queried is thin and few facts are known (thin_with_few_known)."""
         last, before = self.counts.get(self.last, 0), self.counts.get(self.last - 1, 0)
-        known = self.known_before + sum(self.counts.values())
-        return last <= min(THIN_ROUND, before or last) and known <= FEW_KNOWN
+        return thin_with_few_known(last, before, self.known_before + sum(self.counts.values()))
 
     def step(self) -> int:
         self.round += 1
@@ -145,6 +151,11 @@ class Rounds:
 
     def skip(self, rounds: int) -> None:
         self.round += rounds
+
+    def reached(self, seconds: float = 0.0, facts: int = 0, expected: int = 0) -> Reached[pa.Table]:
+        """Where the rounds are: the facts before the round iterate() is at, and those new in it."""
+        name = self.recursion.name
+        return Reached({name: self.before()}, {name: self.of_round()}, self.round, seconds, facts, expected)
 
     def facts_so_far(self) -> pa.Table:
         """The facts of every round."""
@@ -206,14 +217,10 @@ class LoopThenRounds:
 
     def back_to_loop(self) -> None:
         """The loop goes on from the last round queried (its facts and those before it)."""
-        known, new, round_ = self.rounds.before(), self.rounds.of_round(), self.rounds.round
-        loop = self.loop
-        self.loop = Fixpoint(
-            loop.engine, loop.program, loop.stratum, reached=Reached({self.name: known}, {self.name: new}, round_)
-        )
-        self.loop.start()
-        self.thinness = Thinness(self.loop, round_ + 1)
-        self.thinness.observe(new.num_rows)  # the next iteration is thin only if no wider than this round
+        reached, loop = self.rounds.reached(), self.loop
+        self.loop = Fixpoint(loop.engine, loop.program, loop.stratum, reached=reached)
+        self.thinness = Thinness(self.loop, reached.iterations + 1)
+        self.thinness.observe(self.loop.start())  # the next iteration is thin only if no wider than this round
         self.queried = False
 
     def observed(self, new: int) -> int:
@@ -233,10 +240,8 @@ class LoopThenRounds:
 
     def reached(self, seconds: float, exceeded: CapacityExceeded) -> Reached[pa.Table]:
         """Where the evaluation stopped past its capacity (CapacityExceeded.reached)."""
-        if not self.queried:
-            return self.loop.reached(seconds, exceeded.facts, exceeded.expected)
-        known, new, iterations = self.rounds.before(), self.rounds.of_round(), self.rounds.round
-        return Reached({self.name: known}, {self.name: new}, iterations, seconds, exceeded.facts, exceeded.expected)
+        where = self.rounds if self.queried else self.loop
+        return where.reached(seconds, exceeded.facts, exceeded.expected)
 
 
 class Thinness:
@@ -249,16 +254,15 @@ class Thinness:
         self.loop = loop
         self.settled_at = settled_at
         (self.name,) = loop.states
-        self.last = 0
-        self.thin = False
+        self.before = self.last = 0  # the new rows of the last two iterations observed
 
     def observe(self, new: int) -> int:
-        self.thin, self.last = new <= min(THIN_ROUND, self.last or new), new
+        self.before, self.last = self.last, new
         return new
 
     def ready(self) -> bool:
         known = self.loop.states[self.name].full.num_rows
-        return self.thin and known <= FEW_KNOWN and self.loop.iterations >= self.settled_at
+        return self.loop.iterations >= self.settled_at and thin_with_few_known(self.last, self.before, known)
 
 
 class WideRounds:
