@@ -268,6 +268,7 @@ LONG_JOIN = "SELECT count(*) FROM range(100000) a, range(100000) b WHERE a.id + 
 )
 def test_cancel_stops_the_running_statement(conn, cur, strategy, sql):
     cur.execute(f"SET recsql.strategy = {strategy}")
+    cur.execute("SET recsql.max_iterations = 100000000")  # the counter runs for minutes
     timer = threading.Timer(1.5, conn.cancel)
     timer.start()
     started = time.monotonic()

@@ -19,6 +19,7 @@ from reference import transitive_closure
 
 import recsql
 from recsql.engine.columns import column_names
+from recsql.engine.fixpoint import CapacityExceeded
 from recsql.engine.local.engine import LocalFixpoint
 from recsql.engine.progress import Progress
 from recsql.settings import Settings
@@ -106,13 +107,11 @@ graphs = st.lists(st.tuples(st.integers(0, 12), st.integers(0, 12)), min_size=1,
 def test_reachability_is_the_loops_and_networkx(conn, edges, start):
     table = register(conn, edges)
     sql = REACH.format(start=start)
-    kind, rows = same_as_the_loop(conn, sql, table)
+    _, rows = same_as_the_loop(conn, sql, table)
     graph = nx.DiGraph(edges)
     graph.add_node(start)
     assert rows == ordered([(node,) for node in nx.descendants(graph, start) | {start}])
-    counted, _ = fixpoints(conn, sql, table)
-    counted.recursive_query.counted = True
-    assert outcome(counted) == (kind, rows)
+    assert same_progress(*fixpoints(conn, sql, table)) >= 1
 
 
 @settings(max_examples=25, deadline=None)
@@ -136,6 +135,7 @@ def test_a_closure_of_pairs_is_the_loops(conn, edges):
     table = register(conn, edges)
     _, rows = same_as_the_loop(conn, PAIRS, table)
     assert set(rows) == transitive_closure(edges)
+    assert same_progress(*fixpoints(conn, PAIRS, table)) >= 1
 
 
 weighted_graphs = st.lists(
@@ -301,48 +301,64 @@ def test_a_recursion_is_narrowing_where_no_round_can_widen(conn, sql, narrowing)
 
 
 def test_a_union_past_max_iterations_stops_as_the_loop_stops(conn):
-    """A UNION's query does not count rounds: with more new rows than the iterations left, the loop goes on
-    from where it handed over and stops where it stops."""
+    """A UNION's query counts its rounds as they come (it calls back with each one's rows): past
+    max_iterations it stops with the loop's error."""
     chain = [(i, i + 1) for i in range(60)]
     kind, message = same_as_the_loop(conn, REACH.format(start=0), register(conn, chain), max_iterations=50)
     assert kind == "OperationalError" and "within 50 iterations" in message
     assert same_as_the_loop(conn, REACH.format(start=0), register(conn, chain), max_iterations=61)[0] == "rows"
 
 
-def test_a_search_that_widens_then_thins_hands_its_tail_to_one_query(conn):
-    """The loop runs a UNION's rounds while they grow (one node, then 40); from the first round no wider
-    than the one before (the 40 nodes' one successor), one query runs the rest: a tail of 59 rows, which
-    fits the iterations max_iterations leaves though the whole answer (101 rows) would not."""
+UNION_COUNTER = "WITH RECURSIVE r(n) AS (SELECT 1 UNION SELECT n + 1 FROM r WHERE n < {bound}) SELECT n FROM r"
+
+
+@pytest.mark.parametrize("bound, max_iterations", [(5, 10), (10, 10), (11, 10), (400, 1000), ("n + 1", 700)])
+def test_a_union_over_values_it_computes_stops_where_the_loop_stops(conn, bound, max_iterations):
+    """Values the recursion computes (a counter): only the limits end a recursion that never does."""
+    kind, rows = same_as_the_loop(conn, UNION_COUNTER.format(bound=bound), max_iterations=max_iterations)
+    if bound == "n + 1":
+        assert kind == "OperationalError" and "within 700 iterations" in rows
+    elif kind == "rows":
+        assert rows == ordered([(n,) for n in range(1, bound + 1)])
+
+
+def test_a_unions_rounds_are_the_loops_iterations(conn):
+    """The query reports each round's new facts as the loop reports each iteration's: a search that widens
+    (one node, then 40), thins, and walks a chain, and a graph with cycles."""
     fan = [(0, i) for i in range(1, 41)] + [(i, 41) for i in range(1, 41)] + [(i, i + 1) for i in range(41, 100)]
     table = register(conn, fan)
-    queried, looped = fixpoints(conn, REACH.format(start=0), table, max_iterations=70)
-    events: list[Progress] = []
-    queried.progress = events.append
-    assert outcome(queried) == outcome(looped) == ("rows", ordered([(node,) for node in range(101)]))
-    assert [(event.iteration, event.delta_rows, event.whole) for event in events] == [
-        (0, 1, False),
-        (1, 40, False),
-        (2, 1, False),
-        (3, 101, True),
-    ]
+    assert same_progress(*fixpoints(conn, REACH.format(start=0), table, max_iterations=70)) == 63
     queried, looped = fixpoints(conn, REACH.format(start=0), table, max_iterations=50)
     kind, message = outcome(queried)
     assert (kind, message) == outcome(looped) and "within 50 iterations" in message
-
-
-def test_the_counted_rounds_are_the_loops_iterations(conn):
-    """Counted, the recursion reports each round's new facts as the loop reports each iteration's."""
     edges = register(conn, [(i, i + 1) for i in range(40)] + [(i, i + 2) for i in range(0, 40, 3)] + [(40, 0)])
-    queried, looped = fixpoints(conn, REACH.format(start=0), edges)
-    queried.recursive_query.counted = True
-    assert same_progress(queried, looped) > 20
+    assert same_progress(*fixpoints(conn, REACH.format(start=0), edges)) > 20
+    assert same_progress(*fixpoints(conn, PAIRS, edges)) > 20
+
+
+@pytest.mark.parametrize("capacity", [1, 50, 400, 800])
+def test_a_union_past_the_local_capacity_stops_where_the_loop_stops(conn, capacity):
+    """Past the capacity the query stops, and the loop goes on to where it stops itself, with its facts (for
+    Spark to go on from): the same iteration, facts and expected facts as the loop alone."""
+    edges = register(conn, [(i, i + 1) for i in range(40)] + [(i, i + 2) for i in range(0, 40, 3)] + [(40, 0)])
+    queried, looped = fixpoints(conn, PAIRS, edges)
+    for fixpoint in (queried, looped):
+        fixpoint.stratum = dataclasses.replace(fixpoint.stratum, capacity=capacity)
+    stops = []
+    for fixpoint in (queried, looped):
+        with pytest.raises(CapacityExceeded) as exceeded:
+            fixpoint.run()
+        reached = exceeded.value.reached
+        known, new = (ordered(table.to_pylist()) for table in (*reached.known.values(), *reached.new.values()))
+        stops.append((reached.iterations, reached.facts, reached.expected, known, new))
+    assert stops[0] == stops[1]
 
 
 EXPLAINED = [  # a recursion, and what EXPLAIN says of how it runs in this process
     (CHAIN.format(bound=5), "in process: one DuckDB recursive query: UNION ALL"),
     (
-        "WITH RECURSIVE r(n) AS (SELECT 1 UNION SELECT n + 1 FROM r WHERE n < 5) SELECT n FROM r",
-        "in process: a DuckDB query per iteration: UNION over values the recursion computes",
+        UNION_COUNTER.format(bound=5),
+        "in process: one DuckDB recursive query: UNION, each round's new rows counted by a call back",
     ),
     (
         "WITH RECURSIVE even(n) AS (SELECT 0 UNION SELECT o.n + 1 FROM odd o WHERE o.n < 9), "
@@ -379,14 +395,16 @@ def test_types_that_widen_while_iterating_keep_the_loop(conn, cur, monkeypatch):
     assert ran == []
 
 
-def test_a_cancel_stops_a_recursion_running_as_queries(conn, cur):
-    """Cancelling (Ctrl-C in the shell) stops a recursion that runs as chunks of one query, and the session goes on."""
+@pytest.mark.parametrize("sql", [CHAIN, UNION_COUNTER], ids=["union_all_chunks", "union_one_query"])
+def test_a_cancel_stops_a_recursion_running_as_queries(conn, cur, sql):
+    """Cancelling (Ctrl-C in the shell) stops a recursion that runs as chunks of one query, or as one query
+    calling back each round, and the session goes on."""
     cur.execute("SET recsql.max_iterations = 100000000")
     timer = threading.Timer(0.5, conn.cancel)
     timer.start()
     started = time.monotonic()
     with pytest.raises(recsql.QueryCancelled):
-        cur.execute(CHAIN.format(bound=10**8))
+        cur.execute(sql.format(bound=10**8))
     assert time.monotonic() - started < 20
     cur.execute(CHAIN.format(bound=3))
     assert cur.fetchall() == [(1,), (2,), (3,)]

@@ -176,6 +176,7 @@ def test_load_a_csv_file_and_query_it(shell, tmp_path):
 
 
 def test_ctrl_c_cancels_a_running_query_and_the_session_goes_on(shell):
+    run(shell, "\\set recsql.max_iterations 100000000\n", "SET")  # the counter runs for minutes
     shell.clear()
     shell.type(LONG_QUERY + "\n")
     progress = shell.wait_for(r"n · iteration (\d+) · \+1 new · ([\d,]+) rows · [\d.]+ s", timeout=60)
@@ -330,7 +331,9 @@ def test_script_progress_only_on_a_terminal(tmp_path):
 
 def test_script_on_a_terminal_shows_progress_and_stops_at_ctrl_c(tmp_path):
     script = tmp_path / "long.sql"
-    script.write_text(f"SELECT 'before' AS step;\n{LONG_QUERY}\nSELECT 'after' AS step;\n")
+    script.write_text(
+        f"SELECT 'before' AS step;\nSET recsql.max_iterations = 100000000;\n{LONG_QUERY}\nSELECT 'after' AS step;\n"
+    )
     terminal = Terminal([RECSQL, "run", str(script), *OPTIONS], shell_env(tmp_path))
     try:
         terminal.wait_for(r"before(.|\n)*n · iteration \d+", timeout=120)

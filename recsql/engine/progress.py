@@ -18,7 +18,6 @@ class Progress:
     total_rows: int
     elapsed: float  # since the component started
     facts: Mapping[str, int] = field(default_factory=dict)  # new facts per relation in this iteration
-    whole: bool = False  # the whole recursion at once: one DuckDB query, whose iterations are not counted
     earlier: tuple[Mapping[str, int], ...] = ()  # new facts of the iterations reported with this one, in order
 
 

@@ -14,7 +14,6 @@ class Step:
     iteration: int | None  # None: a non-recursive relation; 0: a recursion's exit rules
     facts: dict[str, int]  # new facts per relation
     seconds: float
-    whole: bool = False  # a recursion's facts all at once (Progress.whole)
 
 
 @dataclass
@@ -36,7 +35,7 @@ class Trace:
             self.forget(event.relations)
         seconds = event.elapsed - self.elapsed_in(event.relations)
         for offset, facts in enumerate((*event.earlier, event.facts)):
-            step = Step(event.relations, first + offset, dict(facts), 0.0 if offset else seconds, event.whole)
+            step = Step(event.relations, first + offset, dict(facts), 0.0 if offset else seconds)
             self.record(step)
 
     def restart(self, reason: str) -> None:
@@ -69,8 +68,6 @@ class Trace:
                 lines.append(f"{names}: {sum(step.facts.values())} facts, {step.seconds:.3f} s")
             else:
                 label = "exit rules" if step.iteration == 0 else f"iteration {step.iteration}"
-                if step.whole:
-                    label = "in one DuckDB recursive query (iterations not counted)"
                 lines.append(f"{names} {label}: {facts}, {step.seconds:.3f} s")
         totals = self.facts_per_relation()
         lines.append("facts per relation: " + ", ".join(f"{r} {n}" for r, n in totals.items()))

@@ -3,14 +3,13 @@ rules instead of the semi-naive loop (a DuckDB query and a Python round trip per
 
 DuckDB's recursive CTE has the loop's meaning for one relation recursing linearly: under UNION ALL each round
 reads the last round's rows, as the loop's delta does; under UNION each round keeps the rows not known yet,
-as the loop's set merge does. Its rules are printed as the loop prints them, so values are the same. What
-the query cannot do is stop where the loop's limits stop: under UNION ALL a column counting the rounds bounds
-the iterations (engine/local/recursive_query.py runs the query in chunks of rounds and checks the limits
-between them); under UNION no such column can be added (rows differing in it would all be kept), so the form
-is only taken where the rows cannot grow without end, their values coming from the tables the rules read.
-A min() / max() in the header keeps the loop's merge: each round's candidates grouped, the groups whose value
-improves on the best known (DuckDB's `USING KEY` recursion reads what is known as `recurring`) kept, with
-their round counted as under UNION ALL.
+as the loop's set merge does. Its rules are printed as the loop prints them, so values are the same. The
+loop's limits stop it where they stop the loop: under UNION ALL a column counting the rounds bounds the
+iterations (engine/local/recursive_query.py runs the query in chunks of rounds and checks the limits
+between them); under UNION, where such a column would keep rows differing only in it, the query calls back
+with each round's rows for the loop's checks. A min() / max() in the header keeps the loop's merge: each
+round's candidates grouped, the groups whose value improves on the best known (DuckDB's `USING KEY` recursion
+reads what is known as `recurring`) kept, with their round counted as under UNION ALL.
 
 What depends on the data (the types settling from the first round) is checked when the stratum runs.
 """
@@ -18,8 +17,6 @@ What depends on the data (the types settling from the first round) is checked wh
 from __future__ import annotations
 
 from dataclasses import dataclass
-
-from sqlglot import exp
 
 from recsql.analysis import Component
 from recsql.planner.first_rows import Stop
@@ -65,10 +62,7 @@ def single_query(
         )
     if iteration is Iteration.BAG:
         return SingleQuery(True, "UNION ALL, a column of the query counting the iterations")
-    for rule in recursive_rules:
-        if not within_the_data(rule):
-            return SingleQuery(False, "UNION over values the recursion computes, whose iterations only the loop bounds")
-    return SingleQuery(True, "UNION over values of the tables it reads, which cannot grow without end")
+    return SingleQuery(True, "UNION, each round's new rows counted by a call back as the query runs")
 
 
 def nonlinear(rule: Rule, name: str) -> str:
@@ -82,15 +76,3 @@ def nonlinear(rule: Rule, name: str) -> str:
     if rule.is_aggregate:
         return "a recursive rule aggregates"
     return ""
-
-
-def within_the_data(rule: Rule) -> bool:
-    """Whether every value `rule` derives is a value of a table or relation it reads, or a constant."""
-    bound = {arg for atom in rule.atoms if not atom.filters for arg in atom.variables()}
-    return all(constant_or_bound(term, bound) for term in rule.terms)
-
-
-def constant_or_bound(term: exp.Expr, bound: set[str]) -> bool:
-    if isinstance(term, exp.Column):
-        return term.name in bound
-    return isinstance(term, (exp.Literal, exp.Null, exp.Boolean))

@@ -6,16 +6,19 @@ from __future__ import annotations
 import contextlib
 import re
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import ClassVar
 
 import duckdb
 import pyarrow as pa
+from duckdb import sqltypes
 from sqlglot import exp
 
 from recsql.cancellation import interruptible
 from recsql.engine.sql.printing import INEXACT, LocalLimit
 from recsql.errors import DataError, OperationalError
+
+ROUND_FUNCTION = "__recsql_round"  # what a query run by Database.query_by_rounds calls with each round's rows
 
 
 def quote(name: str) -> str:
@@ -36,14 +39,16 @@ class Database:
     def __init__(self, timezone: str, threads: int | None = None):
         """`threads`: how many threads each query may use (DuckDB's default: every core)."""
         self.reusable = threads is None
-        connection: duckdb.DuckDBPyConnection | None
         self.timezone: str | None
-        connection, self.timezone = (
-            self.idle.__dict__.pop("connection", (None, None)) if self.reusable else (None, None)
-        )
-        if connection is None:
-            connection = duckdb.connect(config={"threads": threads} if threads else {})
-        self.connection = connection
+        idle = self.idle.__dict__.pop("connection", None) if self.reusable else None
+        if idle is None:
+            self.connection = duckdb.connect(config={"threads": threads} if threads else {})
+            self.timezone, self.rounds = None, RoundHook()
+            self.connection.create_function(
+                ROUND_FUNCTION, self.rounds, [sqltypes.BIGINT], sqltypes.BOOLEAN, side_effects=True
+            )
+        else:
+            self.connection, self.timezone, self.rounds = idle
         if timezone != self.timezone:
             self.connection.execute(f"SET TimeZone = {exp.Literal.string(timezone).sql(dialect='duckdb')}")
             self.timezone = timezone
@@ -67,6 +72,21 @@ class Database:
             # newer DuckDB calls it to_arrow_table and deprecates fetch_arrow_table
             fetch = getattr(relation, "to_arrow_table", None) or relation.fetch_arrow_table
             return fetch()
+
+    def query_by_rounds(self, sql: str, on_round: Callable[[int], None], **tables: pa.Table) -> pa.Table:
+        """The result of the recursive query `sql`, which calls ROUND_FUNCTION with the rows of each round
+        before deriving the next: `on_round` is called with them, and what it raises stops the query and
+        is raised here (DuckDB would report it as an error of its own)."""
+        self.rounds.callback, self.rounds.raised = on_round, None
+        try:
+            return self.query(sql, **tables)
+        except Exception:
+            raised = self.rounds.raised
+            if raised is not None:
+                raise raised from None
+            raise
+        finally:
+            self.rounds.callback, self.rounds.raised = None, None
 
     def cast_columns(self, table: pa.Table, schema: pa.Schema | None) -> pa.Table:
         """`table` with the column types of `schema`, cast as SQL casts (as is without a schema)."""
@@ -106,7 +126,25 @@ class Database:
             return
         for name in self.registered:
             self.connection.unregister(name)
-        self.idle.connection = self.connection, self.timezone
+        self.idle.connection = self.connection, self.timezone, self.rounds
+
+
+class RoundHook:
+    """ROUND_FUNCTION of a connection: calls the callback of the query running (Database.query_by_rounds),
+    keeping what it raises."""
+
+    def __init__(self) -> None:
+        self.callback: Callable[[int], None] | None = None
+        self.raised: BaseException | None = None
+
+    def __call__(self, rows: int) -> bool:
+        if self.callback is not None:
+            try:
+                self.callback(rows)
+            except BaseException as error:
+                self.raised = error
+                raise
+        return True
 
 
 def null_table(names: list[str]) -> pa.Table:

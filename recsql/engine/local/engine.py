@@ -146,12 +146,10 @@ class LocalFixpoint:
         database: Database | None = None,
         seeds: Mapping[str, pa.Table] | None = None,
         reached: Reached[pa.Table] | None = None,
-        counted: bool = False,
     ):
         """`database`: evaluate in this DuckDB connection (left open) instead of a new one. `seeds`: the
         facts of the exit rules, derived elsewhere (one part of them, under the decomposed strategy).
-        `reached`: where an evaluation of the component stopped, to go on from. `counted`: count the
-        iterations of a recursion run as one DuckDB query (for EXPLAIN ANALYZE; recursive_query.py)."""
+        `reached`: where an evaluation of the component stopped, to go on from."""
         self.program = program
         self.stratum = stratum
         self.settings = settings
@@ -163,7 +161,7 @@ class LocalFixpoint:
         self.fixpoint = Fixpoint(self.engine, program, stratum, seeds, reached)
         settled_at = recursive_query.settled_at(stratum, types) if seeds is None and reached is None else None
         self.recursive_query = (
-            RecursiveQuery(self.db, printer, program, stratum, self.engine.inputs, types, settled_at, counted)
+            RecursiveQuery(self.db, printer, program, stratum, self.engine.inputs, types, settled_at)
             if settled_at is not None
             else None
         )

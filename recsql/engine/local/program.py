@@ -110,7 +110,6 @@ class LocalProgram(Generic[ColumnType]):
             types.arrow,
             self.spark_settings,
             db,
-            counted=self.trace is not None,
         )
         self.facts.update(fixpoint.run())
         self.types.update(types.spark(fixpoint.iterations))

@@ -11,17 +11,13 @@ queries go on from its facts once the types have settled. The loop's limits hold
   rows of the last round of the one before; between chunks the rounds' row counts go through the loop's
   own checks (fixpoint.iterate), so max_iterations, max_rows and a local capacity stop the evaluation with
   the loop's errors, and progress is reported round by round. Chunks grow while the rounds do not.
-* UNION: DuckDB's own UNION keeps the rows not known yet, as the loop does, and is fast; it has no column
-  counting the rounds (rows differing in it would all be kept), so the planner takes this form only where
-  rows cannot grow without end. The loop runs while the rounds are wide (its cost per iteration is worth
-  it there, and a wide search would soon pass the bound below); once a round is thin and no wider than the
-  last, one query runs the rest from the loop's facts. Its answer stands if it could not have passed a
-  limit: no more new rows than the iterations max_iterations leaves (each iteration adds a row), max_rows
-  and the capacity; otherwise the loop goes on from where it handed over, to stop where it stops. Where
-  the iterations are to be counted (EXPLAIN ANALYZE), the rows are keyed by their columns (`USING KEY`),
-  carry their round, and each round keeps only the rows the recursion does not hold yet (an anti-join
-  with `recurring`): the same rows, by rounds, checked as UNION ALL's are, at the cost of that join each
-  round.
+* UNION: DuckDB's own UNION keeps the rows not known yet, as the loop does, and keeps them in a hash table
+  that grows with them (the loop's anti-join reads every fact known in every iteration). No column can count
+  its rounds (rows differing in it would all be kept): the query calls a function of this process with each
+  round's rows instead (CountedRounds, through Database.query_by_rounds), which checks the loop's limits
+  and reports progress as the loop does after each iteration; a limit stops the query where it stops the
+  loop. Past the local capacity, the loop goes on from where the query started, to stop where it stops
+  with its facts (to move them to Spark).
 * min() / max() in the header: each round's candidates are grouped and only the groups whose value improves
   on the best known one are kept, as the loop's merge keeps them; the rows are keyed by their group and
   round (`USING KEY`), so every improvement stays with its round, counted and checked as UNION ALL's rows
@@ -40,9 +36,9 @@ from sqlglot import exp
 
 from recsql.engine.columns import column_names
 from recsql.engine.fixpoint import CapacityExceeded, Fixpoint, Limits, iterate
-from recsql.engine.local.database import Database
-from recsql.engine.local.rounds import BOUND, FROM, SEEDS, LoopThenRounds, Rounds, WideRounds
-from recsql.engine.progress import Progress, ProgressListener
+from recsql.engine.local.database import ROUND_FUNCTION, Database
+from recsql.engine.local.rounds import BOUND, FROM, SEEDS, CountedRounds, LoopThenRounds, Rounds
+from recsql.engine.progress import ProgressListener
 from recsql.engine.relation_types import SETTLED, RelationTypes, ResultTypes
 from recsql.engine.sql.printing import Printer
 from recsql.engine.sql.queries import improves
@@ -75,8 +71,7 @@ def settled_at(stratum: Stratum, types: ResultTypes | None) -> int | None:
 
 class RecursiveQuery:
     """One stratum of one relation, its rules printed for DuckDB reading the stratum's inputs as `inputs`
-    names them (registered tables of `db`), from iteration `settled_at` on (the loop's before).
-    `counted`: count a UNION's iterations too."""
+    names them (registered tables of `db`), from iteration `settled_at` on (the loop's before)."""
 
     def __init__(
         self,
@@ -87,7 +82,6 @@ class RecursiveQuery:
         inputs: Mapping[str, str],
         types: ResultTypes | None,
         settled_at: int,
-        counted: bool = False,
     ):
         self.db = db
         self.printer = printer
@@ -104,46 +98,54 @@ class RecursiveQuery:
         self.bag = stratum.iteration is Iteration.BAG
         self.aggregate = program.relations[self.name].aggregate  # min() / max(): rounds keep improvements
         self.keys = [self.names[i] for i in program.relations[self.name].group_key]
-        self.counted = counted or self.bag or self.aggregate is not None
+        self.counted = self.bag or self.aggregate is not None  # rounds counted by a column
         self.narrowing = narrowing(stratum)
-        self.iterations: int | None = None  # once run: the iterations, where counted
+        self.iterations: int | None = None  # once run
 
     def run(
         self, loop: Fixpoint[pa.Table, str], limits: Limits, progress: ProgressListener | None
     ) -> dict[str, pa.Table]:
         """The facts of the relation. `loop`: the loop, not started, for the iterations before the types
-        settle, and under UNION while the rounds are wide (and after, where the query's answer may have
-        passed a limit)."""
+        settle, and where the query stops past the local capacity (and, with min() / max(), while the
+        rounds are wide)."""
         started = time.monotonic()
-        if self.counted:
-            evaluation = LoopThenRounds(loop, self.settled_at, Rounds(self, limits), while_wide=not self.bag)
-            try:
-                self.iterations = iterate(evaluation, limits, progress)
-            except CapacityExceeded as exceeded:
-                exceeded.reached = evaluation.reached(time.monotonic() - started, exceeded)
-                raise
-            return {self.name: evaluation.result()}
-        wide = WideRounds(loop, self.settled_at)
+        if not self.counted:
+            return self.run_union(loop, limits, progress, started)
+        evaluation = LoopThenRounds(loop, self.settled_at, Rounds(self, limits), while_wide=not self.bag)
         try:
-            iterate(wide, limits, progress, until=wide.handing_over)
+            self.iterations = iterate(evaluation, limits, progress)
         except CapacityExceeded as exceeded:
-            exceeded.reached = loop.reached(time.monotonic() - started, exceeded.facts, exceeded.expected)
+            exceeded.reached = evaluation.reached(time.monotonic() - started, exceeded)
             raise
-        known = loop.states[self.name].full
-        if not wide.going_on:
-            return {self.name: known}
-        facts = self.db.query(self.query(f"SELECT * FROM {self.printer.quote(SEEDS)}"), **{SEEDS: known})
-        rows = facts.num_rows
-        if loop.iterations + rows - known.num_rows > limits.max_iterations or rows > min(
-            limits.max_rows, limits.capacity or rows
-        ):  # it may have passed a limit: the loop goes on from where it handed over, to stop where it stops
-            resumed = Fixpoint(loop.engine, self.program, self.stratum, reached=loop.reached(0.0))
+        return {self.name: evaluation.result()}
+
+    def run_union(
+        self, loop: Fixpoint[pa.Table, str], limits: Limits, progress: ProgressListener | None, started: float
+    ) -> dict[str, pa.Table]:
+        """A UNION's facts: the loop's iterations until the types settle, then one query (CountedRounds)."""
+        anchor, seeds = self.exit_sql(), {}
+        rounds = CountedRounds(limits, progress, started)
+        if self.settled_at:
+            try:
+                iterate(loop, limits, progress, until=lambda: loop.iterations >= self.settled_at)
+            except CapacityExceeded as exceeded:
+                exceeded.reached = loop.reached(time.monotonic() - started, exceeded.facts, exceeded.expected)
+                raise
+            state = loop.states[self.name]
+            if not state.new_facts:  # ended before they settled
+                self.iterations = loop.iterations
+                return {self.name: state.full}
+            anchor, seeds = f"SELECT * FROM {self.printer.quote(SEEDS)}", {SEEDS: state.full}
+            rounds = CountedRounds(limits, progress, started, loop.iterations, state.full.num_rows, state.new_facts)
+        try:
+            facts = self.db.query_by_rounds(self.query(anchor), rounds, **seeds)
+        except CapacityExceeded:  # the loop goes on from where the query started, to stop with its facts
+            resumed = Fixpoint(loop.engine, self.program, self.stratum, reached=loop.reached(0.0)) if seeds else loop
             answer = resumed.run(limits, progress)
             self.iterations = resumed.iterations
             return answer
-        if progress is not None:
-            elapsed, after = time.monotonic() - started, loop.iterations + 1
-            progress(Progress(self.stratum.relations, after, rows, rows, elapsed, {self.name: rows}, whole=True))
+        rounds.end()
+        self.iterations = rounds.iterations
         return {self.name: facts}
 
     # ------------------------------------------------------------------ printing
@@ -157,10 +159,9 @@ class RecursiveQuery:
         if self.aggregate is not None:
             key = f" USING KEY ({', '.join(quote(name) for name in (*self.keys, names[-1]))})"
             recursive = self.improvements(self.best(recursive))
-        elif self.counted and not self.bag:  # each round keeps the rows the recursion does not hold yet
-            key = f" USING KEY ({', '.join(quote(name) for name in names[:-1])})"
-            same = " AND ".join(f"n.{quote(name)} IS NOT DISTINCT FROM k.{quote(name)}" for name in names[:-1])
-            recursive = f"SELECT n.* FROM ({recursive}) AS n ANTI JOIN recurring.{quote(RECURSION)} AS k ON {same}"
+        elif not self.bag:  # each round's rows counted (CountedRounds) before the next round is derived
+            rounds = f"(SELECT {ROUND_FUNCTION}(count(*)) FROM {quote(RECURSION)})"
+            recursive = f"SELECT * FROM ({recursive}) AS n WHERE {rounds}"
         return (
             f"WITH RECURSIVE {quote(RECURSION)}({', '.join(quote(name) for name in names)}){key} AS "
             f"(SELECT * FROM ({anchor}) AS anchor {union} ({recursive})) SELECT * FROM {quote(RECURSION)}"

@@ -1,10 +1,11 @@
-"""How the rounds of a stratum run as recursive queries (recursive_query.py) are evaluated, as
-`fixpoint.iterate` asks for them (fixpoint.Evaluation): in chunks of rounds between the loop's checks
-(Rounds), after the loop's iterations while the types settle or the rounds are wide (LoopThenRounds,
-WideRounds, Thinness)."""
+"""How the rounds of a stratum run as recursive queries (recursive_query.py) are evaluated: in chunks of
+rounds, as `fixpoint.iterate` asks for them (fixpoint.Evaluation), between the loop's checks (Rounds), after
+the loop's iterations while the types settle or the rounds are wide (LoopThenRounds, Thinness); or all at
+once, the query calling back with each round's rows for the loop's checks (CountedRounds)."""
 
 from __future__ import annotations
 
+import time
 from typing import Protocol
 
 import pyarrow as pa
@@ -12,6 +13,7 @@ import pyarrow.compute as pc
 
 from recsql.engine.fixpoint import Ahead, CapacityExceeded, Fixpoint, Limits, Reached
 from recsql.engine.local.database import Database, quote
+from recsql.engine.progress import Progress, ProgressListener
 
 BOUND = "__rounds_bound"  # the parameter bounding a chunk's rounds
 SEEDS = "__round_seeds"  # the rows a chunk starts from
@@ -265,36 +267,54 @@ class Thinness:
         return self.loop.iterations >= self.settled_at and thin_with_few_known(self.last, self.before, known)
 
 
-class WideRounds:
-    """The loop's iterations while its rounds are wide or the types still widen (fixpoint.Evaluation): an
-    iteration of the loop costs a query and a round trip, worth it while each round derives many rows. Once
-    the types have settled and the rounds are thin (Thinness), it hands over (`handing_over`,
-    fixpoint.iterate's `until`), for one query to run the rest. `going_on`: whether the last iteration
-    derived new facts."""
+class CountedRounds:
+    """The rounds of a UNION's recursive query as DuckDB runs them all at once (Database.query_by_rounds):
+    called with each round's rows (its new facts: DuckDB's UNION keeps only the rows not known) before the
+    next round is derived, it checks the loop's limits and reports progress as fixpoint.iterate does after
+    each iteration of the loop, so that a limit stops the query at the iteration where it stops the loop,
+    with the loop's error. `after`: the iterations the loop made before the query, whose facts (`derived`
+    of them, `new` in the last) are the query's first round (none: the exit rules' facts are)."""
 
-    def __init__(self, loop: Fixpoint[pa.Table, str], settled_at: int):
-        self.loop = loop
-        self.thinness = Thinness(loop, max(settled_at, 1))  # one iteration at least: whether the rounds grow
-        self.going_on = False
+    def __init__(
+        self,
+        limits: Limits,
+        progress: ProgressListener | None,
+        started: float,
+        after: int = 0,
+        derived: int = 0,
+        new: int = 0,
+    ):
+        self.limits = limits
+        self.progress = progress
+        self.started = started
+        self.after = after
+        self.derived = derived
+        self.new = new
+        self.rounds = 0  # the rounds called back so far
 
-    def start(self) -> int:
-        return self.observe(self.loop.start())
+    def __call__(self, rows: int) -> None:
+        self.rounds += 1
+        iteration = self.iterations - 1  # whose new facts the rows are
+        if self.rounds > 1 or not self.after:  # the loop checked and reported its own
+            previous, self.new = self.new, rows
+            self.derived += rows
+            if iteration:  # as the loop's, from its first iteration on
+                self.limits.check_rows(self.derived, iteration, rows, previous)
+            self.report(iteration)
+        self.limits.check_iteration(iteration + 1)
 
-    def step(self) -> int:
-        return self.observe(self.loop.step())
+    @property
+    def iterations(self) -> int:
+        """The iterations made: the last one derived nothing new, once the query has ended."""
+        return self.after + self.rounds
 
-    def handing_over(self) -> bool:
-        return self.thinness.ready()
+    def end(self) -> None:
+        """The query has ended: its last round derived nothing new."""
+        self.new = 0
+        self.report(self.iterations)
 
-    def observe(self, new: int) -> int:
-        self.going_on = new > 0
-        return self.thinness.observe(new)
-
-    def facts(self) -> dict[str, int]:
-        return self.loop.facts()
-
-    def watched(self) -> tuple[int, ...]:
-        return ()
-
-    def ahead(self) -> Ahead | None:
-        return None
+    def report(self, iteration: int) -> None:
+        if self.progress is not None:
+            elapsed, relations = time.monotonic() - self.started, self.limits.stratum.relations
+            (name,) = relations
+            self.progress(Progress(relations, iteration, self.new, self.derived, elapsed, {name: self.new}))

@@ -30,7 +30,6 @@ def run_in_process(run: StratumRun, stratum: Stratum) -> dict[str, DataFrame] | 
         run.report,
         types.arrow,
         run.spark_settings,
-        counted=run.trace is not None,
     )
     try:
         tables = fixpoint.run()
