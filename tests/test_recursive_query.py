@@ -273,6 +273,34 @@ def test_a_narrowing_recursion_runs_long_chunks_within_its_limits(conn, monkeypa
         assert "recsql.max_rows" in expected[1]
 
 
+def test_a_recursion_of_one_row_per_round_goes_on_from_its_last_row(conn, monkeypatch):
+    """One row per round (a counter): the rows are the rounds, a chunk bounded by a LIMIT of rows; past a
+    chunk of LONGEST_NARROWING rounds the next goes on from the last row, and every round is reported."""
+    from recsql.engine.local import rounds
+
+    monkeypatch.setattr(rounds, "LONGEST_NARROWING", 700)
+    queried, looped = fixpoints(conn, CHAIN.format(bound=2_000), max_iterations=5_000)
+    assert queried.recursive_query is not None and queried.recursive_query.single_row
+    assert same_progress(queried, looped) == 2_001
+    rows = same_as_the_loop(conn, CHAIN.format(bound=2_000), max_iterations=5_000)
+    assert rows == ("rows", ordered([(n,) for n in range(1, 2_001)]))
+    for bound, limit in [(2_000, 1_999), (2_000, 2_000), (2_000, 2_100), (1_400, 1_400), ("n + 1", 1_500)]:
+        assert same_as_the_loop(conn, CHAIN.format(bound=bound), max_iterations=limit)
+
+
+@pytest.mark.parametrize("bound", [1, 2, 50])
+def test_a_recursion_of_one_row_per_round_whose_type_widens_goes_on_from_the_loop(conn, bound):
+    """An INT anchor beside a BIGINT step: the loop runs while Spark widens the column, then the rounds go
+    on from its last row."""
+    sql = (
+        f"WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + CAST(1 AS BIGINT) FROM r WHERE n < {bound}) "
+        "SELECT n FROM r"
+    )
+    queried, looped = fixpoints(conn, sql)
+    assert same_progress(queried, looped) == bound + 1
+    assert same_as_the_loop(conn, sql)[1] == ordered([(n,) for n in range(1, bound + 1)])
+
+
 @pytest.mark.parametrize(
     "sql, narrowing",
     [

@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Generic, Protocol, TypeVar
 
+import numpy as np
 from sqlglot import exp
 
 from recsql.engine.progress import Progress, ProgressListener
@@ -169,12 +170,22 @@ def next_rows(new_rows: int, previous_rows: int) -> int:
     return new_rows * new_rows // previous_rows if previous_rows else 0
 
 
+def may_stop(counts: np.ndarray, iteration: int, derived: int, new_rows: int, limits: Limits) -> np.ndarray:
+    """Which of the iterations after `iteration` (`derived` facts by it, `new_rows` new in it), whose new
+    facts are `counts` (none zero but the last), a limit may stop: past max_iterations, or where the facts
+    with those the next iteration is expected to derive pass the rows allowed (Limits.check_rows checks)."""
+    previous = np.concatenate(([new_rows], counts[:-1]))
+    iterations = iteration + np.arange(1, len(counts) + 1)
+    expected = derived + np.cumsum(counts) + counts * counts // previous
+    return np.flatnonzero((iterations > limits.max_iterations) | (expected > limits.row_bound()))
+
+
 @dataclass(frozen=True)
 class Ahead:
     """Iterations an evaluation has derived already: the new facts of each, in order, and how to move past
     the first of them (as as many steps would)."""
 
-    counts: Sequence[int]
+    counts: Sequence[int] | np.ndarray
     skip: Callable[[int], None]
 
 
@@ -243,24 +254,27 @@ def iterate(
         checked(previous_rows)
         unreported.append(evaluation.facts())
         ahead = evaluation.ahead() if new_rows and limits.stop is None and until is None else None
-        if ahead is not None:  # their counts are known: checked in a loop of a few operations each
+        if ahead is not None:  # their counts are known: checked together, one by one only where a limit may stop
             (name,) = unreported[-1]
-            bound, taken = limits.row_bound(), 0
-            for count in ahead.counts:
-                if not new_rows:
-                    break
-                iteration += 1
-                taken += 1
-                previous_rows, new_rows = new_rows, count
-                derived += count
-                if iteration > limits.max_iterations or derived + next_rows(count, previous_rows) > bound:
-                    ahead.skip(taken)  # where a limit may stop it: the evaluation is there, as after a step
-                    taken = 0
+            counts = np.asarray(ahead.counts, dtype=np.int64)
+            ends = np.flatnonzero(counts == 0)  # the first iteration deriving nothing is the last
+            counts = counts[: ends[0] + 1] if len(ends) else counts
+            while len(counts):
+                stops = may_stop(counts, iteration, derived, new_rows, limits)
+                taken = int(stops[0]) + 1 if len(stops) else len(counts)
+                if progress is not None:
+                    unreported.extend([{name: count} for count in counts[: taken - 1].tolist()])
+                iteration += taken
+                previous_rows = int(counts[taken - 2]) if taken > 1 else new_rows
+                new_rows = int(counts[taken - 1])
+                derived += int(counts[:taken].sum())
+                ahead.skip(taken)  # the evaluation is there, as after as many steps
+                if len(stops):
                     limits.check_iteration(iteration)
                     checked(previous_rows)
                 if progress is not None:
-                    unreported.append({name: count})
-            ahead.skip(taken)
+                    unreported.append({name: new_rows})
+                counts = counts[taken:]
         report(iteration, new_rows, derived)
     return iteration
 

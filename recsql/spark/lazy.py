@@ -32,6 +32,7 @@ class LazySpark:
     def __init__(self, start: Starter, settings: dict[str, str], master: str | None = None, remote: str | None = None):
         self._start = start
         self._settings = dict(settings)  # given to Spark when it starts: connect()'s conf, SETs made before
+        self._read: dict[str, str | None] = {}  # settings read from the running Spark (a round trip each)
         self.master = master  # None on Spark Connect
         self.remote = remote
         self._future: Future[SparkSession] | None = None
@@ -127,15 +128,18 @@ class LazySpark:
 
     def get_setting(self, key: str) -> str | None:
         """A Spark setting as Spark has or will have it: asked of Spark once it runs (or of a Spark
-        Connect server, which fixes its own defaults), else as it will be given to Spark."""
+        Connect server, which fixes its own defaults), else as it will be given to Spark. Asked once: a
+        setting changes through set_setting (SET), which forgets what was read."""
         spark = self.running()
         if spark is None and key not in self._settings and self.remote is not None:
             spark = self.session()
         if spark is not None:
-            try:
-                return spark.conf.get(key)  # with Spark's default (a default given here would replace it)
-            except Exception:
-                return None
+            if key not in self._read:
+                try:
+                    self._read[key] = spark.conf.get(key)  # with Spark's default (one given here would replace it)
+                except Exception:
+                    return None
+            return self._read[key]
         if key in self._settings:
             return self._settings[key]
         return spark_defaults.value(key)
@@ -147,6 +151,7 @@ class LazySpark:
             pending = not self._launched
             if pending:
                 self._settings[key] = value
+            self._read.pop(key, None)
         if not pending:
             self.session().conf.set(key, value)
 

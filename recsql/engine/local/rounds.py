@@ -8,6 +8,7 @@ from __future__ import annotations
 import time
 from typing import Protocol
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -18,6 +19,7 @@ from recsql.engine.progress import Progress, ProgressListener
 BOUND = "__rounds_bound"  # the parameter bounding a chunk's rounds
 SEEDS = "__round_seeds"  # the rows a chunk starts from
 FROM = "__rounds_from"  # the parameter naming the round a chunk goes on from
+ROWS = "__rounds_rows"  # the parameter bounding a chunk's rows, where each round is one row at most
 FIRST_CHUNK = 8  # rounds in the first chunk: how far the rows may grow before the limits are first checked
 LONGEST_CHUNK = 4096
 LONGEST_NARROWING = 65_536  # rounds of a narrowing recursion's chunk: a thin one's in a quarter of a second
@@ -42,6 +44,11 @@ class Recursion(Protocol):
     narrowing: bool  # no round wider than the one before
     round_column: str
 
+    @property
+    def single_row(self) -> bool:
+        """Every round is one row at most: the rows, in order, are the rounds (no column says)."""
+        ...
+
     def query(self, anchor: str) -> str:
         """The recursion from the rows of `anchor`, with their rounds."""
         ...
@@ -60,9 +67,11 @@ class Recursion(Protocol):
 
 
 def between_rounds(sql: str, first: int, bound: int) -> str:
-    """`sql` with its FROM and BOUND parameters as the literals `first` and `bound`: DuckDB reads a
-    parameter again in every round of a recursion (a thin one runs in about two thirds of the time so)."""
-    return sql.replace(f"${BOUND}", str(bound)).replace(f"${FROM}", str(first))
+    """`sql` with its FROM and BOUND parameters as the literals `first` and `bound` (and ROWS as the rows of
+    rounds `first` to `bound`): DuckDB reads a parameter again in every round of a recursion (a thin one
+    runs in about two thirds of the time so)."""
+    rows = str(bound - first + 1)
+    return sql.replace(f"${BOUND}", str(bound)).replace(f"${FROM}", str(first)).replace(f"${ROWS}", rows)
 
 
 class Rounds:
@@ -79,6 +88,7 @@ class Rounds:
         self.round_column = recursion.round_column
         self.chunks: list[pa.Table] = []  # each chunk's rows, but for those of the rounds it started from
         self.counts: dict[int, int] = {}  # rows per round queried so far
+        self.chunk_counts = np.zeros(0, np.int64)  # rows per round of the last chunk, the last round's last
         self.known_before = 0  # facts known before the round the rounds were seeded with
         self.round = 0  # the round iterate() is at
         self.last = 0  # the last round queried
@@ -125,7 +135,10 @@ class Rounds:
             self.length = 1
         else:
             self.length = min(self.length * GROWTH, LONGEST_CHUNK) if last <= first else 1
-        if self.recursion.bag:
+        if self.recursion.single_row:
+            previous = self.chunks[-1]
+            seeds = previous.slice(previous.num_rows - 1).drop_columns([self.round_column])
+        elif self.recursion.bag:
             previous = self.chunks[-1]
             seeds = previous.filter(pc.equal(previous.column(self.round_column), self.last))
         else:
@@ -135,11 +148,17 @@ class Rounds:
     def query(self, sql: str, from_round: int, tables: dict[str, pa.Table]) -> None:
         bound = min(from_round + self.length, self.max_iterations)
         facts = self.recursion.db.query(between_rounds(sql, from_round, bound), **tables)
+        if self.recursion.single_row:  # its rows are its rounds from `from_round` on
+            positions = pa.array(np.arange(from_round, from_round + facts.num_rows, dtype=np.int64))
+            facts = facts.append_column(self.round_column, positions)
         if self.chunks:
             facts = facts.filter(pc.greater(facts.column(self.round_column), from_round))
         self.chunks.append(facts)
         rounds = pc.value_counts(facts.column(self.round_column))
-        self.counts.update(zip(rounds.field("values").to_pylist(), rounds.field("counts").to_pylist()))
+        values, counts = rounds.field("values").to_numpy(), rounds.field("counts").to_numpy()
+        self.counts.update(zip(values.tolist(), counts.tolist()))
+        self.chunk_counts = np.zeros(bound - from_round + 1, np.int64)
+        self.chunk_counts[values - from_round] = counts
         self.last = bound
 
     def facts(self) -> dict[str, int]:
@@ -149,7 +168,7 @@ class Rounds:
         """The rounds queried after the one iterate() is at."""
         if self.last == self.round:
             return None
-        return Ahead([self.counts.get(r, 0) for r in range(self.round + 1, self.last + 1)], self.skip)
+        return Ahead(self.chunk_counts[self.round - self.last :], self.skip)  # the chunk's last rounds
 
     def skip(self, rounds: int) -> None:
         self.round += rounds
