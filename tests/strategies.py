@@ -90,10 +90,12 @@ class Runs(list):
 @contextlib.contextmanager
 def counting_runs(conn, monkeypatch, strategy: str) -> Iterator[Runs]:
     """SET recsql.strategy = `strategy` inside the block (the previous one again after it); yields the
-    strata that ran, by strategy (a fixpoint or a recursive query in DuckDB is local, on Spark distributed; a decomposed
-    stratum runs its fixpoints inside Spark's workers, and so does a distributed one run as one job)."""
+    strata that ran, by strategy (a fixpoint or a recursive query in DuckDB, on its own or printed into the
+    query reading it, is local, on Spark distributed; a decomposed stratum runs its fixpoints inside Spark's
+    workers, and so does a distributed one run as one job)."""
     runs = Runs(conn, strategy)
     run_fixpoint, run_decomposed, run_query = Fixpoint.run, Decomposed.run, RecursiveQuery.run
+    checked_query = RecursiveQuery.checked
 
     def fixpoint(self, *args, **kwargs):
         runs.record("local" if isinstance(self.engine, DuckDBEngine) else "distributed", self.stratum.relations)
@@ -107,8 +109,15 @@ def counting_runs(conn, monkeypatch, strategy: str) -> Iterator[Runs]:
         runs.record("local", self.stratum.relations)
         return run_query(self, *args, **kwargs)
 
+    def printed_into_its_reader(self, *args, **kwargs):
+        query = checked_query(self, *args, **kwargs)
+        if query is not None:
+            runs.record("local", self.stratum.relations)
+        return query
+
     monkeypatch.setattr(Fixpoint, "run", fixpoint)
     monkeypatch.setattr(RecursiveQuery, "run", recursive_query)
+    monkeypatch.setattr(RecursiveQuery, "checked", printed_into_its_reader)
     monkeypatch.setattr(Decomposed, "run", decomposed)
     previous = conn.session.settings.strategy
     set_strategy(conn, strategy)

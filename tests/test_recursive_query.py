@@ -301,6 +301,28 @@ def test_a_recursion_of_one_row_per_round_whose_type_widens_goes_on_from_the_loo
     assert same_as_the_loop(conn, sql)[1] == ordered([(n,) for n in range(1, bound + 1)])
 
 
+@pytest.mark.parametrize("bound, limit", [(50, 49), (50, 50), (50, 51), (3, 10), ("n + 1", 300)])
+def test_a_recursion_printed_into_its_reader_stops_where_the_loop_stops(conn, cur, monkeypatch, bound, limit):
+    """One row per round, read by one query (an aggregate): the recursion is printed into that query, which
+    ends it one row past max_iterations and fails with the loop's error where that row is there."""
+    from recsql.engine.local.engine import LocalFixpoint as Fixpoint
+
+    _, looped = fixpoints(conn, CHAIN.format(bound=bound), max_iterations=limit)
+    expected = outcome(looped)
+    ran = []
+    monkeypatch.setattr(Fixpoint, "run", lambda self: ran.append(self))  # a recursion run on its own
+    cur.execute(f"SET recsql.max_iterations = {limit}")
+    sql = CHAIN.format(bound=bound).replace("SELECT n FROM r", "SELECT count(*), sum(n) FROM r")
+    try:
+        cur.execute(sql)
+    except recsql.Error as error:
+        assert (type(error).__name__, str(error)) == expected
+    else:
+        rows = [n for (n,) in expected[1]]
+        assert cur.fetchall() == [(len(rows), sum(rows))]
+    assert ran == []
+
+
 @pytest.mark.parametrize(
     "sql, narrowing",
     [

@@ -19,6 +19,7 @@ from recsql.engine.sql.printing import INEXACT, LocalLimit
 from recsql.errors import DataError, OperationalError
 
 ROUND_FUNCTION = "__recsql_round"  # what a query run by Database.query_by_rounds calls with each round's rows
+LIMIT_ERROR = "[RECSQL_LIMIT] "  # tags the message of error() where a query checks a limit of recsql's
 
 
 def quote(name: str) -> str:
@@ -174,6 +175,8 @@ def duckdb_errors() -> Iterator[None]:
         yield
     except (duckdb.OutOfRangeException, duckdb.ConversionException, duckdb.InvalidInputException) as error:
         message = duckdb_message(error)
+        if LIMIT_ERROR in first_line(error):
+            raise OperationalError(message) from None
         if (
             isinstance(error, duckdb.OutOfRangeException)
             or INEXACT in message

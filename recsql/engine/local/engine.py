@@ -172,6 +172,13 @@ class LocalFixpoint:
             return self.recursive_query.iterations
         return self.fixpoint.iterations
 
+    def as_query(self) -> str | None:
+        """The facts as one query that another reads, printed into it, where the recursion is one DuckDB
+        query that checks its own limits (RecursiveQuery.checked); none elsewhere."""
+        if self.recursive_query is None:
+            return None
+        return self.recursive_query.checked(Limits(self.program, self.stratum, self.settings, self.stratum.capacity))
+
     def run(self) -> dict[str, pa.Table]:
         """The facts of each relation of the stratum: from DuckDB's recursive queries where they mean what the
         loop means (recursive_query.py), else from the loop."""

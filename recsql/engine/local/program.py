@@ -20,7 +20,7 @@ from recsql.engine.columns import column_names
 from recsql.engine.local.database import Database, duckdb_errors, null_table
 from recsql.engine.local.engine import LocalFixpoint
 from recsql.engine.progress import ProgressListener
-from recsql.engine.relation_types import RelationTypes
+from recsql.engine.relation_types import SETTLED, RelationTypes
 from recsql.engine.spark_settings import SparkSettings
 from recsql.engine.sql.printing import Dialect, Printer
 from recsql.engine.sql.queries import answer_query, relation_query, shapes_answer
@@ -111,6 +111,12 @@ class LocalProgram(Generic[ColumnType]):
             self.spark_settings,
             db,
         )
+        (name, *others) = stratum.relations
+        query = fixpoint.as_query() if self.trace is None and not others and self.read_once(name) else None
+        if query is not None:  # printed into the query reading it, as a relation read once is (`combine`)
+            self.pending[input_name(name)] = query
+            self.types.update(types.spark(SETTLED))
+            return
         self.facts.update(fixpoint.run())
         self.types.update(types.spark(fixpoint.iterations))
 
@@ -134,8 +140,9 @@ class LocalProgram(Generic[ColumnType]):
             self.facts[name] = db.query(sql)
 
     def read_once(self, name: str) -> bool:
-        """Whether one atom of a non-recursive relation's rule reads the relation, or the answer alone."""
-        readers = self.readers.get(name, [])
+        """Whether one atom of a non-recursive relation's rule reads the relation (but for its own recursive
+        rules), or the answer alone."""
+        readers = [reader for reader in self.readers.get(name, []) if reader != name]
         if name == self.program.output:
             return not readers
         return len(readers) == 1 and readers[0] not in self.recursive

@@ -39,8 +39,18 @@ from sqlglot import exp
 
 from recsql.engine.columns import column_names
 from recsql.engine.fixpoint import CapacityExceeded, Fixpoint, Limits, iterate
-from recsql.engine.local.database import ROUND_FUNCTION, Database
-from recsql.engine.local.rounds import BOUND, FROM, ROWS, SEEDS, CountedRounds, LoopThenRounds, Rounds
+from recsql.engine.local.database import LIMIT_ERROR, ROUND_FUNCTION, Database
+from recsql.engine.local.rounds import (
+    BOUND,
+    FROM,
+    LONGEST_NARROWING,
+    ROWS,
+    SEEDS,
+    CountedRounds,
+    LoopThenRounds,
+    Rounds,
+    between_rounds,
+)
 from recsql.engine.progress import ProgressListener
 from recsql.engine.relation_types import SETTLED, RelationTypes, ResultTypes
 from recsql.engine.sql.printing import Printer
@@ -150,6 +160,22 @@ class RecursiveQuery:
         rounds.end()
         self.iterations = rounds.iterations
         return {self.name: facts}
+
+    def checked(self, limits: Limits) -> str | None:
+        """The whole recursion as one query that another reads (printed into it), where its rounds are one row
+        each (single_row) and few enough to need no progress between them (LONGEST_NARROWING): a LIMIT of
+        one row past max_iterations ends it, and the query fails with the loop's error where that row is
+        there (its rows within max_rows and the capacity then); none elsewhere."""
+        most = limits.max_iterations
+        if not self.single_row or self.settled_at or most > LONGEST_NARROWING or most + 2 > limits.row_bound():
+            return None
+        quote, rounds = self.printer.quote, self.printer.quote(RECURSION + "_rounds")
+        error = exp.Literal.string(LIMIT_ERROR + limits.iteration_message()).sql(dialect="duckdb")
+        return (
+            f"WITH {rounds} AS MATERIALIZED ({between_rounds(self.query(self.exit_sql()), 0, most)}) "
+            f"SELECT {', '.join(quote(name) for name in self.names[: self.width])} FROM {rounds} "
+            f"WHERE (SELECT count(*) FROM {rounds}) <= {most} OR error({error})"
+        )
 
     # ------------------------------------------------------------------ printing
 
