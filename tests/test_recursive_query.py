@@ -5,6 +5,7 @@ answers through a connection are checked against DuckDB and plain Python too."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import threading
 import time
@@ -384,6 +385,25 @@ def test_a_unions_rounds_are_the_loops_iterations(conn):
     edges = register(conn, [(i, i + 1) for i in range(40)] + [(i, i + 2) for i in range(0, 40, 3)] + [(40, 0)])
     assert same_progress(*fixpoints(conn, REACH.format(start=0), edges)) > 20
     assert same_progress(*fixpoints(conn, PAIRS, edges)) > 20
+
+
+def test_large_tables_are_read_from_copies_in_duckdb(conn, monkeypatch):
+    """Past COPIED_ROWS a recursive query reads a copy of a table in DuckDB (its rounds join it far faster):
+    the same answers, and no copy left on the connection the next evaluation reuses."""
+    from recsql.engine.local import database
+
+    monkeypatch.setattr(database, "COPIED_ROWS", 1)
+    edges = [(i, i + 1) for i in range(30)] + [(i, i + 3) for i in range(0, 30, 4)] + [(30, 0), (7, 2)]
+    for sql in (REACH.format(start=3), PAIRS, SHORTEST.format(start=0)):
+        if sql.startswith(SHORTEST[:20]):
+            table = register_weighted(conn, [(a, b, 1 + a % 5) for a, b in edges])
+        else:
+            table = register(conn, edges)
+        queried, looped = fixpoints(conn, sql, table)
+        assert outcome(queried) == outcome(looped)
+        assert queried.recursive_query.db.copies
+    with contextlib.closing(database.Database("UTC")) as db:
+        assert db.query("SELECT count(*) AS n FROM duckdb_tables() WHERE temporary").column(0).to_pylist() == [0]
 
 
 @pytest.mark.parametrize("capacity", [1, 50, 400, 800])

@@ -283,7 +283,7 @@ class RecursiveQuery:
     def source(self, position: int, atom: Atom) -> exp.Expr:
         if atom.call_args:
             return range_call(atom)
-        return table(RECURSION if atom.relation == self.name else self.inputs[atom.relation])
+        return table(RECURSION if atom.relation == self.name else self.db.as_table(self.inputs[atom.relation]))
 
     def typed(self, sql: str, types: RelationTypes | None, width: int) -> str:
         """`sql` cast as the loop casts a relation's candidates, then its new facts (a round's column as is)."""

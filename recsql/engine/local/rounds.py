@@ -5,6 +5,7 @@ once, the query calling back with each round's rows for the loop's checks (Count
 
 from __future__ import annotations
 
+import functools
 import time
 from typing import Protocol
 
@@ -84,7 +85,6 @@ class Rounds:
         self.recursion = recursion
         self.max_iterations = limits.max_iterations
         self.row_bound = limits.row_bound()
-        self.sql = recursion.query(f"SELECT * FROM {quote(SEEDS)}")
         self.round_column = recursion.round_column
         self.chunks: list[pa.Table] = []  # each chunk's rows, but for those of the rounds it started from
         self.counts: dict[int, int] = {}  # rows per round queried so far
@@ -93,6 +93,11 @@ class Rounds:
         self.round = 0  # the round iterate() is at
         self.last = 0  # the last round queried
         self.length = FIRST_CHUNK
+
+    @functools.cached_property
+    def sql(self) -> str:
+        """The recursion from the SEEDS rows (printed once asked: a recursion may stay in the loop)."""
+        return self.recursion.query(f"SELECT * FROM {quote(SEEDS)}")
 
     def start(self) -> int:
         """The exit rules' rounds and a first chunk: of a narrowing recursion whose exit rows are bounded,
