@@ -61,7 +61,7 @@ def single_query(
             "a column counting the iterations",
         )
     if iteration is Iteration.BAG:
-        return SingleQuery(True, "UNION ALL, a column of the query counting the iterations")
+        return SingleQuery(True, "UNION ALL, its rounds counted by a column (by its rows where a round is one row)")
     return SingleQuery(True, "UNION, each round's new rows counted by a call back as the query runs")
 
 
