@@ -185,7 +185,7 @@ class Ahead:
     """Iterations an evaluation has derived already: the new facts of each, in order, and how to move past
     the first of them (as as many steps would)."""
 
-    counts: Sequence[int] | np.ndarray
+    counts: np.ndarray
     skip: Callable[[int], None]
 
 
@@ -256,7 +256,7 @@ def iterate(
         ahead = evaluation.ahead() if new_rows and limits.stop is None and until is None else None
         if ahead is not None:  # their counts are known: checked together, one by one only where a limit may stop
             (name,) = unreported[-1]
-            counts = np.asarray(ahead.counts, dtype=np.int64)
+            counts = ahead.counts
             ends = np.flatnonzero(counts == 0)  # the first iteration deriving nothing is the last
             counts = counts[: ends[0] + 1] if len(ends) else counts
             while len(counts):

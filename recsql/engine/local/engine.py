@@ -177,12 +177,15 @@ class LocalFixpoint:
         query that checks its own limits (RecursiveQuery.checked); none elsewhere."""
         if self.recursive_query is None:
             return None
-        return self.recursive_query.checked(Limits(self.program, self.stratum, self.settings, self.stratum.capacity))
+        return self.recursive_query.checked(self.limits())
+
+    def limits(self) -> Limits:
+        return Limits(self.program, self.stratum, self.settings, self.stratum.capacity)
 
     def run(self) -> dict[str, pa.Table]:
         """The facts of each relation of the stratum: from DuckDB's recursive queries where they mean what the
         loop means (recursive_query.py), else from the loop."""
-        limits = Limits(self.program, self.stratum, self.settings, self.stratum.capacity)
+        limits = self.limits()
         with duckdb_errors(), contextlib.closing(self.db) if self.owns_db else contextlib.nullcontext():
             if self.recursive_query is not None:
                 return self.recursive_query.run(self.fixpoint, limits, self.progress)

@@ -136,8 +136,7 @@ class RecursiveQuery:
         self, loop: Fixpoint[pa.Table, str], limits: Limits, progress: ProgressListener | None, started: float
     ) -> dict[str, pa.Table]:
         """A UNION's facts: the loop's iterations until the types settle, then one query (CountedRounds)."""
-        anchor, seeds = self.exit_sql(), {}
-        rounds = CountedRounds(limits, progress, started)
+        anchor, seeds, after = self.exit_sql(), {}, (0, 0, 0)
         if self.settled_at:
             try:
                 iterate(loop, limits, progress, until=lambda: loop.iterations >= self.settled_at)
@@ -149,7 +148,8 @@ class RecursiveQuery:
                 self.iterations = loop.iterations
                 return {self.name: state.full}
             anchor, seeds = f"SELECT * FROM {self.printer.quote(SEEDS)}", {SEEDS: state.full}
-            rounds = CountedRounds(limits, progress, started, loop.iterations, state.full.num_rows, state.new_facts)
+            after = (loop.iterations, state.full.num_rows, state.new_facts)
+        rounds = CountedRounds(limits, progress, started, *after)
         try:
             facts = self.db.query_by_rounds(self.query(anchor), rounds, **seeds)
         except CapacityExceeded:  # the loop goes on from where the query started, to stop with its facts
