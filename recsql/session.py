@@ -114,7 +114,7 @@ class Session:
 
     def cost_model(self) -> CostModel:
         partitions = int(self.lazy_spark.get_setting("spark.sql.shuffle.partitions") or 4)
-        return CostModel(parallelism=partitions, local_slots=self.lazy_spark.local_slots)
+        return CostModel(parallelism=partitions, task_slots=self.lazy_spark.task_slots)
 
 
 # ------------------------------------------------------------------ helpers

@@ -6,13 +6,14 @@ Connects to MASTER with executors running WORKER_PYTHON, registers EDGES and WEI
 strategy runs a transitive closure and single-source shortest paths; prints `@@ ` and a JSON line per
 strategy: {"strategy", "closure": rows, "distances": rows, "explain": EXPLAIN's text}.
 
-With `kill`: for each of KILLS (a strategy, and whether a checkpoint directory is set), runs the closure
-of a chain under the strategy and kills one executor (SIGKILL) while the fixpoint runs, once the cluster
-has given the driver both executors again; prints `@@ {"strategy", "checkpoints", "killed": [pid],
-"count": the closure's size, "analyze": EXPLAIN ANALYZE's lines}` for each. Distributed: the chain CHAIN,
-killed at iteration KILLED_AT. Decomposed (one Spark job, no iterations seen from here): the fewest hops
-between the nodes of a chain of LONG_CHAIN nodes (the closure's pairs, each with a min()), killed once a
-task of the job has run for TASK_SECONDS.
+With `kill`: for each of KILLS (a kind of fixpoint, and whether a checkpoint directory is set), runs it
+and kills one executor (SIGKILL) while it runs, once the cluster has given the driver both executors
+again; prints `@@ {"kind", "checkpoints", "killed": [pid], "count": the answer's size, "analyze": EXPLAIN
+ANALYZE's lines}` for each. Over a chain of LONG_CHAIN nodes, the one-job forms: decomposed (the fewest
+hops between the nodes of a chain, a min() per pair; one Spark job, no iterations seen from here) killed
+once a task of the job has run for TASK_SECONDS, distributed (the closure of a chain, its tasks exchanging
+candidates) killed at iteration KILLED_AT; the distributed loop (a non-linear closure, a Spark job per
+iteration) over a chain of LOOP_CHAIN nodes, killed at iteration KILLED_AT.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ import pyarrow as pa
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout's recsql, wherever run from
 
 import recsql
+from benchmarks.cluster import DRIVER_CONF
 
 EDGES = [(1, 2), (2, 3), (3, 1), (3, 4), (4, 5), (7, 8), (8, 9), (9, 7)]
 WEIGHTED = [(1, 2, 4), (1, 3, 1), (3, 2, 1), (2, 4, 5), (3, 4, 9), (4, 5, 2), (5, 1, 1), (6, 7, 1)]
@@ -38,13 +40,21 @@ CLOSURE = """WITH RECURSIVE tc(src, dst) AS (SELECT src, dst FROM edge
 UNION SELECT tc.src, edge.dst FROM tc JOIN edge ON tc.dst = edge.src) SELECT src, dst FROM tc"""
 DISTANCES = """WITH RECURSIVE sp(node, min() AS d) AS (SELECT 1, 0
 UNION SELECT w.dst, sp.d + w.w FROM sp JOIN weighted w ON sp.node = w.src) SELECT node, d FROM sp"""
+NONLINEAR = """WITH RECURSIVE tc(src, dst) AS (SELECT src, dst FROM edge
+UNION SELECT a.src, b.dst FROM tc a JOIN tc b ON a.dst = b.src) SELECT src, dst FROM tc"""
 HOPS = """WITH RECURSIVE hops(src, dst, min() AS d) AS (SELECT src, dst, 1 FROM edge
 UNION SELECT hops.src, edge.dst, hops.d + 1 FROM hops JOIN edge ON hops.dst = edge.src) SELECT src, dst, d FROM hops"""
 STRATEGIES = ("local", "decomposed", "distributed")
-LONG_CHAIN = 600  # nodes: each part of a decomposed HOPS iterates for a second or more
+LONG_CHAIN = 600  # nodes: each task of the one-job forms iterates for a second or more
+LOOP_CHAIN = 40  # nodes: the non-linear closure's iterations double the paths' lengths, 5 or more
 TASK_SECONDS = 0.5
 KILLED_AT = 3
-KILLS = (("decomposed", False), ("distributed", False), ("distributed", True))
+KINDS = {  # kind -> (strategy, query)
+    "decomposed": ("decomposed", HOPS),
+    "distributed one job": ("distributed", CLOSURE),
+    "distributed loop": ("distributed", NONLINEAR),
+}
+KILLS = (("decomposed", False), ("distributed one job", False), ("distributed loop", False), ("distributed loop", True))
 EXECUTORS = 2
 
 
@@ -53,7 +63,8 @@ def chain(nodes: int) -> list[tuple[int, int]]:
     return [(i, i + 1) for i in range(nodes - 1)] + [(i, i + 2) for i in range(0, nodes - 1, 3)]
 
 
-CHAIN = chain(13)  # 8 iterations: the longest shortest path
+def killed_chain(kind: str) -> list[tuple[int, int]]:
+    return chain(LOOP_CHAIN if kind == "distributed loop" else LONG_CHAIN)
 
 
 def kill_one_executor(killed: list[int]) -> None:
@@ -88,33 +99,36 @@ def wait_for_executors(spark, seconds: float = 120.0) -> None:
         time.sleep(0.2)
 
 
-def kill_an_executor(conn, cursor, strategy: str, checkpoints: bool, directory: Path) -> None:
-    """The closure of a chain under `strategy`, losing an executor while it runs."""
+def kill_an_executor(conn, cursor, kind: str, checkpoints: bool, directory: Path) -> None:
+    """The fixpoint of `kind`, losing an executor while it runs."""
     spark = conn.spark_session
     if checkpoints:
         spark.sparkContext.setCheckpointDir(str(directory))
     wait_for_executors(spark)
-    edges, query = (chain(LONG_CHAIN), HOPS) if strategy == "decomposed" else (CHAIN, CLOSURE)
+    strategy, query = KINDS[kind]
+    edges = killed_chain(kind)
     conn.register("chain", pa.table({"src": [a for a, _ in edges], "dst": [b for _, b in edges]}))
     cursor.execute(f"SET recsql.strategy = {strategy}")
     killed: list[int] = []
     done = threading.Event()
-    if strategy == "decomposed":
-        threading.Thread(target=kill_during_a_long_task, args=(conn.spark_session, killed, done)).start()
-    else:
+    if kind != "decomposed":  # the one-job distributed form reports its iterations as its tasks run them
         conn.progress = lambda event: kill_one_executor(killed) if event.iteration == KILLED_AT else None
+    else:
+        threading.Thread(target=kill_during_a_long_task, args=(conn.spark_session, killed, done)).start()
     try:
         cursor.execute("EXPLAIN ANALYZE " + query.replace("edge", "chain"))
         analyze = [row[0] for row in cursor.fetchall()]
     finally:
         done.set()
+        conn.progress = None
     count = next(int(line.split(": ")[1]) for line in analyze if line.startswith("answer rows: "))
-    outcome = {"strategy": strategy, "checkpoints": checkpoints, "killed": killed, "count": count, "analyze": analyze}
+    outcome = {"kind": kind, "checkpoints": checkpoints, "killed": killed, "count": count, "analyze": analyze}
     print("@@ " + json.dumps(outcome), flush=True)
 
 
 def main(master: str, worker_python: str, warehouse: str, mode: str = "strategies") -> None:
     conf = {
+        **DRIVER_CONF,
         "spark.pyspark.python": worker_python,
         "spark.executor.memory": "512m",
         "spark.executor.cores": "1",
@@ -125,8 +139,8 @@ def main(master: str, worker_python: str, warehouse: str, mode: str = "strategie
     }
     conn = recsql.connect(master=master, conf=conf, warehouse=warehouse)
     if mode == "kill":
-        for strategy, checkpoints in KILLS:
-            kill_an_executor(conn, conn.cursor(), strategy, checkpoints, Path(warehouse).parent / "checkpoints")
+        for kind, checkpoints in KILLS:
+            kill_an_executor(conn, conn.cursor(), kind, checkpoints, Path(warehouse).parent / "checkpoints")
         return
     conn.register("edge", pa.table({"src": [a for a, _ in EDGES], "dst": [b for _, b in EDGES]}))
     conn.register(

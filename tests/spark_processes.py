@@ -5,38 +5,12 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import sysconfig
-import time
 from pathlib import Path
 
-START_TIMEOUT = 120  # seconds for a daemon to listen
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-def wait_for_port(port: int, log: Path) -> None:
-    """Wait until something listens on `port` (else fail with the end of `log`)."""
-    deadline = time.monotonic() + START_TIMEOUT
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            return
-        except OSError:
-            assert time.monotonic() < deadline, log.read_text()[-3000:] if log.exists() else "no log"
-            time.sleep(0.5)
-
-
-def spark_home() -> Path:
-    from pyspark.find_spark_home import _find_spark_home
-
-    return Path(_find_spark_home())
+from benchmarks.cluster import free_port, spark_home, wait_for_port  # noqa: F401 - for the tests that start Spark
 
 
 def worker_python(directory: Path) -> str:

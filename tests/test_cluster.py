@@ -1,5 +1,6 @@
-"""recsql on a standalone Spark cluster (a master and two workers started from pyspark's own launcher),
-whose executors' Python has recsql's dependencies but not recsql: the driver ships its code.
+"""recsql on a standalone Spark cluster (a master and two workers started from pyspark's own launcher, each
+worker with a private /tmp, benchmarks/cluster.py), whose executors' Python has recsql's dependencies but
+not recsql: the driver ships its code.
 
 The driver runs in a process of its own (tests/cluster_session.py): a process holds one SparkContext,
 and the suite's is local."""
@@ -7,78 +8,37 @@ and the suite's is local."""
 from __future__ import annotations
 
 import json
-import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import cluster_session
 import pytest
 from reference import assert_same_rows, single_source_shortest, transitive_closure
-from spark_processes import free_port, spark_home, wait_for_port, worker_python
+from spark_processes import worker_python
+
+from benchmarks.cluster import standalone_cluster
 
 pytestmark = pytest.mark.cluster
 
 DRIVER = Path(__file__).resolve().parent / "cluster_session.py"
 
 
+SHARED = "/var/tmp"  # seen by every process: the workers' /tmp is their own
+
+
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
-    directory = tmp_path_factory.mktemp("cluster")
-    spark_class = str(spark_home() / "bin" / "spark-class")
-    port = free_port()
-    master_url = f"spark://127.0.0.1:{port}"
-    environment = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_LOG_DIR": str(directory)}
-    log = open(directory / "cluster.log", "w")  # noqa: SIM115 - the processes write it until they stop
-    processes = [
-        subprocess.Popen(
-            [
-                spark_class,
-                "org.apache.spark.deploy.master.Master",
-                "--host",
-                "127.0.0.1",
-                "--port",
-                str(port),
-                "--webui-port",
-                str(free_port()),
-            ],
-            env=environment,
-            stdout=log,
-            stderr=log,
-        )
-    ]
+def cluster():
+    """A master and two one-core workers, each worker with a private /tmp; the workers' Python lacks
+    recsql, the warehouse is on a path every process sees."""
+    directory = Path(tempfile.mkdtemp(prefix="recsql-cluster-", dir=SHARED))
     try:
-        wait_for_port(port, directory / "cluster.log")
-        for n in range(2):
-            processes.append(
-                subprocess.Popen(
-                    [
-                        spark_class,
-                        "org.apache.spark.deploy.worker.Worker",
-                        master_url,
-                        "--host",
-                        "127.0.0.1",
-                        "--cores",
-                        "1",
-                        "--memory",
-                        "768m",
-                        "--webui-port",
-                        str(free_port()),
-                        "--work-dir",
-                        str(directory / f"worker{n}"),
-                    ],
-                    env=environment,
-                    stdout=log,
-                    stderr=log,
-                )
-            )
-        yield master_url, worker_python(directory / "python"), directory
+        with standalone_cluster(directory) as master_url:
+            yield master_url, worker_python(directory / "python"), directory
     finally:
-        for process in reversed(processes):
-            process.terminate()
-        for process in processes:
-            process.wait(timeout=60)
-        log.close()
+        shutil.rmtree(directory, ignore_errors=True)
 
 
 def test_every_strategy_on_a_cluster_whose_workers_lack_recsql(cluster):
@@ -114,20 +74,20 @@ def executor_losses(cluster):
     )
     assert finished.returncode == 0, finished.stderr[-4000:]
     outcomes = [json.loads(line[3:]) for line in finished.stdout.splitlines() if line.startswith("@@ ")]
-    return {(outcome["strategy"], outcome["checkpoints"]): outcome for outcome in outcomes}
+    return {(outcome["kind"], outcome["checkpoints"]): outcome for outcome in outcomes}
 
 
-@pytest.mark.parametrize("strategy, checkpoints", cluster_session.KILLS)
-def test_a_fixpoint_survives_losing_an_executor(executor_losses, strategy, checkpoints):
-    """An executor killed while a fixpoint runs costs time, not the answer. With a checkpoint directory,
-    the distributed fixpoint's iterations are kept in files and it goes on; without one, the iterations
-    the executor held in memory are gone and the evaluation starts again. A decomposed part is one task,
-    which Spark runs again elsewhere."""
-    outcome = executor_losses[(strategy, checkpoints)]
+@pytest.mark.parametrize("kind, checkpoints", cluster_session.KILLS)
+def test_a_fixpoint_survives_losing_an_executor(executor_losses, kind, checkpoints):
+    """An executor killed while a fixpoint runs costs time, not the answer. A one-job form's stage is run
+    again by Spark (a decomposed part alone; the distributed tasks all together, a barrier stage). With
+    a checkpoint directory, the distributed loop's iterations are kept in files and it goes on; without
+    one, the iterations the executor held in memory are gone and the evaluation starts again."""
+    outcome = executor_losses[(kind, checkpoints)]
     assert len(outcome["killed"]) == 1
-    edges = cluster_session.CHAIN if strategy == "distributed" else cluster_session.chain(cluster_session.LONG_CHAIN)
-    assert outcome["count"] == len(transitive_closure(edges)), outcome["analyze"]
+    assert outcome["count"] == len(transitive_closure(cluster_session.killed_chain(kind))), outcome["analyze"]
+    strategy, _ = cluster_session.KINDS[kind]
     assert any(f"semi-naive fixpoint, {strategy}" in line for line in outcome["analyze"]), outcome["analyze"]
-    if strategy == "distributed":  # a decomposed part is run again by Spark, whichever executor held what
+    if kind == "distributed loop":
         restarted = any(line.startswith("started again") for line in outcome["analyze"])
         assert restarted == (not checkpoints), outcome["analyze"]

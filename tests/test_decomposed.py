@@ -146,8 +146,8 @@ def test_explain_shows_the_pivot_or_why_there_is_none(conn, cur, decomposed, sql
 @pytest.mark.parametrize(
     ("sql", "expected"),
     [
-        (REACH, "distributed on Spark (one job, tasks owning facts by reach.n;"),
-        (CC, "distributed on Spark (one job, tasks owning facts by cc.n;"),
+        (REACH, "distributed on Spark (one job, tasks owning facts by reach.n)"),
+        (CC, "distributed on Spark (one job, tasks owning facts by cc.n)"),
         (NON_LINEAR, "distributed on Spark (a job per iteration)"),
         (MUTUAL, "distributed on Spark (a job per iteration)"),
     ],

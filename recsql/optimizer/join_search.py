@@ -24,7 +24,7 @@ class CostModel:
 
     parallelism: int = 4  # tasks that receive a broadcast relation
     broadcast_rows: float = 200_000.0  # a side this small is broadcast, as Spark's threshold does
-    local_slots: int | None = None  # tasks at once where they share this machine's files (a local master)
+    task_slots: int | None = None  # tasks Spark runs at once, where known (a local master, a running Spark)
 
 
 @dataclass(frozen=True)

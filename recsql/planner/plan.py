@@ -141,7 +141,7 @@ class Plan:
             relation = self.program.relations[name]
             return (
                 f"distributed on Spark (one job, tasks owning facts by {relation.display_name}."
-                f"{relation.columns[stratum.owner]}; a job per iteration off a local master)"
+                f"{relation.columns[stratum.owner]})"
             )
         where = "local, in one process"
         if stratum.capacity is not None:
@@ -292,9 +292,9 @@ def narrow_pivot(
     optimized: Optimized, component: Component, decomposition: Decomposition | None, owner: int | None
 ) -> str:
     """Why the decomposition's pivot keeps too few tasks busy where a one-job distributed evaluation
-    can run instead (a local master, an owner column): fewer values (estimated, in the exit rules'
+    can run instead (an owner column): fewer values (estimated, in the exit rules'
     facts) than PIVOT_VALUES_PER_TASK per task; "" when it does not."""
-    slots = optimized.model.local_slots
+    slots = optimized.model.task_slots
     if decomposition is None or owner is None or not slots:
         return ""
     (name,) = component.relations

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from recsql.cancellation import interruptible
 from recsql.errors import Error, OperationalError, QueryCancelled
 from recsql.spark import defaults as spark_defaults
-from recsql.spark.session_kinds import local_cores
+from recsql.spark.session_kinds import local_cores, task_slots
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -156,9 +156,13 @@ class LazySpark:
             self.session().conf.set(key, value)
 
     @property
-    def local_slots(self) -> int | None:
-        """How many tasks Spark runs at once on this machine when its master is local; None otherwise."""
-        return None if self.master is None else local_cores(self.master)
+    def task_slots(self) -> int | None:
+        """How many tasks Spark runs at once (a barrier stage may have no more): a local master's cores,
+        else what a running Spark says; None before a cluster's Spark runs."""
+        if self.master is not None and (cores := local_cores(self.master)) is not None:
+            return cores
+        spark = self.running()
+        return None if spark is None else task_slots(spark)
 
     def may_know_names(self) -> bool:
         """Whether Spark's catalog may hold names recsql does not: Spark runs in this process (anyone may

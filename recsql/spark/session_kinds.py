@@ -66,6 +66,27 @@ def arrow_frame(spark: SparkSession, table: pa.Table, schema: StructType | None 
     return spark.createDataFrame(pa.Table.from_batches(batches, table.schema), schema=schema)
 
 
+def task_slots(spark: SparkSession) -> int:
+    """How many tasks Spark runs at once, which a barrier stage's tasks may not outnumber: a local
+    master's cores; a cluster's free slots as Spark's barrier scheduling counts them; over Spark Connect,
+    the default parallelism (the server's cores)."""
+    if is_connect(spark):
+        return default_parallelism(spark)
+    cores = local_cores(spark.conf.get("spark.master", "") or "")
+    if cores is not None:
+        return cores
+    context = spark.sparkContext._jsc.sc()  # type: ignore[union-attr]
+    return max(1, context.maxNumConcurrentTasks(context.resourceProfileManager().defaultResourceProfile()))
+
+
+def driver_host(spark: SparkSession) -> str | None:
+    """The address executors reach this process's driver at; None over Spark Connect (the driver is the
+    server's)."""
+    if is_connect(spark):
+        return None
+    return spark.sparkContext.getConf().get("spark.driver.host")
+
+
 LOCAL_MASTER = re.compile(r"local\[(\d+|\*)(?:,\s*\d+)?\]")  # local[N], local[*], local[N, retries]
 
 

@@ -1,29 +1,28 @@
-"""All-to-all exchange among the tasks of one Spark barrier stage, through files in a directory every task
-can read and write (the tasks of a local Spark share the driver's file system).
+"""All-to-all exchange among the tasks of one Spark barrier stage, over TCP connections between them
+(wire.py), wherever they run: the executors of a cluster share no files.
 
-The tasks run in lockstep: each call is one round, and every task makes the same calls in the same order.
-A round's files are written under a temporary name and renamed, so a file that exists is complete; a
-task's marker file, written last, says that all its files of the round are there. Each attempt Spark
-makes of the stage has a folder of its own under the exchange's directory. A task that fails, or the
-driver when the statement is cancelled, leaves a stop marker there, and every task stops at its next
-round. Spark's own barrier call is not used per round: it waits in steps of a second.
+Every task listens on a port of its own; once each knows where the others listen (rendezvous.py), each
+pair of tasks opens one connection, made by the lower-numbered task, read by a thread at each end that
+queues the frames per sender. The tasks run in lockstep: each call is one round, and every task makes
+the same calls in the same order. A task that fails tells the others (a STOP frame); one that is gone
+(its executor lost, its job cancelled) closes its connections with its process: either way every task
+stops at its next round, and Spark's retry of the barrier stage starts them all again.
 """
 
 from __future__ import annotations
 
-import os
-import shutil
-import time
+import contextlib
+import queue
+import threading
 from collections.abc import Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from recsql.engine.local.wire import GONE, Channel, Frame, Kind, document_payload, listener, rows_payload
 from recsql.errors import OperationalError
 
-POLL_SECONDS = (0.0002, 0.01)  # the first and the longest pause between looks for the other tasks' files
-STOP = "stop"  # the marker that stops every task of the exchange
-REMOVAL_PAUSES = (0.01, 0.1, 0.5, 2.0)  # between attempts to remove a directory tasks may still write to
+Address = tuple[str, int]
 
 
 class Stopped(OperationalError):
@@ -33,144 +32,123 @@ class Stopped(OperationalError):
         super().__init__("a part of the fixpoint stopped: another part failed or the statement was cancelled")
 
 
-def stop(directory: str) -> None:
-    """Stop every task of the exchange under `directory` at its next round."""
-    with open(os.path.join(directory, STOP), "w"):
-        pass
+class SocketExchange:
+    """Rounds of exchange among `parts` tasks, this one being `part`; a task that has not answered within
+    `timeout` seconds fails the round. `token`: the secret every task of the exchange knows."""
 
-
-def remove(directory: str) -> None:
-    """Remove the exchange's directory, once tasks still writing (a cancelled job's) have stopped."""
-    stop(directory)
-    for pause in REMOVAL_PAUSES:
-        shutil.rmtree(directory, ignore_errors=True)
-        if not os.path.exists(directory):
-            return
-        time.sleep(pause)
-
-
-class DirectoryExchange:
-    """Rounds of exchange among `parts` tasks, this one being `part`, in attempt `attempt` of the stage,
-    under `directory`; a task that has not answered within `timeout` seconds fails the round."""
-
-    def __init__(self, directory: str, attempt: int, part: int, parts: int, timeout: float):
-        self.directory = directory
-        self.folder = os.path.join(directory, str(attempt))
+    def __init__(self, part: int, parts: int, token: str, timeout: float):
         self.part = part
         self.parts = parts
+        self.token = token
         self.timeout = timeout
+        self.listener = listener(parts)
+        self.port: int = self.listener.getsockname()[1]
+        self.peers: dict[int, Channel] = {}
+        self.inboxes: dict[int, queue.SimpleQueue[Frame]] = {
+            peer: queue.SimpleQueue() for peer in range(parts) if peer != part
+        }
         self.round = 0
+
+    def connect(self, addresses: Sequence[Address]) -> None:
+        """Join the other tasks, listening at `addresses` (by part): connect to those after this one (their
+        listeners queue the connection), then take the connections of those before it."""
+        try:
+            for peer in range(self.part + 1, self.parts):
+                channel = Channel.to(addresses[peer], self.timeout)
+                channel.send(Kind.HELLO, 0, document_payload({"token": self.token, "part": self.part}))
+                self.listen_to(peer, channel)
+            self.listener.settimeout(self.timeout)
+            while len(self.peers) < self.parts - 1:
+                connection, _ = self.listener.accept()
+                channel = Channel(connection)
+                hello = channel.receive()
+                greeting = hello.document() if hello.kind == Kind.HELLO else {}
+                if greeting.get("token") != self.token or greeting.get("part") not in self.inboxes:
+                    channel.close()  # not one of this exchange's tasks
+                    continue
+                self.listen_to(greeting["part"], channel)
+        except TimeoutError:
+            raise OperationalError(
+                f"part {self.part} of a distributed fixpoint could not reach the others within {self.timeout:.0f} s"
+            ) from None
+        except (OSError, EOFError) as error:
+            raise OperationalError(
+                f"part {self.part} of a distributed fixpoint could not reach the others: {error}"
+            ) from None
+        finally:
+            self.listener.close()
+
+    def listen_to(self, peer: int, channel: Channel) -> None:
+        self.peers[peer] = channel
+        threading.Thread(target=self.read, args=(peer, channel), name=f"recsql-peer-{peer}", daemon=True).start()
+
+    def read(self, peer: int, channel: Channel) -> None:
+        inbox = self.inboxes[peer]
+        try:
+            while True:
+                frame = channel.receive()
+                inbox.put(frame)
+                if frame.kind == Kind.STOP:
+                    return
+        except (EOFError, OSError):
+            inbox.put(GONE)
+
+    def interrupt(self) -> None:
+        """Stop this task at its next round (the driver cancelled the fixpoint)."""
+        for inbox in self.inboxes.values():
+            inbox.put(GONE)
 
     def route(self, table: pa.Table, owners: pa.Array) -> pa.Table:
         """Send each row of `table` to the task its entry of `owners` names; the rows all tasks sent here."""
-        folder = self.next_round()
-        for owner in range(self.parts):
-            rows = table.filter(pc.equal(owners, owner))
-            self.write(os.path.join(folder, f"{self.part}-{owner}.arrow"), rows)
-        self.mark(folder, "")
-        self.wait(folder)
-        received = []
-        for sender in range(self.parts):
-            path = os.path.join(folder, f"{sender}-{self.part}.arrow")
-            with pa.memory_map(path) as source:
-                received.append(pa.ipc.open_file(source).read_all())
-            os.remove(path)
-        return pa.concat_tables(received).combine_chunks() if received else table.slice(0, 0)
-
-    def total(self, count: int) -> int:
-        """The sum of every task's `count`."""
-        return self.totals((count,))[0]
+        self.round += 1
+        for peer, channel in self.peers.items():
+            self.send(channel, Kind.ROWS, rows_payload(table.filter(pc.equal(owners, peer))))
+        received = [table.filter(pc.equal(owners, self.part))]
+        received.extend(self.receive(peer, Kind.ROWS).rows() for peer in sorted(self.peers))
+        return pa.concat_tables(received).combine_chunks()
 
     def totals(self, counts: Sequence[int]) -> tuple[int, ...]:
-        """The sums of every task's `counts`, position by position, in one round (a round of totals, whose
-        first is what TotalsReader reads)."""
-        folder = self.next_round()
-        self.mark(folder, " ".join(str(count) for count in counts))
-        answers = [[int(count) for count in text.split()] for text in self.wait(folder)]
-        return tuple(sum(column) for column in zip(*answers))
+        """The sums of every task's `counts`, position by position, in one round."""
+        self.round += 1
+        payload = document_payload(list(counts))
+        for channel in self.peers.values():
+            self.send(channel, Kind.COUNTS, payload)
+        sums = list(counts)
+        for peer in sorted(self.peers):
+            for position, count in enumerate(self.receive(peer, Kind.COUNTS).document()):
+                sums[position] += count
+        return tuple(sums)
+
+    def send(self, channel: Channel, kind: Kind, payload: bytes | pa.Buffer) -> None:
+        try:
+            channel.send(kind, self.round, payload)
+        except OSError:
+            raise Stopped() from None  # the peer is gone: its failure, or its executor's, says why
+
+    def receive(self, peer: int, kind: Kind) -> Frame:
+        try:
+            frame = self.inboxes[peer].get(timeout=self.timeout)
+        except queue.Empty:
+            raise OperationalError(
+                f"part {peer} of a distributed fixpoint did not answer within {self.timeout:.0f} s (round {self.round})"
+            ) from None
+        if frame.kind == Kind.STOP:
+            self.inboxes[peer].put(frame)  # and at every later round
+            raise Stopped()
+        if frame.kind != kind or frame.round != self.round:
+            raise OperationalError(
+                f"part {peer} of a distributed fixpoint is out of step: {frame.kind.name} of round {frame.round} "
+                f"in round {self.round}"
+            )
+        return frame
 
     def stop(self) -> None:
         """Tell the other tasks that this one failed and will not answer."""
-        stop(self.directory)
+        for channel in self.peers.values():
+            with contextlib.suppress(OSError):  # gone already
+                channel.send(Kind.STOP, self.round)
 
-    def next_round(self) -> str:
-        self.round += 1
-        folder = os.path.join(self.folder, str(self.round))
-        for path in (self.folder, folder):  # never the exchange's directory: gone, the driver is done
-            try:
-                os.mkdir(path)
-            except FileExistsError:
-                pass
-            except FileNotFoundError:
-                raise Stopped() from None
-        return folder
-
-    def write(self, path: str, table: pa.Table) -> None:
-        partial = path + ".partial"
-        with pa.OSFile(partial, "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
-            writer.write_table(table)
-        os.replace(partial, path)
-
-    def mark(self, folder: str, text: str) -> None:
-        partial = os.path.join(folder, f"{self.part}.partial")
-        with open(partial, "w") as marker:
-            marker.write(text)
-        os.replace(partial, os.path.join(folder, f"{self.part}.done"))
-
-    def wait(self, folder: str) -> list[str]:
-        """The marker texts of every task of the round, once all are there."""
-        deadline = time.monotonic() + self.timeout
-        pause = POLL_SECONDS[0]
-        texts = []
-        stopped = os.path.join(self.directory, STOP)
-        for sender in range(self.parts):
-            path = os.path.join(folder, f"{sender}.done")
-            while not os.path.exists(path):
-                if os.path.exists(stopped):
-                    raise Stopped()
-                if time.monotonic() > deadline:
-                    raise OperationalError(
-                        f"part {sender} of a distributed fixpoint did not answer within "
-                        f"{self.timeout:.0f} s (round {self.round})"
-                    )
-                time.sleep(pause)
-                pause = min(pause * 2, POLL_SECONDS[1])
-            with open(path) as marker:
-                texts.append(marker.read())
-        return texts
-
-
-class TotalsReader:
-    """The rounds of `total` as they complete, read from the files of the latest attempt under
-    `directory` (the driver of a local master shares the tasks' file system)."""
-
-    def __init__(self, directory: str, parts: int):
-        self.directory = directory
-        self.parts = parts
-        self.attempt: str | None = None
-        self.round = 0  # the last round read
-        self.totals = 0  # the rounds of `total` read
-
-    def new_totals(self) -> list[tuple[int, int]]:
-        """(number, sum) of each round of `total` completed since the last call, numbered from 0 in
-        its attempt (Spark may start the stage again)."""
-        attempts = [int(name) for name in os.listdir(self.directory) if name.isdigit()]
-        if not attempts:
-            return []
-        latest = os.path.join(self.directory, str(max(attempts)))
-        if latest != self.attempt:
-            self.attempt, self.round, self.totals = latest, 0, 0
-        totals: list[tuple[int, int]] = []
-        while True:
-            folder = os.path.join(latest, str(self.round + 1))
-            texts = []
-            for part in range(self.parts):
-                try:
-                    with open(os.path.join(folder, f"{part}.done")) as marker:
-                        texts.append(marker.read())
-                except FileNotFoundError:
-                    return totals  # the round is not complete yet
-            self.round += 1
-            if all(texts):  # a round of `route` leaves empty markers
-                totals.append((self.totals, sum(int(text.split()[0]) for text in texts)))
-                self.totals += 1
+    def close(self) -> None:
+        self.listener.close()
+        for channel in self.peers.values():
+            channel.close()

@@ -61,8 +61,7 @@ def checkpoint(frame: DataFrame, eager: bool) -> DataFrame:
 CONSTRAINTS = "spark.sql.constraintPropagation.enabled"
 
 
-@contextlib.contextmanager
-def without_constraints(spark: SparkSession) -> Iterator[None]:
+def without_constraints(spark: SparkSession) -> contextlib.AbstractContextManager[None]:
     """Spark's constraint propagation off while a fixpoint plans its queries and checkpoints.
 
     A checkpoint keeps the constraints Spark inferred for its plan, and a query reading two checkpoints
@@ -70,12 +69,21 @@ def without_constraints(spark: SparkSession) -> Iterator[None]:
     ("key not found"). Planned without constraint propagation, the queries infer no such constraints and
     the checkpoints keep none, so the relations a fixpoint returns are safe to read afterwards. A query
     that another thread plans meanwhile only infers fewer filters."""
-    previous = spark.conf.get(CONSTRAINTS, "true")
-    spark.conf.set(CONSTRAINTS, "false")
+    return setting_while(spark, CONSTRAINTS, "false")
+
+
+@contextlib.contextmanager
+def setting_while(spark: SparkSession, key: str, value: str) -> Iterator[None]:
+    """The session's setting `key` at `value` while the block runs, as it was after."""
+    previous = spark.conf.get(key, None)
+    spark.conf.set(key, value)
     try:
         yield
     finally:
-        spark.conf.set(CONSTRAINTS, previous or "true")
+        if previous is None:
+            spark.conf.unset(key)
+        else:
+            spark.conf.set(key, previous)
 
 
 class Views:

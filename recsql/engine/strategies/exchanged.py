@@ -8,15 +8,12 @@ candidates it derived to their owners and merges the candidates it received into
 min/max and sum/count alike: a group lives in one task): the accumulated facts never move, only the new
 candidates, once. The tasks run in lockstep and stop together, when no task derived a new fact.
 
-Spark's barrier call waits in steps of a second, so the tasks exchange through files in a directory
-(local/exchange.py): this evaluation runs where the tasks share the driver's file system (a local
-master); elsewhere the distributed strategy runs its Spark job per iteration.
+The tasks exchange over TCP connections between them (local/exchange.py), wherever they run; they learn
+where the others listen from the driver (local/rendezvous.py), which hears of each iteration as it ends.
 """
 
 from __future__ import annotations
 
-import tempfile
-import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -28,10 +25,12 @@ from recsql.engine.columns import column_names
 from recsql.engine.fixpoint import Ahead, Fixpoint, Limits, iterate
 from recsql.engine.local.database import Database, duckdb_errors, quote
 from recsql.engine.local.engine import DuckDBEngine
-from recsql.engine.local.exchange import DirectoryExchange, Stopped, TotalsReader, remove, stop
+from recsql.engine.local.exchange import SocketExchange, Stopped
+from recsql.engine.local.rendezvous import Coordinator, Registration, Rendezvous
 from recsql.engine.progress import Progress, ProgressListener
 from recsql.engine.relation_types import SETTLED, ResultTypes, TypeSchedule
 from recsql.engine.spark.context import StratumRun
+from recsql.engine.spark.engine import setting_while
 from recsql.engine.spark.types import AnyStratumTypes, stratum_types
 from recsql.engine.spark_settings import SparkSettings
 from recsql.engine.sql.printing import Dialect, Printer
@@ -39,25 +38,19 @@ from recsql.engine.strategies.decomposed import Decomposed, seed_table
 from recsql.engine.strategies.part_output import PartOutput
 from recsql.planner.plan import Stratum
 from recsql.settings import Settings
-from recsql.spark.session_kinds import local_slots
+from recsql.spark.session_kinds import driver_host, task_slots
 from translator.ir import Program
 
 ANSWER_SECONDS = 600.0  # how long a task waits for the others in one round before it fails the stage
-WATCH_SECONDS = 0.1  # how often the driver looks for iterations the tasks completed
+ADAPTIVE = "spark.sql.adaptive.enabled"
 
 
 def run_exchanged(run: StratumRun, stratum: Stratum) -> dict[str, DataFrame] | None:
     """The stratum as one Spark job, or None when it cannot run so (without an owner column, see
-    optimizer/ownership.py, or where the tasks do not share this machine's files)."""
-    slots = local_slots(run.spark)
-    if stratum.owner is None or slots is None:
+    optimizer/ownership.py)."""
+    if stratum.owner is None:
         return None
-    types = stratum_types(run, stratum)
-    directory = tempfile.mkdtemp(prefix="recsql-exchange-")
-    try:
-        return Exchanged(run, stratum, types, directory, slots).run()
-    finally:
-        remove(directory)
+    return Exchanged(run, stratum, stratum_types(run, stratum), task_slots(run.spark)).run()
 
 
 class Exchanged(Decomposed):
@@ -65,22 +58,31 @@ class Exchanged(Decomposed):
 
     barrier = True  # every task starts together: each waits for the others' candidates
 
-    def __init__(self, run: StratumRun, stratum: Stratum, types: AnyStratumTypes, directory: str, slots: int):
+    def __init__(self, run: StratumRun, stratum: Stratum, types: AnyStratumTypes, slots: int):
         super().__init__(run, stratum, types)
-        self.directory = directory
         self.slots = slots
+        self.coordinator: Coordinator | None = None
 
     def run(self) -> dict[str, DataFrame]:
-        watcher = IterationWatcher(
-            TotalsReader(self.directory, self.parts()), self.stratum.relations, self.context.report
-        )
-        try:
-            return super().run()
-        finally:
-            watcher.finish()
+        """The job, planned without adaptive execution: Spark then checks the slots a barrier stage needs
+        as it submits the job, waiting for an executor being replaced, where adaptive execution submits
+        the stage alone and fails (and with it the SparkContext) when one is missing."""
+        host = driver_host(self.spark)
+        with setting_while(self.spark, ADAPTIVE, "false"):
+            if host is None:  # Spark Connect: the tasks find each other through the barrier
+                return super().run()
+            reports = IterationReports(self.stratum.relations, self.context.report)
+            self.coordinator = Coordinator(self.parts(), host, reports)
+            try:
+                return super().run()
+            finally:
+                self.coordinator.close()
 
     def report_end(self, statistics: list[Row], elapsed: float) -> None:
-        """Nothing more: the watcher reported every iteration as the tasks completed it."""
+        """Over Spark Connect, the iterations the first task recorded; else nothing more: the driver
+        reported every iteration as the tasks completed it."""
+        if self.coordinator is None:
+            super().report_end(statistics, elapsed)
 
     def parts(self) -> int:
         """A task per part, all running at once: no more parts than Spark runs tasks together."""
@@ -93,7 +95,8 @@ class Exchanged(Decomposed):
     def evaluation(
         self, seed_schema: pa.Schema, output: PartOutput
     ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
-        return ExchangedEvaluation(*self.task_inputs(seed_schema, output), self.directory, self.parts())
+        rendezvous = self.coordinator.rendezvous if self.coordinator is not None else Rendezvous.barrier()
+        return ExchangedEvaluation(*self.task_inputs(seed_schema, output), rendezvous, self.parts())
 
     def broadcast(self) -> tuple[str, ...]:
         (name,) = self.stratum.relations
@@ -121,18 +124,21 @@ class ExchangedEvaluation:
     seed_schema: pa.Schema
     inputs: Mapping[str, bytes]  # relation -> Arrow IPC stream of its facts
     output: PartOutput
-    directory: str
+    rendezvous: Rendezvous
     parts: int
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         from pyspark import BarrierTaskContext
 
         task = BarrierTaskContext.get()
-        exchange = DirectoryExchange(
-            self.directory, task.attemptNumber(), task.partitionId(), self.parts, ANSWER_SECONDS
-        )
+        part = task.partitionId()
+        host = task.getTaskInfos()[part].address.rpartition(":")[0]  # where Spark reaches this executor
+        exchange = SocketExchange(part, self.parts, self.rendezvous.token, ANSWER_SECONDS)
+        registration: Registration | None = None
         try:
-            result, iterations = self.evaluate(seed_table(batches, self.seed_schema), exchange)
+            seeds = seed_table(batches, self.seed_schema)
+            registration = self.rendezvous.join(exchange, host)
+            result, iterations, history = self.evaluate(seeds, registration)
         except Stopped as stopped:
             yield self.output.failure(stopped)  # the task or the driver that stopped it says why
             return
@@ -143,10 +149,15 @@ class ExchangedEvaluation:
         except BaseException:
             exchange.stop()  # killed: the others stop waiting for this task
             raise
-        yield from self.output.batches(result, iterations, task.partitionId())
+        finally:
+            exchange.close()
+            if registration is not None:
+                registration.close()
+        yield from self.output.batches(result, iterations, part, history)
 
-    def evaluate(self, seeds: pa.Table, exchange: DirectoryExchange) -> tuple[pa.Table, int]:
-        """This task's facts at the fixpoint of all tasks, and the number of iterations."""
+    def evaluate(self, seeds: pa.Table, registration: Registration) -> tuple[pa.Table, int, list[Progress]]:
+        """This task's facts at the fixpoint of all tasks, the number of iterations, and the progress of
+        all tasks iteration by iteration (recorded by the first task)."""
         (name,) = self.stratum.relations
         owner = self.stratum.owner
         assert owner is not None
@@ -159,13 +170,14 @@ class ExchangedEvaluation:
                     inputs,
                     self.types,
                     Printer(Dialect.DUCKDB, self.spark_settings.ansi),
-                    exchange,
+                    registration.exchange,
                     column_names(owner + 1)[owner],
                     db.types_of(self.types(SETTLED)[name].full)[owner],  # one type to hash in every iteration
                 )
                 fixpoint = Fixpoint(engine, self.program, self.stratum, {name: engine.routed(seeds)})
-                iterate(Lockstep(fixpoint, exchange), Limits(self.program, self.stratum, self.settings), None)
-                return fixpoint.states[name].full, fixpoint.iterations
+                lockstep = Lockstep(fixpoint, registration)
+                iterate(lockstep, Limits(self.program, self.stratum, self.settings), None)
+                return fixpoint.states[name].full, fixpoint.iterations, lockstep.history
         finally:
             db.close()
 
@@ -180,7 +192,7 @@ class ExchangingEngine(DuckDBEngine):
         inputs: Mapping[str, pa.Table],
         types: ResultTypes,
         printer: Printer,
-        exchange: DirectoryExchange,
+        exchange: SocketExchange,
         owner: str,
         owner_type: str | None,
     ):
@@ -200,63 +212,39 @@ class ExchangingEngine(DuckDBEngine):
         return self.exchange.route(facts, owners)
 
 
-class IterationWatcher:
-    """Reports each iteration when every task has counted its new facts (the shell's progress line,
-    EXPLAIN ANALYZE), reading the counts the tasks exchange, as the job runs."""
+class IterationReports:
+    """Turns the first task's report of each iteration into a progress event (the shell's progress line,
+    EXPLAIN ANALYZE) as the job runs; an attempt of the stage after a failed one counts afresh."""
 
-    def __init__(self, reader: TotalsReader, relations: tuple[str, ...], report: ProgressListener):
-        self.reader = reader
+    def __init__(self, relations: tuple[str, ...], report: ProgressListener):
         self.relations = relations
         self.report = report
         self.started = time.monotonic()
+        self.attempt: int | None = None
+        self.iteration = 0
         self.derived = 0
-        self.failure: Exception | None = None  # what the listener raised (the statement was cancelled)
-        self.stopped = threading.Event()
-        self.thread = threading.Thread(target=self.watch, name="recsql-iterations", daemon=True)
-        self.thread.start()
 
-    def watch(self) -> None:
-        while not self.stopped.wait(WATCH_SECONDS):
-            try:
-                self.report_new()
-            except Exception as error:
-                self.failure = error
-                stop(self.reader.directory)  # cancelled: the tasks stop at their next round
-                return
-
-    def report_new(self) -> None:
+    def __call__(self, attempt: int, new_facts: int) -> None:
+        if attempt != self.attempt:
+            self.attempt, self.iteration, self.derived = attempt, 0, 0
+        self.derived += new_facts
         (name,) = self.relations
-        for iteration, new_facts in self.reader.new_totals():
-            self.derived = new_facts if iteration == 0 else self.derived + new_facts
-            self.report(
-                Progress(
-                    self.relations,
-                    iteration,
-                    new_facts,
-                    self.derived,
-                    time.monotonic() - self.started,
-                    {name: new_facts},
-                )
-            )
-
-    def finish(self) -> None:
-        """Stop watching, once the iterations not yet reported are."""
-        self.stopped.set()
-        self.thread.join()
-        if self.failure is not None:
-            raise self.failure
-        self.report_new()
+        elapsed = time.monotonic() - self.started
+        self.report(Progress(self.relations, self.iteration, new_facts, self.derived, elapsed, {name: new_facts}))
+        self.iteration += 1
 
 
 class Lockstep:
     """A task's fixpoint advancing with the others': each start and step counts the new facts of all
     tasks, and the rows watched for a LIMIT (Fixpoint.watched), so every task sees the same numbers and
-    stops (or fails a limit) in the same iteration."""
+    stops (or fails a limit) in the same iteration. The first task tells the driver and keeps a history."""
 
-    def __init__(self, fixpoint: Fixpoint[pa.Table, str], exchange: DirectoryExchange):
+    def __init__(self, fixpoint: Fixpoint[pa.Table, str], registration: Registration):
         self.fixpoint = fixpoint
-        self.exchange = exchange
+        self.registration = registration
         self.counted: list[int] = []
+        self.history: list[Progress] = []
+        self.started = time.monotonic()
 
     def start(self) -> int:
         return self.summed(self.fixpoint.start())
@@ -266,7 +254,14 @@ class Lockstep:
 
     def summed(self, new_facts: int) -> int:
         """All tasks' new facts; all tasks' watched rows kept for `watched`."""
-        new_facts, *self.counted = self.exchange.totals((new_facts, *self.fixpoint.watched()))
+        new_facts, *self.counted = self.registration.exchange.totals((new_facts, *self.fixpoint.watched()))
+        self.registration.progress(new_facts)
+        if self.registration.exchange.part == 0:
+            relations = self.fixpoint.stratum.relations
+            derived = (self.history[-1].total_rows if self.history else 0) + new_facts
+            elapsed = time.monotonic() - self.started
+            new = dict.fromkeys(relations, new_facts)
+            self.history.append(Progress(relations, len(self.history), new_facts, derived, elapsed, new))
         return new_facts
 
     def watched(self) -> tuple[int, ...]:
