@@ -5,7 +5,8 @@ cluster tests.
 
     python -m benchmarks.cluster [--workers 2] [--cores 1] [--memory 2g] DIRECTORY
 
-prints the master's URL and runs until interrupted; a driver sets DRIVER_CONF. DIRECTORY (outside
+prints the master's URL and runs until interrupted; a driver sets DRIVER_CONF (`python -m benchmarks.run
+--scale --master URL --conf spark.shuffle.readHostLocalDisk=false`). DIRECTORY (outside
 /tmp) holds the logs and the workers' own files; what every process must see (a warehouse) belongs
 outside /tmp too, as on an NFS mount. A private /tmp needs `unshare` and the right to make mount
 namespaces (root, or user namespaces).

@@ -231,8 +231,19 @@ def main() -> None:
     parser.add_argument("--chart", help="write a PNG chart of the times to this path")
     parser.add_argument("--driver-memory", default="8g", help="Spark driver memory (local mode: all of Spark)")
     parser.add_argument("--remote", metavar="URL", help="run on this Spark Connect server (sc://host:port)")
+    parser.add_argument("--master", metavar="URL", help="run on this Spark master (spark://host:port)")
+    parser.add_argument(
+        "--conf", nargs="*", default=[], metavar="KEY=VALUE", help="Spark settings (for --master: the executors')"
+    )
     parser.add_argument(
         "--strategy", choices=tuple(Strategy), default=Strategy.AUTO, help="SET recsql.strategy (default auto)"
+    )
+    parser.add_argument(
+        "--strategies",
+        nargs="+",
+        choices=tuple(Strategy),
+        default=[Strategy.LOCAL, Strategy.DECOMPOSED, Strategy.DISTRIBUTED, Strategy.AUTO],
+        help="with --scale: the strategies recsql runs under (default: each)",
     )
     parser.add_argument("--systems", nargs="+", choices=SYSTEMS, default=list(SYSTEMS), help="the systems to run")
     parser.add_argument("--json", help="write recsql's medians (seconds) and the run conditions to this file")
@@ -250,18 +261,16 @@ def main() -> None:
     every = scale_workloads() if args.scale else deep_workloads() if args.deep else workloads(args.quick)
     chosen = [w for w in every if not args.only or w.name in args.only]
     if args.scale:
-        recsql_runs = {
-            f"recsql {strategy}": strategy
-            for strategy in (Strategy.LOCAL, Strategy.DECOMPOSED, Strategy.DISTRIBUTED, Strategy.AUTO)
-        }
+        recsql_runs = {f"recsql {strategy}": strategy for strategy in args.strategies}
     else:
         recsql_runs = {"recsql": args.strategy}
     columns = [*(recsql_runs if "recsql" in args.systems else ()), *(s for s in ALTERNATIVES if s in args.systems)]
     outcomes = []
     conf = {} if args.remote else {"spark.driver.memory": args.driver_memory}  # a server's memory is its own
+    conf.update(setting.split("=", 1) for setting in args.conf)
     with (
         tempfile.TemporaryDirectory() as warehouse,
-        recsql.connect(warehouse=warehouse, conf=conf, remote=args.remote) as conn,
+        recsql.connect(warehouse=warehouse, conf=conf, remote=args.remote, master=args.master) as conn,
     ):
         duck = duckdb.connect()
         for workload in chosen:
@@ -283,6 +292,8 @@ def main() -> None:
             "strategy": args.strategy,
             "driver memory": args.driver_memory,
             "remote": args.remote,
+            "master": args.master,
+            "conf": args.conf,
             "scale": args.scale,
             "deep": args.deep,
         }

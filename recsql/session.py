@@ -47,7 +47,8 @@ class Session:
         self.progress: ProgressListener | None = None
         self.cancellation = Cancellation()
         spark.on_use = self.cancellation.attach  # a statement's Spark jobs carry its tag, from its first use
-        self.scratch = Scratch()  # files a statement's evaluation writes for itself
+        # files a statement's evaluation writes for itself: on this machine, or where every executor sees them
+        self.scratch = Scratch(shared=catalog.warehouse / "scratch")
         self.maintenance: list | None = None  # EXPLAIN ANALYZE of a write: what maintaining views did
 
     @property

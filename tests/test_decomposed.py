@@ -227,7 +227,7 @@ def test_auto_runs_a_recursion_whose_pivot_has_one_value_distributed(conn, cur):
         plan = explain(cur, single)
         cur.execute(single)
         assert set(cur.fetchall()) == {(0, b) for a, b in transitive_closure(edges) if a == 0}
-    assert "distributed on Spark (one job, tasks owning facts by tc.b;" in plan
+    assert "distributed on Spark (one job, tasks owning facts by tc.b)" in plan
     assert re.search(r"its pivot tc\.a has ~\d values?, too few for 2 tasks", plan)
 
 
@@ -451,7 +451,11 @@ def test_facts_in_part_files_keep_every_type_and_value(conn, cur, monkeypatch):
     before = set(glob.glob(scratch))
     made = []  # the directories of part files
     directory = Scratch.directory
-    monkeypatch.setattr(Scratch, "directory", lambda self, prefix: made.append(directory(self, prefix)) or made[-1])
+    monkeypatch.setattr(
+        Scratch,
+        "directory",
+        lambda self, prefix, shared=False: made.append(directory(self, prefix, shared)) or made[-1],
+    )
     previous = conn.session.settings.strategy
     try:
         for strategy in ("local", "decomposed", "distributed"):

@@ -51,7 +51,7 @@ from recsql.engine.types.result_types import struct
 from recsql.optimizer.decomposition import Decomposition
 from recsql.planner.plan import Stratum
 from recsql.settings import Settings
-from recsql.spark.session_kinds import default_parallelism, local_slots
+from recsql.spark.session_kinds import default_parallelism, is_connect, local_slots
 from translator.ir import Program
 
 TASKS_PER_CORE = 1  # each part pays the per-iteration overhead of the local evaluator: one part per core
@@ -204,12 +204,14 @@ class Decomposed:
         return {name: cast_to(result, self.types.spark(iterations)[name])}  # as Spark's last iteration types it
 
     def files_directory(self, schema: StructType) -> str | None:
-        """Where the parts write their facts (part_output.py): a directory of the statement's scratch
-        space when the tasks share this machine's files and Parquet holds the relation's types; else
-        None (the facts come back as rows of the job)."""
-        if local_slots(self.spark) is None or not storable_in_files(schema):
+        """Where the parts write their facts (part_output.py) when Parquet holds the relation's types: a
+        directory of the statement's scratch space, on this machine for a local master's tasks, else in
+        the warehouse, which a cluster's executors see (they write tables there). None (the facts come
+        back as rows of the job, kept in a checkpoint) over Spark Connect, whose executors need not see
+        this process's warehouse."""
+        if is_connect(self.spark) or not storable_in_files(schema):
             return None
-        return self.context.scratch.directory("parts-")
+        return self.context.scratch.directory("parts-", shared=local_slots(self.spark) is None)
 
     def collected(self, tasks: DataFrame, schema: StructType, directory: str | None) -> tuple[DataFrame, list[Row]]:
         """Run the job (once): the stratum's facts, and the parts' statistics rows."""
