@@ -12,8 +12,8 @@ again; prints `@@ {"kind", "checkpoints", "killed": [pid], "count": the answer's
 ANALYZE's lines}` for each. Over a chain of LONG_CHAIN nodes, the one-job forms: decomposed (the fewest
 hops between the nodes of a chain, a min() per pair; one Spark job, no iterations seen from here) killed
 once a task of the job has run for TASK_SECONDS, distributed (the closure of a chain, its tasks exchanging
-candidates) killed at iteration KILLED_AT; the distributed loop (a non-linear closure, a Spark job per
-iteration) over a chain of LOOP_CHAIN nodes, killed at iteration KILLED_AT.
+candidates) killed at iteration KILLED_AT; the distributed loop (the closure as a mutual recursion, a
+Spark job per relation and iteration) over a chain of LOOP_CHAIN nodes, killed at iteration KILLED_AT.
 """
 
 from __future__ import annotations
@@ -40,19 +40,21 @@ CLOSURE = """WITH RECURSIVE tc(src, dst) AS (SELECT src, dst FROM edge
 UNION SELECT tc.src, edge.dst FROM tc JOIN edge ON tc.dst = edge.src) SELECT src, dst FROM tc"""
 DISTANCES = """WITH RECURSIVE sp(node, min() AS d) AS (SELECT 1, 0
 UNION SELECT w.dst, sp.d + w.w FROM sp JOIN weighted w ON sp.node = w.src) SELECT node, d FROM sp"""
-NONLINEAR = """WITH RECURSIVE tc(src, dst) AS (SELECT src, dst FROM edge
-UNION SELECT a.src, b.dst FROM tc a JOIN tc b ON a.dst = b.src) SELECT src, dst FROM tc"""
+MUTUAL = """WITH RECURSIVE odd(src, dst) AS (SELECT src, dst FROM edge
+UNION SELECT e.src, x.dst FROM edge e JOIN even x ON e.dst = x.src),
+even(src, dst) AS (SELECT e.src, o.dst FROM edge e JOIN odd o ON e.dst = o.src)
+SELECT src, dst FROM odd UNION SELECT src, dst FROM even"""  # the closure: paths of odd and of even length
 HOPS = """WITH RECURSIVE hops(src, dst, min() AS d) AS (SELECT src, dst, 1 FROM edge
 UNION SELECT hops.src, edge.dst, hops.d + 1 FROM hops JOIN edge ON hops.dst = edge.src) SELECT src, dst, d FROM hops"""
 STRATEGIES = ("local", "decomposed", "distributed")
 LONG_CHAIN = 600  # nodes: each task of the one-job forms iterates for a second or more
-LOOP_CHAIN = 40  # nodes: the non-linear closure's iterations double the paths' lengths, 5 or more
+LOOP_CHAIN = 13  # nodes: the mutual recursion's iterations add an edge to the paths, 12 of them
 TASK_SECONDS = 0.5
 KILLED_AT = 3
 KINDS = {  # kind -> (strategy, query)
     "decomposed": ("decomposed", HOPS),
     "distributed one job": ("distributed", CLOSURE),
-    "distributed loop": ("distributed", NONLINEAR),
+    "distributed loop": ("distributed", MUTUAL),
 }
 KILLS = (("decomposed", False), ("distributed one job", False), ("distributed loop", False), ("distributed loop", True))
 EXECUTORS = 2

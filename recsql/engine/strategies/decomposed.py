@@ -214,11 +214,13 @@ class Decomposed:
         return self.context.scratch.directory("parts-", shared=local_slots(self.spark) is None)
 
     def collected(self, tasks: DataFrame, schema: StructType, directory: str | None) -> tuple[DataFrame, list[Row]]:
-        """Run the job (once): the stratum's facts, and the parts' statistics rows."""
+        """Run the job (once): the stratum's facts, and the parts' statistics rows. A barrier stage ends
+        with a shuffle: Spark runs a failed barrier stage again only when it is not the job's last, and
+        every job reading a barrier stage's output runs as one unless a shuffle ends it."""
         if directory is not None:
-            statistics = tasks.collect()
+            statistics = (tasks.repartition(1) if self.barrier else tasks).collect()
             return self.spark.read.schema(schema).parquet(directory), statistics  # listed once the files exist
-        if self.barrier:  # every job reading a barrier stage's output runs as one, unless a shuffle ends it
+        if self.barrier:
             tasks = tasks.repartition(self.parts(), F.col(schema.fields[0].name))
         parts = checkpoint(tasks, eager=False)  # filled by the job below: one job
         statistics = parts.where(F.col(ITERATIONS).isNotNull()).select(*STATISTICS).collect()  # a row a part
