@@ -233,6 +233,9 @@ def main() -> None:
     parser.add_argument("--remote", metavar="URL", help="run on this Spark Connect server (sc://host:port)")
     parser.add_argument("--master", metavar="URL", help="run on this Spark master (spark://host:port)")
     parser.add_argument(
+        "--warehouse", help="recsql's warehouse (default: a temporary one; on a cluster, one every executor sees)"
+    )
+    parser.add_argument(
         "--conf", nargs="*", default=[], metavar="KEY=VALUE", help="Spark settings (for --master: the executors')"
     )
     parser.add_argument(
@@ -269,7 +272,7 @@ def main() -> None:
     conf = {} if args.remote else {"spark.driver.memory": args.driver_memory}  # a server's memory is its own
     conf.update(setting.split("=", 1) for setting in args.conf)
     with (
-        tempfile.TemporaryDirectory() as warehouse,
+        tempfile.TemporaryDirectory(dir=args.warehouse) as warehouse,
         recsql.connect(warehouse=warehouse, conf=conf, remote=args.remote, master=args.master) as conn,
     ):
         duck = duckdb.connect()

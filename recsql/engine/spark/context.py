@@ -31,7 +31,7 @@ class StratumRun(Protocol):
     program: Program
     views: Views
     outgrown: dict[tuple[str, ...], Reached[pa.Table] | None]  # strata past their local capacity: where they stopped
-    scratch: Scratch  # the statement's files on this machine
+    scratch: Scratch  # the statement's files, on this machine or where every executor sees them
     trace: Trace | None  # EXPLAIN ANALYZE's record of the evaluation, if it is analysed
 
     def report(self, event: Progress) -> None:

@@ -12,7 +12,6 @@ Nothing here needs a SparkContext: it runs on Spark Connect as on a driver in th
 
 from __future__ import annotations
 
-import tempfile
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
@@ -119,16 +118,17 @@ def seed_table(batches: Iterator[pa.RecordBatch], schema: pa.Schema) -> pa.Table
 def run_decomposed(run: StratumRun, stratum: Stratum) -> dict[str, DataFrame] | None:
     """The stratum as one Spark job when it has a pivot (each part stops after its own number of
     iterations, its column types those of Spark's evaluation in each); else None. A local evaluation of
-    the stratum that outgrew its capacity is gone on from where it stopped (handover.py) on a local
-    master, where its types have settled from the start."""
+    the stratum that outgrew its capacity is gone on from where it stopped (handover.py), its facts
+    handed over in files of the statement's scratch space (in the warehouse off a local master), where
+    its types have settled from the start and the executors see those files (not over Spark Connect)."""
     if stratum.decomposition is None:
         return None
     types = stratum_types(run, stratum)
     reached = run.outgrown.get(stratum.relations)
     if reached is not None:
         why = (
-            "its tasks do not share this machine's files"
-            if local_slots(run.spark) is None
+            "its tasks may not see this process's files (Spark Connect)"
+            if is_connect(run.spark)
             else "its column types change while it iterates"
             if not types.settled_from_start()
             else None
@@ -140,8 +140,8 @@ def run_decomposed(run: StratumRun, stratum: Stratum) -> dict[str, DataFrame] | 
             reached = None
     if reached is None:
         return Decomposed(run, stratum, types).run()
-    with tempfile.TemporaryDirectory(prefix="recsql-handover-") as directory:
-        return Decomposed(run, stratum, types, reached, directory).run()
+    directory = run.scratch.directory("handover-", shared=local_slots(run.spark) is None)
+    return Decomposed(run, stratum, types, reached, directory).run()
 
 
 def handover_note(stratum: Stratum, reached: Reached[pa.Table], outcome: str) -> str:

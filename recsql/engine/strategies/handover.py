@@ -10,10 +10,10 @@ cheap. Measured on a 22-million-fact closure: handing over 15 million facts afte
 iterations made the whole 1.1 s slower than starting again; 4.3 million after 0.7 s (where the local
 evaluation now stops, its growth foretelling the bound) took as long as starting again (5.9 s, 6.0 s).
 
-The files are written where the driver is and read by the tasks, so this needs them on the driver's
-machine (a local master); elsewhere the component starts again from its exit rules. Sending the facts
-through Spark instead (a DataFrame made from Arrow, then hashed on the pivot) costs more than the
-iterations it saves.
+The files are written by the driver and read by the tasks: on this machine for a local master, in the
+warehouse (which every executor sees) for a cluster; over Spark Connect, whose executors may not see
+them, the component starts again from its exit rules. Sending the facts through Spark instead (a
+DataFrame made from Arrow, then hashed on the pivot) costs more than the iterations it saves.
 """
 
 from __future__ import annotations

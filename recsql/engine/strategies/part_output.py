@@ -41,7 +41,7 @@ from pyspark.sql.types import (
 from recsql.engine.local.database import first_line
 from recsql.engine.local.exchange import Stopped
 from recsql.engine.progress import Progress
-from recsql.errors import Error, error_class
+from recsql.errors import Error, OperationalError, error_class
 
 # a part's statistics row (null in its facts' rows): its iterations, facts, the new facts and the time so far
 # after each iteration (for EXPLAIN ANALYZE); a failed part's statistics row names its error
@@ -100,7 +100,16 @@ class PartOutput:
                 nothing = [pa.nulls(batch.num_rows, field.type) for field in STATISTICS_SCHEMA]
                 yield pa.RecordBatch.from_arrays([*batch.columns, *nothing], schema=output)
         else:
-            self.write(facts, part)
+            try:
+                self.write(facts, part)
+            except OSError as error:
+                yield self.failure(
+                    OperationalError(
+                        f"a part of the fixpoint could not write its facts in {self.directory} ({error}): on a "
+                        "cluster the warehouse must be a directory every executor sees at the same path"
+                    )
+                )
+                return
         yield self.statistics(iterations, result.num_rows, None, history)
 
     def failure(self, error: Exception) -> pa.RecordBatch:
