@@ -106,3 +106,10 @@ def rmat(
     pairs = np.stack([src, dst], axis=1)
     pairs = np.unique(pairs[pairs[:, 0] != pairs[:, 1]], axis=0)
     return edge_table(pairs[generator.permutation(len(pairs))], generator, weighted)
+
+
+def as_dag(table: pa.Table) -> pa.Table:
+    """Each edge oriented from its smaller node to its larger one (its duplicates kept once): a DAG."""
+    src, dst = table.column("src").to_numpy(), table.column("dst").to_numpy()
+    pairs = np.unique(np.stack([np.minimum(src, dst), np.maximum(src, dst)], axis=1), axis=0)
+    return pa.table({"src": pairs[:, 0], "dst": pairs[:, 1]})

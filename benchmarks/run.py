@@ -47,6 +47,7 @@ SYSTEMS = ("recsql", "spark native", "pyspark loop", "duckdb")
 ALTERNATIVES = SYSTEMS[1:]
 COMPARED = ("quick", "repeat", "strategy", "driver memory")
 ONCE_PAST_SECONDS = 60.0  # a first run longer than this is the measurement: no repeats
+PARTS_BALANCE = "parts, facts per part"  # the EXPLAIN ANALYZE line on how evenly the parts shared the work
 
 
 @dataclass
@@ -61,6 +62,7 @@ class Outcome:
     workload: Workload
     where: dict[str, str]  # recsql's runs: where each ran its recursion
     results: dict[str, Measurement] = field(default_factory=dict)
+    balance: list[str] = field(default_factory=list)  # how the parts of a forced decomposed run shared the work
 
 
 def measure(run: Callable[[], Any], repeat: int, settle: Callable[[], None]) -> Measurement:
@@ -128,6 +130,10 @@ def run_workload(
     if "recsql" in systems:
         for name, strategy in recsql_runs.items():
             outcome.results[name] = measure(recsql_run, repeat, forcing(strategy))
+        if Strategy.DECOMPOSED in recsql_runs.values():
+            forcing(Strategy.DECOMPOSED)()
+            cursor.execute("EXPLAIN ANALYZE " + workload.recsql)
+            outcome.balance = [row[0] for row in cursor.fetchall() if PARTS_BALANCE in row[0]]
     runs = {
         "spark native": (lambda: first_row(spark.sql(workload.spark).collect())) if workload.spark else None,
         "pyspark loop": (lambda: workload.loop(spark)) if workload.loop else None,
@@ -282,6 +288,9 @@ def main() -> None:
             seconds = ", ".join(f"{system} {m.seconds:.3f} s" for system, m in outcomes[-1].results.items())
             print(f"  {seconds}", flush=True)
     print(table(outcomes, args.repeat, columns))
+    for outcome in outcomes:
+        for line in outcome.balance:
+            print(f"{outcome.workload.name}, decomposed: {line}")
     if args.json:
         medians = {
             f"{o.workload.name} {name}".removesuffix(" recsql"): o.results[name].seconds

@@ -215,6 +215,14 @@ def scale_workloads() -> list[Workload]:
             loops.shortest_paths,
         ),
         Workload(
+            "tc-rmat-dag",
+            "R-MAT, 2^14 nodes, 30,000 edges (seed 3), as a DAG: the work per source follows a power law",
+            lambda: graphs.as_dag(graphs.rmat(14, 30_000, seed=3)),
+            TC,
+            TC,
+            loops.closure_pairs,
+        ),
+        Workload(
             "chain-300", "a path of 300 edges", lambda: graphs.chain(300), REACH, REACH, loops.reachable, REACH_SPARK
         ),
     ]

@@ -42,6 +42,7 @@ from recsql.engine.strategies.part_output import (
     STATISTICS,
     STATISTICS_FIELDS,
     PartOutput,
+    parts_balance,
     parts_progress,
     raise_failure,
     storable_in_files,
@@ -201,6 +202,9 @@ class Decomposed:
         facts = sum(row[1] for row in statistics)
         Limits(self.program, self.stratum, self.context.settings).check_rows(facts, iterations)
         self.report_end(statistics, time.monotonic() - started)
+        balance = parts_balance(self.stratum.relations, statistics)
+        if balance is not None:
+            self.context.note(balance)
         return {name: cast_to(result, self.types.spark(iterations)[name])}  # as Spark's last iteration types it
 
     def files_directory(self, schema: StructType) -> str | None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from statistics import mean
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -202,3 +203,21 @@ def raise_failure(failures: Iterable[str | None]) -> None:
     if reported:
         kind, _, message = reported[0].partition(": ")
         raise error_class(kind)(message)
+
+
+def parts_balance(relations: tuple[str, ...], statistics: Sequence[Row]) -> str | None:
+    """EXPLAIN ANALYZE's line on how evenly the parts shared the work: the facts of the largest part, and
+    (where every part timed its own fixpoint, as decomposed parts do) the time of the longest, each
+    against the mean; None for fewer than two parts."""
+    facts = [row[FACTS] for row in statistics]
+    if len(facts) < 2:
+        return None
+    line = (
+        f"{', '.join(relations)}: {len(facts)} parts, facts per part: largest {max(facts):,}, mean {mean(facts):,.0f}"
+    )
+    times = [row[HISTORY][-1]["elapsed"] for row in statistics if row[HISTORY]]
+    if len(times) == len(facts):
+        line += (
+            f"; time per part: longest {max(times):.3f} s, mean {mean(times):.3f} s ({max(times) / mean(times):.2f}x)"
+        )
+    return line
