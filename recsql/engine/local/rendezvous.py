@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import secrets
+import socket
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -23,7 +24,8 @@ from recsql.engine.local.exchange import Address, SocketExchange
 from recsql.engine.local.wire import Channel, Kind, document_payload, listener
 from recsql.errors import OperationalError
 
-ACCEPT_SECONDS = 0.5  # how often the coordinator's listener looks whether it is closed
+ACCEPT_SECONDS = 0.5  # how often the coordinator's listener looks whether it is closed, where shutting it
+# down does not wake the accept waiting on it (Linux wakes it at once: a job's end waits for nothing)
 
 # what the coordinator does with a report: (attempt, new facts of the attempt's next iteration)
 Reported = Callable[[int, int], None]
@@ -167,6 +169,8 @@ class Coordinator:
         with self.lock:
             self.closed.set()
             channels = list(self.channels)
+        with contextlib.suppress(OSError):
+            self.listener.shutdown(socket.SHUT_RDWR)  # wakes the accept waiting on it
         self.listener.close()
         for channel in channels:
             channel.close()

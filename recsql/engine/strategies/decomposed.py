@@ -141,8 +141,13 @@ def run_decomposed(run: StratumRun, stratum: Stratum) -> dict[str, DataFrame] | 
             reached = None
     if reached is None:
         return Decomposed(run, stratum, types).run()
-    directory = run.scratch.directory("handover-", shared=local_slots(run.spark) is None)
-    return Decomposed(run, stratum, types, reached, directory).run()
+    return Decomposed(run, stratum, types, reached, task_directory(run, "handover-")).run()
+
+
+def task_directory(run: StratumRun, prefix: str) -> str:
+    """A new directory of the statement's scratch space that the tasks see: on this machine for a local
+    master's tasks, in the warehouse for a cluster's."""
+    return run.scratch.directory(prefix, shared=local_slots(run.spark) is None)
 
 
 def handover_note(stratum: Stratum, reached: Reached[pa.Table], outcome: str) -> str:
@@ -215,7 +220,7 @@ class Decomposed:
         this process's warehouse."""
         if is_connect(self.spark) or not storable_in_files(schema):
             return None
-        return self.context.scratch.directory("parts-", shared=local_slots(self.spark) is None)
+        return task_directory(self.context, "parts-")
 
     def collected(self, tasks: DataFrame, schema: StructType, directory: str | None) -> tuple[DataFrame, list[Row]]:
         """Run the job (once): the stratum's facts, and the parts' statistics rows. A barrier stage ends
