@@ -25,6 +25,7 @@ from recsql.optimizer.explain import explain_passes
 from recsql.optimizer.join_order import order_body
 from recsql.optimizer.ownership import owner_column
 from recsql.planner.first_rows import Stop, first_rows_stop
+from recsql.planner.part_aggregate import PartAggregate, part_aggregate
 from recsql.planner.single_query import SingleQuery, single_query
 from recsql.planner.spark_valued import spark_valued
 from recsql.settings import Settings, Strategy
@@ -77,6 +78,7 @@ class Stratum:
     reason: str = ""  # why the strategy, for EXPLAIN
     stop: Stop | None = None  # the rows after which a LIMIT over the stratum has what it needs (first_rows.py)
     single_query: SingleQuery | None = None  # in this process: one DuckDB recursive query, or why not
+    part_aggregate: PartAggregate | None = None  # what the tasks of a one-job strategy reduce their facts to
 
     @property
     def relations(self) -> tuple[str, ...]:
@@ -120,8 +122,18 @@ class Plan:
                 lines.append(f"     stops early, as LIMIT needs: {stratum.stop}")
             if stratum.single_query is not None and stratum.strategy == Strategy.LOCAL:
                 lines.append(f"     in process: {stratum.single_query}")
+            if stratum.part_aggregate is not None and self.one_job(stratum):
+                lines.append(f"     aggregated in its tasks, the facts kept there: {stratum.part_aggregate}")
             lines.extend(f"     {variant}" for variant in stratum.variants)
         return "\n".join(lines)
+
+    @staticmethod
+    def one_job(stratum: Stratum) -> bool:
+        """Whether the stratum may run as one Spark job of tasks keeping their facts (decomposed, or
+        distributed with an owner column), planned so or once a local evaluation outgrows its capacity."""
+        if stratum.strategy == Strategy.LOCAL and stratum.capacity is None:
+            return False
+        return stratum.decomposition is not None or stratum.owner is not None
 
     def where(self, stratum: Stratum) -> str:
         """Where and how a recursive stratum runs, in words."""
@@ -207,6 +219,7 @@ def plan(optimized: Optimized, components: list[Component], settings: Settings) 
                 owner=owner,
                 stop=stop,
                 single_query=one_query,
+                part_aggregate=part_aggregate(program, component),
                 **vars(choice),
             )
         )

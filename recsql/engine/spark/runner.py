@@ -92,6 +92,8 @@ class SparkRun:
                 self.frames.update(run_stratum(self, stratum))
                 continue
             for name in stratum.relations:
+                if name in self.frames:  # the tasks of a recursive stratum aggregated its facts for it
+                    continue
                 self.frames[name] = self.combine(self.program.relations[name])
                 if self.trace is not None:
                     self.frames[name] = checkpoint(self.frames[name], eager=True)

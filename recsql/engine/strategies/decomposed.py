@@ -47,6 +47,7 @@ from recsql.engine.strategies.part_output import (
     raise_failure,
     storable_in_files,
 )
+from recsql.engine.strategies.reduction import Reduction, reduction
 from recsql.engine.types.result_types import struct
 from recsql.optimizer.decomposition import Decomposition
 from recsql.planner.plan import Stratum
@@ -188,20 +189,23 @@ class Decomposed:
         return self.stratum.decomposition
 
     def run(self) -> dict[str, DataFrame]:
+        """The stratum's relation, or the aggregate relation its tasks reduce it to (reduction.py)."""
         started = time.monotonic()
         (name,) = self.stratum.relations
         schema = struct(self.types.spark(SETTLED)[name])
         exit_schema = struct(self.types.spark(0)[name])
+        reduced = reduction(self.stratum.part_aggregate, self.types.spark(0)[name], self.types.spark(SETTLED)[name])
         seeds = (
             self.partitioned(self.exit_facts(name, exit_schema)) if self.handed_over is None else self.hand_over(name)
         )
         seed_schema = to_arrow_schema(seeds.schema, timezone=self.context.spark_settings.timezone)
-        output = PartOutput(self.types.arrow(SETTLED)[name].full, self.files_directory(schema))
-        fields = schema.fields if output.directory is None else []
+        output = self.part_output(schema, reduced)
+        rows = schema if reduced is None else reduced.schema
+        fields = rows.fields if output.directory is None else []
         tasks = seeds.mapInArrow(
             self.evaluation(seed_schema, output), StructType([*fields, *STATISTICS_FIELDS]), barrier=self.barrier
         )
-        result, statistics = self.collected(tasks, schema, output.directory)
+        result, statistics = self.collected(tasks, rows, output.directory)
         raise_failure(row[2] for row in statistics)
         iterations = max((row[0] for row in statistics), default=0)
         facts = sum(row[1] for row in statistics)
@@ -210,7 +214,20 @@ class Decomposed:
         balance = parts_balance(self.stratum.relations, statistics)
         if balance is not None:
             self.context.note(balance)
-        return {name: cast_to(result, self.types.spark(iterations)[name])}  # as Spark's last iteration types it
+        types = self.types.spark(iterations)[name]  # as Spark's last iteration types it
+        if reduced is not None:
+            self.context.note(f"{name}: its tasks aggregated their facts for {reduced.aggregate.relation}")
+            return {reduced.aggregate.relation: reduced.combined(self.context, result, types)}
+        return {name: cast_to(result, types)}
+
+    def part_output(self, schema: StructType, reduced: Reduction | None) -> PartOutput:
+        """What each task returns: its facts (in a file, where they can be), or their partial aggregates."""
+        (name,) = self.stratum.relations
+        if reduced is None:
+            return PartOutput(self.types.arrow(SETTLED)[name].full, self.files_directory(schema))
+        settings = self.context.spark_settings
+        task = reduced.task(settings.timezone, settings.ansi)
+        return PartOutput(task.schema, reduce=task)
 
     def files_directory(self, schema: StructType) -> str | None:
         """Where the parts write their facts (part_output.py) when Parquet holds the relation's types: a

@@ -11,7 +11,7 @@ as Parquet took 0.3-0.6 s per part, and reading them back is Spark's vectorized 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from statistics import mean
 
@@ -87,14 +87,20 @@ class PartOutput:
     """What a task yields for its part: its facts (of `schema`) as rows, or, with `directory`, in a
     Parquet file there; then its statistics row. Pickled to the Python workers."""
 
-    schema: pa.Schema  # the facts
+    schema: pa.Schema  # the facts, or what `reduce` makes of them
     directory: str | None = None  # where each part writes its facts, one file each
+    reduce: Callable[[pa.Table], pa.Table] | None = None  # the facts to an aggregate's partial rows (reduction.py)
 
     def batches(
         self, result: pa.Table, iterations: int, part: int, history: Sequence[Progress] = ()
     ) -> Iterator[pa.RecordBatch]:
-        """A part's facts and its statistics row (`history`: its fixpoint's progress, iteration by iteration)."""
-        facts = result.cast(self.schema)
+        """A part's facts (or their partial aggregates) and its statistics row (`history`: its fixpoint's
+        progress, iteration by iteration)."""
+        try:
+            facts = (result if self.reduce is None else self.reduce(result)).cast(self.schema)
+        except Error as error:
+            yield self.failure(error)
+            return
         if self.directory is None:
             output = self.output_schema()
             for batch in facts.to_batches():
