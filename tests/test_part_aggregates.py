@@ -17,6 +17,8 @@ from duckdb_reference import normalize
 from explain import explain
 from strategies import auto_with_local_rows, set_strategy
 
+import recsql
+
 pytestmark = pytest.mark.spark
 
 CLOSURE = (
@@ -167,3 +169,35 @@ def test_a_local_run_past_its_bound_aggregates_in_the_tasks_it_moves_to(conn, ed
         analyzed = explain(cursor, sql, analyze=True)
     assert "past recsql.local_rows" in analyzed
     assert REDUCED in analyzed
+
+
+def test_partial_rows_past_local_rows_are_combined_on_spark(conn, edges):
+    """More partial rows than recsql.local_rows (as estimated) stay on Spark, kept in a checkpoint."""
+    query = OVER_CLOSURE[2]
+    expected = reference({"tc": (["x", "y"], closure(edges))}, query)
+    conn.cursor().execute("SET recsql.local_rows = 1")
+    check(conn, CLOSURE.format(where="") + query, expected, ("decomposed", "distributed"))
+
+
+@pytest.mark.parametrize("ansi", ["true", "false"])
+def test_a_sum_past_bigint_fails_or_wraps_as_sparks_own(conn, edges, ansi):
+    """Under ANSI mode an overflowing sum is a DataError; without it the sum wraps around, as Spark's."""
+    big = 2**62
+    conn.register("pa_big", pa.table({"src": [1, 2, 3], "dst": [2, 3, 4], "w": [big, big, big]}))
+    sql = (
+        "WITH RECURSIVE p(a, b, s) AS (SELECT src, dst, w FROM pa_big UNION "
+        "SELECT p.a, e.dst, e.w FROM p JOIN pa_big e ON p.b = e.src) SELECT sum(s), count(*) FROM p"
+    )
+    cursor = conn.cursor()
+    cursor.execute(f"SET spark.sql.ansi.enabled = {ansi}")
+    try:
+        for strategy in ("decomposed", "distributed"):
+            set_strategy(conn, strategy)
+            if ansi == "true":
+                with pytest.raises(recsql.DataError, match="SUM\\(s\\) is past the range of BIGINT"):
+                    cursor.execute(sql)
+            else:
+                cursor.execute(sql)
+                assert cursor.fetchall() == [(6 * big - 2 * 2**64, 6)]  # 1.5 * 2**64, wrapped into BIGINT: -2**63
+    finally:
+        cursor.execute("SET spark.sql.ansi.enabled = true")

@@ -14,6 +14,7 @@ partial sums would be typed wider than Spark types the whole sum) is decided whe
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from sqlglot import exp
@@ -48,6 +49,7 @@ class PartAggregate:
     source: str
     terms: tuple[Grouped | Combined, ...]  # one per column of `relation`
     rule: Rule  # as written, for EXPLAIN
+    rows: float  # the aggregate's rows, as estimated
 
     @property
     def groups(self) -> tuple[int, ...]:
@@ -67,9 +69,11 @@ class PartAggregate:
         return str(self.rule)
 
 
-def part_aggregate(program: Program, component: Component) -> PartAggregate | None:
+def part_aggregate(
+    program: Program, component: Component, estimated_rows: Callable[[str], float]
+) -> PartAggregate | None:
     """The aggregate relation the tasks evaluating `component` could compute from their own facts, or
-    None (module docstring)."""
+    None (module docstring); `estimated_rows`: a relation's rows, as estimated."""
     if len(component.relations) != 1:
         return None
     (source,) = component.relations
@@ -94,7 +98,8 @@ def part_aggregate(program: Program, component: Component) -> PartAggregate | No
     terms = [part_term(term, columns) for term in rule.terms]
     if any(term is None for term in terms):
         return None
-    return PartAggregate(rule.head, source, tuple(term for term in terms if term is not None), rule)
+    kept = tuple(term for term in terms if term is not None)
+    return PartAggregate(rule.head, source, kept, rule, estimated_rows(rule.head))
 
 
 def reads(rule: Rule) -> list[str]:

@@ -219,7 +219,7 @@ def plan(optimized: Optimized, components: list[Component], settings: Settings) 
                 owner=owner,
                 stop=stop,
                 single_query=one_query,
-                part_aggregate=part_aggregate(program, component),
+                part_aggregate=part_aggregate(program, component, lambda name: optimized.estimator.relation(name).rows),
                 **vars(choice),
             )
         )

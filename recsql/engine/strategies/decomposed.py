@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import DataFrame, Row
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import to_arrow_schema
@@ -205,7 +206,11 @@ class Decomposed:
         tasks = seeds.mapInArrow(
             self.evaluation(seed_schema, output), StructType([*fields, *STATISTICS_FIELDS]), barrier=self.barrier
         )
-        result, statistics = self.collected(tasks, rows, output.directory)
+        if reduced is not None and reduced.brought_here(self.context.settings):
+            result: DataFrame | pa.Table
+            result, statistics = self.brought_here(tasks)
+        else:
+            result, statistics = self.collected(tasks, rows, output.directory)
         raise_failure(row[2] for row in statistics)
         iterations = max((row[0] for row in statistics), default=0)
         facts = sum(row[1] for row in statistics)
@@ -218,6 +223,7 @@ class Decomposed:
         if reduced is not None:
             self.context.note(f"{name}: its tasks aggregated their facts for {reduced.aggregate.relation}")
             return {reduced.aggregate.relation: reduced.combined(self.context, result, types)}
+        assert isinstance(result, DataFrame)
         return {name: cast_to(result, types)}
 
     def part_output(self, schema: StructType, reduced: Reduction | None) -> PartOutput:
@@ -226,7 +232,8 @@ class Decomposed:
         if reduced is None:
             return PartOutput(self.types.arrow(SETTLED)[name].full, self.files_directory(schema))
         settings = self.context.spark_settings
-        task = reduced.task(settings.timezone, settings.ansi)
+        columns = self.program.relations[reduced.aggregate.relation].columns
+        task = reduced.task(settings.timezone, settings.ansi, columns)
         return PartOutput(task.schema, reduce=task)
 
     def files_directory(self, schema: StructType) -> str | None:
@@ -251,6 +258,14 @@ class Decomposed:
         parts = checkpoint(tasks, eager=False)  # filled by the job below: one job
         statistics = parts.where(F.col(ITERATIONS).isNotNull()).select(*STATISTICS).collect()  # a row a part
         return parts.where(F.col(ITERATIONS).isNull()).drop(*STATISTICS), statistics
+
+    def brought_here(self, tasks: DataFrame) -> tuple[pa.Table, list[Row]]:
+        """Run the job (once) and bring its rows to this process: a reduction's partial rows, and the
+        parts' statistics rows."""
+        rows = (tasks.repartition(1) if self.barrier else tasks).toArrow()
+        statistics = pc.is_valid(rows.column(ITERATIONS))
+        parts = rows.filter(statistics).select(list(STATISTICS)).to_pylist()  # a row a part
+        return rows.filter(pc.invert(statistics)).drop_columns(list(STATISTICS)), [Row(**part) for part in parts]
 
     def report_end(self, statistics: list[Row], elapsed: float) -> None:
         """The progress listener hears of the parts' fixpoint once every part has reached its own: of each

@@ -122,9 +122,10 @@ class PartOutput:
     def failure(self, error: Exception) -> pa.RecordBatch:
         """The statistics row of a part whose evaluation failed: the error travels as data, since Spark
         reports a failed task's exception only as text (and a failed barrier stage not even so). An error
-        that is not recsql's is a bug: InternalError."""
+        that is not recsql's is a bug: InternalError. A subclass travels as the PEP 249 class it is one of."""
         if isinstance(error, Error):
-            failure = f"{type(error).__name__}: {error.message}"
+            kind = next(kind for kind in type(error).__mro__ if error_class(kind.__name__) is kind)
+            failure = f"{kind.__name__}: {error.message}"
         else:
             failure = f"InternalError: a Spark task failed: {type(error).__name__}: {first_line(error)}"
         return self.statistics(0, 0, failure)

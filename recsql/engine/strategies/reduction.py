@@ -4,13 +4,13 @@ tasks; Spark combines the partial rows, a few per task or per group, into the ag
 
 On the 600,000-fact closure of a DAG on a cluster, reading the facts back to count them was a Spark job
 of its own that cost about as much as the fixpoint's. Whether the column types allow the reduction is
-decided here, where they are known: a sum is reduced over integers (exact partial sums) and over
-floating point numbers, not over decimals, whose partial sums Spark would type wider than their sum.
+decided here, where they are known: a sum is reduced over integers and over floating point numbers, not
+over decimals, whose partial sums Spark would type wider than their sum.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -24,15 +24,15 @@ from pyspark.sql.types import (
     FractionalType,
     IntegralType,
     LongType,
+    NumericType,
     StructField,
     StructType,
 )
 
-from recsql.engine.local.database import Database
+from recsql.engine.local.database import ArithmeticLimit, Database
 from recsql.engine.spark.context import StratumRun
 from recsql.engine.spark.engine import SPARK
 from recsql.engine.sql.part_aggregates import (
-    EXACT_SUM,
     final_query,
     group_name,
     partial_name,
@@ -40,9 +40,13 @@ from recsql.engine.sql.part_aggregates import (
 )
 from recsql.engine.sql.printing import Dialect, Printer
 from recsql.engine.sql.rules import table
+from recsql.errors import DataError
 from recsql.planner.part_aggregate import PartAggregate
+from recsql.settings import Settings
+from recsql.spark.session_kinds import arrow_frame
 
 FACTS = "facts"  # what the partial query calls a task's facts
+PARTIALS = "partials"  # what the combining query calls the partial rows
 
 
 @dataclass(frozen=True)
@@ -53,11 +57,17 @@ class PartialAggregates:
     sql: str
     schema: pa.Schema
     timezone: str
+    sums: tuple[str, ...]  # the columns that sum integers, as the user named them
 
     def __call__(self, facts: pa.Table) -> pa.Table:
         database = Database(self.timezone, threads=1)
         try:
             return database.cast_columns(database.query(self.sql, **{FACTS: facts}), self.schema)
+        except ArithmeticLimit:  # a partial sum past BIGINT under ANSI mode (without it, it wraps around)
+            raise DataError(
+                f"overflow: {' or '.join(self.sums)} is past the range of BIGINT; "
+                "with spark.sql.ansi.enabled = false a sum wraps around instead"
+            ) from None
         finally:
             database.close()
 
@@ -68,17 +78,50 @@ class Reduction:
 
     aggregate: PartAggregate
     schema: StructType  # of the partial rows: group columns g0 .., partials p0 ..
-    exact_sums: tuple[bool, ...]  # per partial: a sum of integers, partially summed as DECIMAL(38, 0)
+    integer_sums: tuple[bool, ...]  # per partial: whether it is a sum of integers
+    settled: tuple[DataType, ...]  # the recursive relation's column types in the tasks
 
-    def task(self, timezone: str, ansi: bool) -> PartialAggregates:
-        sql = Printer(Dialect.DUCKDB, ansi).sql(partial_query(self.aggregate, table(FACTS), self.exact_sums))
-        return PartialAggregates(sql, to_arrow_schema(self.schema, timezone=timezone), timezone)
+    def task(self, timezone: str, ansi: bool, columns: Sequence[str]) -> PartialAggregates:
+        """What each task runs; `columns`: the aggregate relation's, as the user named them."""
+        query = partial_query(self.aggregate, table(FACTS), self.integer_sums, ansi)
+        sql = Printer(Dialect.DUCKDB, ansi).sql(query)
+        calls = [position for position, term in enumerate(self.aggregate.terms) if term in self.aggregate.partials]
+        sums = tuple(columns[position] for position, integers in zip(calls, self.integer_sums) if integers)
+        return PartialAggregates(sql, to_arrow_schema(self.schema, timezone=timezone), timezone, sums)
 
-    def combined(self, run: StratumRun, partial: DataFrame, types: Sequence[DataType]) -> DataFrame:
+    def brought_here(self, settings: Settings) -> bool:
+        """Whether the partial rows come to this process (few, as estimated), not into a checkpoint."""
+        return self.aggregate.rows <= settings.local_rows
+
+    def combined(self, run: StratumRun, partial: DataFrame | pa.Table, types: Sequence[DataType]) -> DataFrame:
         """The aggregate relation's frame from the partial rows; `types`: the recursive relation's, as
-        its facts would have been typed (in the iteration the fixpoint ended with)."""
+        its facts would have been typed (in the iteration the fixpoint ended with). Partial rows brought
+        here are combined here, with the types Spark's plan of the combination gives (analysed, not run),
+        where the values need no cast but between numbers."""
+        casts = {column: wanted for column, (wanted, held) in enumerate(zip(types, self.settled)) if wanted != held}
+        if not isinstance(partial, pa.Table):
+            return self.on_spark(run, partial, casts)
+        schema = self.on_spark(run, arrow_frame(run.spark, self.schema_table(), self.schema), casts).schema
+        if all(isinstance(data_type, NumericType) for data_type in casts.values()):
+            settings = run.spark_settings
+            database = Database(settings.timezone)
+            try:
+                query = final_query(self.aggregate, table(PARTIALS), casts)
+                result = database.query(Printer(Dialect.DUCKDB, settings.ansi).sql(query), **{PARTIALS: partial})
+                combined = database.cast_columns(result, to_arrow_schema(schema, timezone=settings.timezone))
+                return arrow_frame(run.spark, combined, schema)
+            except DataError:  # a sum past BIGINT: Spark's arithmetic says what it is (wrapped, or an error)
+                pass
+            finally:
+                database.close()
+        return self.on_spark(run, arrow_frame(run.spark, partial, self.schema), casts)
+
+    def schema_table(self) -> pa.Table:
+        return to_arrow_schema(self.schema).empty_table()
+
+    def on_spark(self, run: StratumRun, partial: DataFrame, casts: Mapping[int, DataType]) -> DataFrame:
         view = run.views.show(f"partial_{self.aggregate.relation}", partial)
-        return run.views.sql(SPARK.sql(final_query(self.aggregate, table(view), self.exact_sums, types)))
+        return run.views.sql(SPARK.sql(final_query(self.aggregate, table(view), casts)))
 
 
 def reduction(
@@ -93,7 +136,7 @@ def reduction(
         if not isinstance(settled[column], AtomicType):
             return None
         fields.append(StructField(group_name(position), settled[column]))
-    exact_sums = []
+    integer_sums = []
     for position, call in enumerate(aggregate.partials):
         if call.function == "count":
             data_type: DataType = LongType()
@@ -102,7 +145,7 @@ def reduction(
         elif call.function != "sum":
             data_type = settled[call.column]
         elif all(isinstance(types[call.column], IntegralType) for types in (first, settled)):
-            data_type = EXACT_SUM
+            data_type = LongType()
         elif all(
             isinstance(types[call.column], FractionalType) and not isinstance(types[call.column], DecimalType)
             for types in (first, settled)
@@ -110,6 +153,6 @@ def reduction(
             data_type = DoubleType()  # as Spark sums them
         else:
             return None
-        exact_sums.append(call.function == "sum" and data_type == EXACT_SUM)
+        integer_sums.append(call.function == "sum" and isinstance(data_type, LongType))
         fields.append(StructField(partial_name(position), data_type))
-    return Reduction(aggregate, StructType(fields), tuple(exact_sums))
+    return Reduction(aggregate, StructType(fields), tuple(integer_sums), tuple(settled))
