@@ -6,7 +6,7 @@ Checks what a Connect session adds to the suites that run over it: Spark's own n
 recsql, settings the session cannot change, errors, cancelling a statement. Prints `@@ ` and one JSON
 line: {"view": rows, "path table": rows, "explain": {strategy: text}, "refused": message, "unknown":
 [class, message], "cancelled": [class, seconds], "after cancel": count, "written": rows, "registered":
-rows}.
+rows, "reached at": address, "through the barrier": rows}.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout's recsql, wherever run from
 
 import recsql
+from recsql.engine.spark.reachability import CONNECT_HOSTS, coordinator_host
 
 CLOSURE = """WITH RECURSIVE tc(src, dst) AS (SELECT src, dst FROM {edges}
 UNION SELECT tc.src, e.dst FROM tc JOIN {edges} e ON tc.dst = e.src) SELECT src, dst FROM tc ORDER BY src, dst"""
@@ -52,6 +53,11 @@ def main(url: str, warehouse: str, data: str) -> None:
         result.setdefault("path table", {})[strategy] = [list(row) for row in cursor.fetchall()]
         cursor.execute("EXPLAIN " + CLOSURE.format(edges="sv"))
         result.setdefault("explain", {})[strategy] = "\n".join(row[0] for row in cursor.fetchall())
+    result["reached at"] = coordinator_host(spark)  # the distributed tasks registered with this process
+    CONNECT_HOSTS[spark] = None  # as where the executors cannot reach it: they meet through the barrier
+    cursor.execute(CLOSURE.format(edges="sv"))
+    result["through the barrier"] = [list(row) for row in cursor.fetchall()]
+    del CONNECT_HOSTS[spark]
     try:
         cursor.execute("SELECT * FROM no_such_table")
     except recsql.Error as error:

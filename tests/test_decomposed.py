@@ -179,27 +179,38 @@ def test_a_distributed_recursion_without_pivot_is_one_spark_job(conn, monkeypatc
         ("distributed", REACH, "RoundRobinPartitioning"),
     ],
 )
-def test_the_accumulated_relation_never_moves_through_spark(conn, cur, monkeypatch, strategy, sql, shuffle):
-    """The physical plan of the one job: one shuffle, of the exit facts (hashed on the pivot, or spread
-    evenly for the tasks to send to their owners), under the tasks that keep the relation until its
-    fixpoint; no Exchange above them: what is derived never goes through a Spark shuffle."""
+@pytest.mark.parametrize("exit_in_tasks", [True, False])
+def test_the_accumulated_relation_never_moves_through_spark(
+    conn, cur, monkeypatch, strategy, sql, shuffle, exit_in_tasks
+):
+    """The physical plan of the one job: the tasks keep the relation until its fixpoint, with no Exchange
+    above them: what is derived never goes through a Spark shuffle. Below them, nothing but a range of
+    part numbers where the tasks derive the exit facts themselves; else one shuffle, of the exit facts
+    (hashed on the pivot, or spread evenly for the tasks to send to their owners)."""
     plans = []
     collected = Decomposed.collected
 
-    def recording(self, tasks, schema, directory):
+    def recording(self, tasks, *arguments):
         plans.append(tasks._jdf.queryExecution().executedPlan().toString())
-        return collected(self, tasks, schema, directory)
+        return collected(self, tasks, *arguments)
 
     monkeypatch.setattr(Decomposed, "collected", recording)
     load(conn, [(i, i + 1) for i in range(20)] + [(20, 0)])
+    if not exit_in_tasks:  # what the exit rules read past what every task is sent: Spark derives them
+        cur.execute("SET recsql.broadcast_rows = 1")
+        sql = sql.replace("SELECT 0 UNION", "SELECT src FROM dc_edge WHERE src = 0 UNION")
     with counting_runs(conn, monkeypatch, strategy) as runs:
+        assert ("exit facts derived in its tasks" in explain(cur, sql)) == exit_in_tasks
         cur.execute(sql)
         assert cur.fetchall()
     assert len(runs) == 1 and len(plans) == 1
     above, tasks, below = plans[0].partition("MapInArrow")
     exchanges = re.compile(r"\bExchange\b")
     assert tasks and not exchanges.findall(above)
-    assert len(exchanges.findall(below)) == 1 and shuffle in below
+    if exit_in_tasks:
+        assert not exchanges.findall(below) and "Range (0, 2, step=1, splits=2)" in below
+    else:
+        assert len(exchanges.findall(below)) == 1 and shuffle in below
 
 
 @pytest.mark.spark

@@ -72,3 +72,22 @@ def test_a_literal_anchor_over_bigint_data_runs_as_one_job(conn, strategy, query
         assert spark_jobs(conn, widening, f"widening-{strategy}") == spark_jobs(conn, settled, f"settled-{strategy}")
     finally:
         set_strategy(conn, "local")
+
+
+def test_explain_says_where_a_widening_changes_values(conn):
+    """A BIGINT anchor widened to DOUBLE by the recursive rule may lose digits: EXPLAIN names the column;
+    an INT anchor widened to BIGINT changes no value, and EXPLAIN says nothing of it."""
+    cursor = conn.cursor()
+    rounding = (
+        "WITH RECURSIVE t(n, x) AS (SELECT 0, CAST(9007199254740993 AS BIGINT) UNION "
+        "SELECT n + 1, x * 1.5D FROM t WHERE n < 2) SELECT * FROM t"
+    )
+    exact = (
+        "WITH RECURSIVE t(n, x) AS (SELECT 0, 0 UNION "
+        "SELECT n + 1, x + CAST(1 AS BIGINT) FROM t WHERE n < 2) SELECT * FROM t"
+    )
+    cursor.execute("EXPLAIN " + rounding)
+    plan = "\n".join(row[0] for row in cursor.fetchall())
+    assert "t.x widens from BIGINT in the exit facts to DOUBLE while it iterates: the cast may change values" in plan
+    cursor.execute("EXPLAIN " + exact)
+    assert not any("widens" in row[0] for row in cursor.fetchall())

@@ -134,6 +134,8 @@ def test_spark_names_errors_and_cancelling_over_spark_connect(server):
         assert [tuple(row) for row in result["view"][strategy]] == view, strategy
         assert [tuple(row) for row in result["path table"][strategy]] == path_table, strategy
         assert f"semi-naive fixpoint, {strategy}" in result["explain"][strategy], result["explain"][strategy]
+    assert result["reached at"] == "127.0.0.1"  # the server's tasks registered with the client
+    assert [tuple(row) for row in result["through the barrier"]] == view
     assert "spark.executor.memory" in result["refused"] and "when it starts" in result["refused"]
     assert result["unknown"][0] == "ProgrammingError" and "no_such_table" in result["unknown"][1]
     assert result["cancelled"][0] == "QueryCancelled", result["cancelled"]

@@ -14,6 +14,7 @@ from recsql.engine.fixpoint import CapacityExceeded, Reached
 from recsql.engine.local.database import ArithmeticLimit
 from recsql.engine.local.program import LocalProgram
 from recsql.engine.progress import ProgressListener
+from recsql.engine.relation_types import SETTLED
 from recsql.engine.scratch import Scratch
 from recsql.engine.spark.runner import SparkRun, TableSource
 from recsql.engine.spark_settings import ANSI, SparkSettings
@@ -23,7 +24,7 @@ from recsql.engine.types import exact_meaning
 from recsql.engine.types.errors import NotInferred
 from recsql.engine.types.plan_types import PlanTyping
 from recsql.engine.types.result_types import row_of
-from recsql.engine.types.widening import Row
+from recsql.engine.types.widening import Row, changes_values
 from recsql.planner.plan import Plan
 from recsql.settings import Settings, SparkUse, Strategy
 from recsql.spark.defaults import TIME_ZONE
@@ -136,6 +137,33 @@ class Executor:
 
     def table_types(self, plan: Plan) -> dict[str, Row]:
         return {name: row_of(self.source.schema(name)) for name in base_tables(plan)}
+
+    def widenings(self, plan: Plan) -> list[str]:
+        """EXPLAIN's lines on the columns of recursive relations whose values may change as their type
+        widens while they iterate (as Spark's own evaluation casts each iteration's facts, recsql's does),
+        where Python derives the types."""
+        typing, lines = self.typing(plan), []
+        known = dict(self.table_types(plan))
+        try:
+            for stratum in plan.strata:
+                if not stratum.component.recursive:
+                    known.update({name: typing.relation(name, known) for name in stratum.relations})
+                    continue
+                types = typing.stratum(stratum, known)
+                first, settled = types.spark(0), types.spark(SETTLED)
+                known.update(settled)
+                for name in stratum.relations:
+                    relation = plan.program.relations[name]
+                    for column, before, after in zip(relation.columns, first[name], settled[name]):
+                        if changes_values(before, after):
+                            lines.append(
+                                f"{relation.display_name}.{column} widens from {before.simpleString().upper()} "
+                                f"in the exit facts to {after.simpleString().upper()} while it iterates: "
+                                "the cast may change values, as in Spark's own evaluation"
+                            )
+        except NotInferred:
+            return []
+        return lines
 
     def output_types(self, plan: Plan) -> list[DataType]:
         """The answer's column types without running the query where Python can derive them; else from

@@ -79,6 +79,7 @@ class Stratum:
     stop: Stop | None = None  # the rows after which a LIMIT over the stratum has what it needs (first_rows.py)
     single_query: SingleQuery | None = None  # in this process: one DuckDB recursive query, or why not
     part_aggregate: PartAggregate | None = None  # what the tasks of a one-job strategy reduce their facts to
+    exit_in_tasks: bool = False  # the tasks of a one-job strategy derive the exit facts themselves
 
     @property
     def relations(self) -> tuple[str, ...]:
@@ -122,6 +123,8 @@ class Plan:
                 lines.append(f"     stops early, as LIMIT needs: {stratum.stop}")
             if stratum.single_query is not None and stratum.strategy == Strategy.LOCAL:
                 lines.append(f"     in process: {stratum.single_query}")
+            if stratum.exit_in_tasks and self.one_job(stratum):
+                lines.append("     exit facts derived in its tasks, from the relations sent to them")
             if stratum.part_aggregate is not None and self.one_job(stratum):
                 lines.append(f"     aggregated in its tasks, the facts kept there: {stratum.part_aggregate}")
             lines.extend(f"     {variant}" for variant in stratum.variants)
@@ -220,6 +223,7 @@ def plan(optimized: Optimized, components: list[Component], settings: Settings) 
                 stop=stop,
                 single_query=one_query,
                 part_aggregate=part_aggregate(program, component, lambda name: optimized.estimator.relation(name).rows),
+                exit_in_tasks=exit_in_tasks(optimized, exit_rules, component, settings),
                 **vars(choice),
             )
         )
@@ -318,6 +322,18 @@ def narrow_pivot(
     relation = optimized.program.relations[name]
     count = f"~{values:,.0f} value{'s' if round(values) != 1 else ''}"
     return f"its pivot {relation.display_name}.{relation.columns[pivot]} has {count}, too few for {slots} tasks"
+
+
+def exit_in_tasks(optimized: Optimized, exit_rules: tuple[Rule, ...], component: Component, settings: Settings) -> bool:
+    """Whether the tasks of a one-job strategy derive the exit facts themselves, from the relations the
+    exit rules read sent to each (no Spark stage before theirs): where those relations fit under
+    recsql.broadcast_rows and the exit facts (all derived by one task of the distributed strategy) under
+    recsql.local_rows, as estimated."""
+    if len(component.relations) != 1 or not exit_rules or any(atom.call_args for r in exit_rules for atom in r.atoms):
+        return False
+    estimator = optimized.estimator
+    sent = sum(estimator.relation(name).rows for name in {atom.relation for r in exit_rules for atom in r.atoms})
+    return sent <= settings.broadcast_rows and estimator.seed(component.relations[0]).rows <= settings.local_rows
 
 
 def external_rows(optimized: Optimized, rules: list[Rule], local: set[str]) -> float:

@@ -41,7 +41,7 @@ def explain(session: Services, statement: Explain, sql: str) -> Result:
     executor = session.executor(trace)
     local = executor.in_process(plan)
     evaluation = f"on Spark: {local}" if isinstance(local, str) else IN_PROCESS
-    lines = plan.explain().splitlines() + ["", "== Evaluation ==", evaluation]
+    lines = plan.explain().splitlines() + ["", "== Evaluation ==", evaluation, *executor.widenings(plan)]
     if statement.args.get("analyze"):
         answer = executor.fetch(plan)
         lines += [""] + trace.report() + [f"answer rows: {answer.table.num_rows}"]

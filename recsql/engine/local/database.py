@@ -28,6 +28,13 @@ def quote(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
+def part_of(column: str, column_type: str | None, parts: int) -> str:
+    """DuckDB's expression of the part (of `parts`) a value of `column` belongs to, hashed as a value of
+    `column_type` (so that a value hashes alike whatever the type it has in an iteration)."""
+    key = f"CAST({quote(column)} AS {column_type})" if column_type else quote(column)
+    return f"hash({key}) % {parts}"
+
+
 class Database:
     """An in-process DuckDB connection reading Arrow tables registered by name.
 

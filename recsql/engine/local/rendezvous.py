@@ -1,14 +1,14 @@
 """How the tasks of a one-job fixpoint learn where the others listen, once per attempt of their stage,
 and how the driver hears of their iterations as they run.
 
-Where the driver is this process (a classic session, on any cluster manager: executors reach their
-driver), the driver listens (Coordinator) and every task registers with it: once all tasks of an attempt
-have, each gets the addresses of all; the first task then reports each iteration's new facts (all tasks'
-together), which the driver reports as progress; when the driver closes the connections (the statement
-is cancelled) every task stops at its next round. This costs milliseconds. Over Spark Connect the driver
-is a server this process cannot offer a port to: the tasks gather their addresses with the barrier's
-allGather (Rendezvous.barrier), which waits in steps of a second, and the iterations are reported
-when the job ends.
+Where the executors reach this process (a classic session's driver, on any cluster manager; over Spark
+Connect where a probe found it reachable: engine/spark/reachability.py), it listens (Coordinator) and
+every task registers with it: once all tasks of an attempt have, each gets the addresses of all; the
+first task then reports each iteration's new facts (all tasks' together), which become progress; when
+the coordinator closes the connections (the statement is cancelled) every task stops at its next round.
+This costs milliseconds. Where they do not, the tasks gather their addresses with the barrier's
+allGather (Rendezvous.barrier), which waits in steps of a second, and the iterations are reported when
+the job ends.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ Nothing here needs a SparkContext: it runs on Spark Connect as on a driver in th
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 import pyarrow as pa
@@ -25,18 +25,18 @@ from pyspark.sql.types import StructType
 from sqlglot import exp
 
 from recsql.engine.columns import column_names
-from recsql.engine.fixpoint import Limits, Reached, contributor_terms, rule_ids, rule_key
-from recsql.engine.local.database import Database
-from recsql.engine.local.engine import LocalFixpoint
+from recsql.engine.fixpoint import Fixpoint, Limits, Reached, contributor_terms, rule_ids, rule_key
+from recsql.engine.local.database import Database, duckdb_errors, part_of
+from recsql.engine.local.engine import DuckDBEngine, LocalFixpoint
 from recsql.engine.progress import Progress
 from recsql.engine.relation_types import SETTLED, TypeSchedule
 from recsql.engine.spark.context import StratumRun
 from recsql.engine.spark.engine import SPARK, checkpoint, empty_frame
 from recsql.engine.spark.types import AnyStratumTypes, cast_to, stratum_types
 from recsql.engine.spark_settings import SparkSettings
-from recsql.engine.sql.printing import inlined
+from recsql.engine.sql.printing import Dialect, LocalLimit, Printer, inlined
 from recsql.engine.sql.queries import DERIVED, contributions_of, union_all
-from recsql.engine.sql.rules import aliased, column, nested, rule_query, select
+from recsql.engine.sql.rules import aliased, column, nested, rule_query, select, table
 from recsql.engine.strategies.handover import HandOver, worth_handing_over
 from recsql.engine.strategies.part_output import (
     ITERATIONS,
@@ -49,18 +49,22 @@ from recsql.engine.strategies.part_output import (
     storable_in_files,
 )
 from recsql.engine.strategies.reduction import Reduction, reduction
-from recsql.engine.types.result_types import struct
+from recsql.engine.types import exact_meaning
+from recsql.engine.types.errors import NotInferred
+from recsql.engine.types.result_types import row_of, struct
 from recsql.optimizer.decomposition import Decomposition
 from recsql.planner.plan import Stratum
 from recsql.settings import Settings
 from recsql.spark.session_kinds import default_parallelism, is_connect, local_slots
-from translator.ir import Program
+from translator.ir import Program, Rule
 
 TASKS_PER_CORE = 1  # each part pays the per-iteration overhead of the local evaluator: one part per core
 
 
 # what every task is given (the first fields of PartEvaluation and of the exchanged strategy's evaluation)
-TaskInputs = tuple[Program, Stratum, Settings, SparkSettings, TypeSchedule, pa.Schema, Mapping[str, bytes], PartOutput]
+TaskInputs = tuple[
+    Program, Stratum, Settings, SparkSettings, TypeSchedule, pa.Schema, Mapping[str, bytes], PartOutput, bool
+]
 
 
 @dataclass(frozen=True)
@@ -75,19 +79,31 @@ class PartEvaluation:
     seed_schema: pa.Schema  # the exit facts (for sum()/count(): their contributions)
     inputs: Mapping[str, bytes]  # relation -> Arrow IPC stream of its facts
     output: PartOutput
+    exit_in_tasks: bool  # each task derives the exit facts and keeps its part (the seeds are part numbers)
     handed_over: HandOver | None = None  # the seeds are part numbers of where a local evaluation stopped
+    parts: int = 0  # how many parts the tasks derive the exit facts for
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         from pyspark import TaskContext
 
+        task = TaskContext.get()
+        assert task is not None  # run by a Spark task
         (name,) = self.stratum.relations
         seeds = seed_table(batches, self.seed_schema)
         if not seeds.num_rows:
             return
         inputs = {relation: pa.ipc.open_stream(data).read_all() for relation, data in self.inputs.items()}
+        database = Database(self.spark_settings.timezone, threads=1)
         reached = None
         if self.handed_over is not None:
             reached = self.handed_over.read(name, seeds.column(0).to_pylist())
+        elif self.exit_in_tasks:
+            try:
+                seeds = self.exit_facts_of_part(database, inputs, task.partitionId())
+            except Exception as error:
+                database.close()
+                yield self.output.failure(error)
+                return
         history: list[Progress] = []
         fixpoint = LocalFixpoint(
             self.program,
@@ -99,7 +115,7 @@ class PartEvaluation:
             spark_settings=self.spark_settings,
             seeds={name: seeds} if reached is None else None,
             reached=reached,
-            database=Database(self.spark_settings.timezone, threads=1),
+            database=database,
         )
         try:
             result = fixpoint.run()[name]
@@ -107,10 +123,21 @@ class PartEvaluation:
             yield self.output.failure(error)
             return
         finally:
-            fixpoint.db.close()
-        task = TaskContext.get()
-        assert task is not None  # run by a Spark task
+            database.close()
         yield from self.output.batches(result, fixpoint.iterations, task.partitionId(), history)
+
+    def exit_facts_of_part(self, database: Database, inputs: Mapping[str, pa.Table], part: int) -> pa.Table:
+        """The facts of the exit rules whose pivot value hashes to this task's part."""
+        (name,) = self.stratum.relations
+        assert self.stratum.decomposition is not None
+        pivot = self.stratum.decomposition.pivots[name]
+        engine = DuckDBEngine(database, inputs, self.types, Printer(Dialect.DUCKDB, self.spark_settings.ansi))
+        engine.begin(0)
+        candidates = Fixpoint(engine, self.program, self.stratum).exit_candidates()[name]
+        pivot_type = database.types_of(self.types(SETTLED)[name].full)[pivot]
+        with duckdb_errors():
+            part_sql = part_of(column_names(pivot + 1)[pivot], pivot_type, self.parts)
+            return database.query(f"SELECT * FROM ({candidates}) WHERE {part_sql} = {part}")
 
 
 def seed_table(batches: Iterator[pa.RecordBatch], schema: pa.Schema) -> pa.Table:
@@ -182,6 +209,17 @@ class Decomposed:
         self.reached = reached
         self.handed_over = HandOver(directory, reached.iterations) if reached is not None and directory else None
         self.rule_ids = rule_ids(run.program)
+        self.exit_in_tasks = stratum.exit_in_tasks and reached is None and self.exit_rules_exact()
+
+    def exit_rules_exact(self) -> bool:
+        """Whether DuckDB derives the exit facts as Spark does (annotated as a non-recursive relation's
+        rules, from the types of what they read), so that the tasks can."""
+        rules = self.stratum.exit_rules
+        try:
+            exact_meaning.annotate_rules(rules, lambda name: row_of(self.context.schema(name)))
+        except NotInferred:
+            return False
+        return duckdb_prints(rules, self.context.spark_settings.ansi)
 
     @property
     def decomposition(self) -> Decomposition:
@@ -196,9 +234,12 @@ class Decomposed:
         schema = struct(self.types.spark(SETTLED)[name])
         exit_schema = struct(self.types.spark(0)[name])
         reduced = reduction(self.stratum.part_aggregate, self.types.spark(0)[name], self.types.spark(SETTLED)[name])
-        seeds = (
-            self.partitioned(self.exit_facts(name, exit_schema)) if self.handed_over is None else self.hand_over(name)
-        )
+        if self.handed_over is not None:
+            seeds = self.hand_over(name)
+        elif self.exit_in_tasks:
+            seeds = self.part_numbers()
+        else:
+            seeds = self.partitioned(self.exit_facts(name, exit_schema))
         seed_schema = to_arrow_schema(seeds.schema, timezone=self.context.spark_settings.timezone)
         output = self.part_output(schema, reduced)
         rows = schema if reduced is None else reduced.schema
@@ -286,7 +327,7 @@ class Decomposed:
         self, seed_schema: pa.Schema, output: PartOutput
     ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
         """What each task runs over its part of the exit facts."""
-        return PartEvaluation(*self.task_inputs(seed_schema, output), self.handed_over)
+        return PartEvaluation(*self.task_inputs(seed_schema, output), self.handed_over, self.parts())
 
     def task_inputs(self, seed_schema: pa.Schema, output: PartOutput) -> TaskInputs:
         """What every task is given, whatever it runs: the program, its settings and types, the relations
@@ -300,6 +341,7 @@ class Decomposed:
             seed_schema,
             self.broadcast_inputs(),
             output,
+            self.exit_in_tasks,
         )
 
     def hand_over(self, name: str) -> DataFrame:
@@ -318,6 +360,11 @@ class Decomposed:
         self.context.note(
             handover_note(self.stratum, self.reached, f"went on from there decomposed on Spark ({facts:,} facts)")
         )
+        return self.part_numbers()
+
+    def part_numbers(self) -> DataFrame:
+        """A frame of one part number per partition: the seeds of tasks that find their facts themselves."""
+        parts = self.parts()
         return self.spark.range(0, parts, 1, parts)
 
     def exit_facts(self, name: str, schema: StructType) -> DataFrame:
@@ -340,13 +387,19 @@ class Decomposed:
     def broadcast_inputs(self) -> dict[str, bytes]:
         """Each relation the recursive rules read, as an Arrow IPC stream (columns c0 .. cN)."""
         streams = {}
-        tables = self.context.local_inputs(self.stratum, self.broadcast())
-        for relation, table in tables.items():
+        tables = self.context.local_inputs(self.stratum, self.sent())
+        for relation, facts in tables.items():
             sink = pa.BufferOutputStream()
-            with pa.ipc.new_stream(sink, table.schema) as writer:
-                writer.write_table(table)
+            with pa.ipc.new_stream(sink, facts.schema) as writer:
+                writer.write_table(facts)
             streams[relation] = sink.getvalue().to_pybytes()
         return streams
+
+    def sent(self) -> set[str]:
+        """The relations every task is sent: those its rules read in full, and those its exit rules read
+        where the tasks derive the exit facts."""
+        exit_inputs = {atom.relation for rule in self.stratum.exit_rules for atom in rule.atoms}
+        return set(self.broadcast()) | (exit_inputs if self.exit_in_tasks else set())
 
     def broadcast(self) -> tuple[str, ...]:
         """The relations every task reads in full."""
@@ -354,6 +407,17 @@ class Decomposed:
 
     def parts(self) -> int:
         return default_parallelism(self.spark) * TASKS_PER_CORE
+
+
+def duckdb_prints(rules: Sequence[Rule], ansi: bool) -> bool:
+    """Whether DuckDB computes the rules as Spark does (a task can derive their facts)."""
+    printer = Printer(Dialect.DUCKDB, ansi)
+    try:
+        for rule in rules:
+            printer.sql(rule_query(rule, lambda _, atom: table(atom.relation)))
+    except LocalLimit:
+        return False
+    return True
 
 
 def typed(query: exp.Query, schema: StructType) -> exp.Select:

@@ -23,7 +23,7 @@ from pyspark.sql import DataFrame, Row
 
 from recsql.engine.columns import column_names
 from recsql.engine.fixpoint import Ahead, Fixpoint, Limits, iterate
-from recsql.engine.local.database import Database, duckdb_errors, quote
+from recsql.engine.local.database import Database, duckdb_errors, part_of
 from recsql.engine.local.engine import DuckDBEngine
 from recsql.engine.local.exchange import SocketExchange, Stopped
 from recsql.engine.local.rendezvous import Coordinator, Registration, Rendezvous
@@ -31,6 +31,7 @@ from recsql.engine.progress import Progress, ProgressListener
 from recsql.engine.relation_types import SETTLED, ResultTypes, TypeSchedule
 from recsql.engine.spark.context import StratumRun
 from recsql.engine.spark.engine import setting_while
+from recsql.engine.spark.reachability import coordinator_host
 from recsql.engine.spark.types import AnyStratumTypes, stratum_types
 from recsql.engine.spark_settings import SparkSettings
 from recsql.engine.sql.printing import Dialect, Printer
@@ -38,7 +39,7 @@ from recsql.engine.strategies.decomposed import Decomposed, seed_table
 from recsql.engine.strategies.part_output import PartOutput
 from recsql.planner.plan import Stratum
 from recsql.settings import Settings
-from recsql.spark.session_kinds import driver_host, task_slots
+from recsql.spark.session_kinds import task_slots
 from translator.ir import Program
 
 ANSWER_SECONDS = 600.0  # how long a task waits for the others in one round before it fails the stage
@@ -67,9 +68,9 @@ class Exchanged(Decomposed):
         """The job, planned without adaptive execution: Spark then checks the slots a barrier stage needs
         as it submits the job, waiting for an executor being replaced, where adaptive execution submits
         the stage alone and fails (and with it the SparkContext) when one is missing."""
-        host = driver_host(self.spark)
+        host = coordinator_host(self.spark)
         with setting_while(self.spark, ADAPTIVE, "false"):
-            if host is None:  # Spark Connect: the tasks find each other through the barrier
+            if host is None:  # Spark Connect, this process out of the executors' reach: through the barrier
                 return super().run()
             reports = IterationReports(self.stratum.relations, self.context.report)
             self.coordinator = Coordinator(self.parts(), host, reports)
@@ -79,8 +80,8 @@ class Exchanged(Decomposed):
                 self.coordinator.close()
 
     def report_end(self, statistics: list[Row], elapsed: float) -> None:
-        """Over Spark Connect, the iterations the first task recorded; else nothing more: the driver
-        reported every iteration as the tasks completed it."""
+        """Without a coordinator, the iterations the first task recorded; else nothing more: the
+        coordinator reported every iteration as the tasks completed it."""
         if self.coordinator is None:
             super().report_end(statistics, elapsed)
 
@@ -124,6 +125,7 @@ class ExchangedEvaluation:
     seed_schema: pa.Schema
     inputs: Mapping[str, bytes]  # relation -> Arrow IPC stream of its facts
     output: PartOutput
+    exit_in_tasks: bool  # the tasks derive the exit facts (the first task sends them to their owners)
     rendezvous: Rendezvous
     parts: int
 
@@ -174,7 +176,8 @@ class ExchangedEvaluation:
                     column_names(owner + 1)[owner],
                     db.types_of(self.types(SETTLED)[name].full)[owner],  # one type to hash in every iteration
                 )
-                fixpoint = Fixpoint(engine, self.program, self.stratum, {name: engine.routed(seeds)})
+                seeded = None if self.exit_in_tasks else {name: engine.routed(seeds)}
+                fixpoint = Fixpoint(engine, self.program, self.stratum, seeded)
                 lockstep = Lockstep(fixpoint, registration)
                 iterate(lockstep, Limits(self.program, self.stratum, self.settings), None)
                 return fixpoint.states[name].full, fixpoint.iterations, lockstep.history
@@ -198,11 +201,19 @@ class ExchangingEngine(DuckDBEngine):
     ):
         super().__init__(db, inputs, types, printer)
         self.exchange = exchange
-        key = f"CAST({quote(owner)} AS {owner_type})" if owner_type else quote(owner)
-        self.owners = f"SELECT hash({key}) % {exchange.parts} AS part FROM _routed"
+        self.owners = f"SELECT {part_of(owner, owner_type, exchange.parts)} AS part FROM _routed"
+        self.sends_exit_facts = exchange.part == 0  # where the tasks derive them, one sends them all
+        self.iteration = 0
+
+    def begin(self, iteration: int) -> None:
+        super().begin(iteration)
+        self.iteration = iteration
 
     def union(self, relation: str, parts: list[str]) -> str:
-        received = self.routed(self.db.query(super().union(relation, parts)))
+        candidates = super().union(relation, parts)
+        if self.iteration == 0 and not self.sends_exit_facts:
+            candidates = f"SELECT * FROM ({candidates}) LIMIT 0"
+        received = self.routed(self.db.query(candidates))
         self.db.register("_received", received)
         return "SELECT * FROM _received"
 

@@ -123,7 +123,9 @@ class PartOutput:
         """The statistics row of a part whose evaluation failed: the error travels as data, since Spark
         reports a failed task's exception only as text (and a failed barrier stage not even so). An error
         that is not recsql's is a bug: InternalError. A subclass travels as the PEP 249 class it is one of."""
-        if isinstance(error, Error):
+        if isinstance(error, Stopped):
+            failure = STOPPED + error.message
+        elif isinstance(error, Error):
             kind = next(kind for kind in type(error).__mro__ if error_class(kind.__name__) is kind)
             failure = f"{kind.__name__}: {error.message}"
         else:

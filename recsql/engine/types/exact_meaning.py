@@ -12,7 +12,7 @@ or average is left to Spark; an array stays an array, so array operands are mark
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 from pyspark.sql import types as T
 from sqlglot import exp
@@ -29,6 +29,7 @@ from recsql.engine.types.spark_types import (
 )
 from recsql.engine.types.widening import Row
 from recsql.planner.plan import Plan
+from translator.ir import Rule
 
 
 def annotate(plan: Plan, types: Mapping[str, Row]) -> None:
@@ -37,16 +38,27 @@ def annotate(plan: Plan, types: Mapping[str, Row]) -> None:
     program = plan.program
     for stratum in plan.strata:
         rules = [rule for name in stratum.relations for rule in program.rules_for(name)]
+        if not stratum.component.recursive:
+            annotate_rules(rules, types.__getitem__)
+            continue
         for rule in rules:
             for expression, variables in rule_expressions(
                 rule, lambda _, atom: outside_types(types.__getitem__, atom)
             ).all():
                 for node in expression.walk():
                     mark_array(node, variables)
-                    if stratum.component.recursive:
-                        refuse_inexact(node, variables)
-                    else:
-                        annotate_node(node, variables)
+                    refuse_inexact(node, variables)
+
+
+def annotate_rules(rules: Iterable[Rule], types: Callable[[str], Row]) -> None:
+    """Annotate rules that read only relations whose types are known (`types`): a non-recursive
+    relation's, or a recursion's exit rules that the tasks of a one-job strategy evaluate. NotInferred
+    where Python does not derive a type."""
+    for rule in rules:
+        for expression, variables in rule_expressions(rule, lambda _, atom: outside_types(types, atom)).all():
+            for node in expression.walk():
+                mark_array(node, variables)
+                annotate_node(node, variables)
 
 
 def annotate_node(node: exp.Expr, variables: Mapping[str, T.DataType]) -> None:

@@ -74,3 +74,26 @@ def wider_row(left: Row, right: Row) -> Row:
 def nulls(width: int) -> Row:
     """The types of an empty relation with untyped columns."""
     return (T.NullType(),) * width
+
+
+SIGNIFICANT_BITS: dict[type[T.DataType], int] = {T.FloatType: 24, T.DoubleType: 53}
+INTEGRAL_BITS: dict[type[T.DataType], int] = {T.ByteType: 8, T.ShortType: 16, T.IntegerType: 32, T.LongType: 64}
+
+
+def changes_values(source: T.DataType, target: T.DataType) -> bool:
+    """Whether widening values of `source` to `target` may change some: an integer past the significant
+    bits of a floating point type, a decimal fraction as a binary one, a decimal losing fractional
+    digits to keep its integral ones."""
+    if source == target or isinstance(source, T.NullType):
+        return False
+    bits = SIGNIFICANT_BITS.get(type(target))
+    if bits is not None:
+        if isinstance(source, T.FloatType):
+            return False
+        return INTEGRAL_BITS.get(type(source), bits + 2) - 1 > bits  # (signed: one bit is the sign)
+    if isinstance(target, T.DecimalType):
+        held = as_decimal(source)
+        if held is None:
+            return True
+        return target.scale < held.scale or target.precision - target.scale < held.precision - held.scale
+    return False
