@@ -35,6 +35,11 @@ def part_of(column: str, column_type: str | None, parts: int) -> str:
     return f"hash({key}) % {parts}"
 
 
+def kept_exit_facts(sql: str, condition: str | None) -> str:
+    """The exit facts of `sql` that meet `condition` (all of them without one)."""
+    return sql if condition is None else f"SELECT * FROM ({sql}) AS exit_facts WHERE {condition}"
+
+
 class Database:
     """An in-process DuckDB connection reading Arrow tables registered by name.
 

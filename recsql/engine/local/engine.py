@@ -19,7 +19,7 @@ from sqlglot import exp
 from recsql.engine.columns import column_names
 from recsql.engine.fixpoint import Fixpoint, Limits, Reached, Versions
 from recsql.engine.local import recursive_query
-from recsql.engine.local.database import Database, duckdb_errors, null_table
+from recsql.engine.local.database import Database, duckdb_errors, kept_exit_facts, null_table
 from recsql.engine.local.recursive_query import RecursiveQuery
 from recsql.engine.progress import ProgressListener
 from recsql.engine.relation_types import RelationTypes, ResultTypes
@@ -40,10 +40,20 @@ class DuckDBEngine:
 
     outer_join_merges = True  # a hash join: faster than the anti-join with conditions
 
-    def __init__(self, db: Database, inputs: Mapping[str, pa.Table], types: ResultTypes | None, printer: Printer):
+    def __init__(
+        self,
+        db: Database,
+        inputs: Mapping[str, pa.Table],
+        types: ResultTypes | None,
+        printer: Printer,
+        exit_filter: str | None = None,
+    ):
+        """`exit_filter`: the condition (over columns c0 .. cN) of the exit facts this evaluation keeps."""
         self.db = db
         self.types = types
         self.printer = printer
+        self.exit_filter = exit_filter
+        self.iteration = 0
         self.current: Mapping[str, RelationTypes] = {}
         self.inputs = {name: f"input_{i}" for i, name in enumerate(inputs)}
         for name, facts in inputs.items():
@@ -89,6 +99,7 @@ class DuckDBEngine:
 
     def begin(self, iteration: int) -> None:
         self.current = self.types(iteration) if self.types is not None else {}
+        self.iteration = iteration
 
     def arrange(self, variants: Sequence[Variant], delta_rows: Mapping[str, float]) -> Sequence[Variant]:
         return variants  # DuckDB orders joins itself
@@ -119,7 +130,7 @@ class DuckDBEngine:
         types = self.current.get(relation)
         if types is not None and types.candidates is not None:
             sql = self.db.cast(sql, types.candidates.names, types.candidates)
-        return sql
+        return kept_exit_facts(sql, self.exit_filter) if self.iteration == 0 else sql
 
     def seeded(self, facts: pa.Table) -> str:
         name = f"seeds_{next(self.seed_names)}"
@@ -146,10 +157,12 @@ class LocalFixpoint:
         database: Database | None = None,
         seeds: Mapping[str, pa.Table] | None = None,
         reached: Reached[pa.Table] | None = None,
+        exit_filter: str | None = None,
     ):
         """`database`: evaluate in this DuckDB connection (left open) instead of a new one. `seeds`: the
         facts of the exit rules, derived elsewhere (one part of them, under the decomposed strategy).
-        `reached`: where an evaluation of the component stopped, to go on from."""
+        `reached`: where an evaluation of the component stopped, to go on from. `exit_filter`: the
+        condition of the exit facts to keep (a part's, where a task derives them)."""
         self.program = program
         self.stratum = stratum
         self.settings = settings
@@ -157,11 +170,11 @@ class LocalFixpoint:
         self.db = database or Database(spark_settings.timezone)
         self.owns_db = database is None
         printer = Printer(Dialect.DUCKDB, spark_settings.ansi)
-        self.engine = DuckDBEngine(self.db, inputs, types, printer)
+        self.engine = DuckDBEngine(self.db, inputs, types, printer, exit_filter)
         self.fixpoint = Fixpoint(self.engine, program, stratum, seeds, reached)
         settled_at = recursive_query.settled_at(stratum, types) if seeds is None and reached is None else None
         self.recursive_query = (
-            RecursiveQuery(self.db, printer, program, stratum, self.engine.inputs, types, settled_at)
+            RecursiveQuery(self.db, printer, program, stratum, self.engine.inputs, types, settled_at, exit_filter)
             if settled_at is not None
             else None
         )

@@ -39,7 +39,7 @@ from sqlglot import exp
 
 from recsql.engine.columns import column_names
 from recsql.engine.fixpoint import CapacityExceeded, Fixpoint, Limits, iterate
-from recsql.engine.local.database import LIMIT_ERROR, ROUND_FUNCTION, Database
+from recsql.engine.local.database import LIMIT_ERROR, ROUND_FUNCTION, Database, kept_exit_facts
 from recsql.engine.local.rounds import (
     BOUND,
     FROM,
@@ -95,8 +95,11 @@ class RecursiveQuery:
         inputs: Mapping[str, str],
         types: ResultTypes | None,
         settled_at: int,
+        exit_filter: str | None = None,
     ):
+        """`exit_filter`: the condition (over columns c0 .. cN) of the exit facts the query starts from."""
         self.db = db
+        self.exit_filter = exit_filter
         self.printer = printer
         self.program = program
         self.stratum = stratum
@@ -249,7 +252,7 @@ class RecursiveQuery:
     def exit_sql(self) -> str:
         """The facts of the exit rules (with round 0 where the rows carry their round)."""
         parts = [self.printer.sql(rule_query(rule, self.source)) for rule in self.stratum.exit_rules]
-        sql = self.typed(self.printer.union_all(parts), self.start_types, self.width)
+        sql = kept_exit_facts(self.typed(self.printer.union_all(parts), self.start_types, self.width), self.exit_filter)
         if self.round_in_rows:
             sql = f"SELECT *, CAST(0 AS BIGINT) AS {self.printer.quote(self.names[self.width])} FROM ({sql}) AS facts"
         if self.aggregate is not None:

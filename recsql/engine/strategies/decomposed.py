@@ -25,9 +25,9 @@ from pyspark.sql.types import StructType
 from sqlglot import exp
 
 from recsql.engine.columns import column_names
-from recsql.engine.fixpoint import Fixpoint, Limits, Reached, contributor_terms, rule_ids, rule_key
-from recsql.engine.local.database import Database, duckdb_errors, part_of
-from recsql.engine.local.engine import DuckDBEngine, LocalFixpoint
+from recsql.engine.fixpoint import Limits, Reached, contributor_terms, rule_ids, rule_key
+from recsql.engine.local.database import Database, part_of
+from recsql.engine.local.engine import LocalFixpoint
 from recsql.engine.progress import Progress
 from recsql.engine.relation_types import SETTLED, TypeSchedule
 from recsql.engine.spark.context import StratumRun
@@ -97,13 +97,6 @@ class PartEvaluation:
         reached = None
         if self.handed_over is not None:
             reached = self.handed_over.read(name, seeds.column(0).to_pylist())
-        elif self.exit_in_tasks:
-            try:
-                seeds = self.exit_facts_of_part(database, inputs, task.partitionId())
-            except Exception as error:
-                database.close()
-                yield self.output.failure(error)
-                return
         history: list[Progress] = []
         fixpoint = LocalFixpoint(
             self.program,
@@ -113,9 +106,10 @@ class PartEvaluation:
             history.append,
             types=self.types,
             spark_settings=self.spark_settings,
-            seeds={name: seeds} if reached is None else None,
+            seeds={name: seeds} if reached is None and not self.exit_in_tasks else None,
             reached=reached,
             database=database,
+            exit_filter=self.part_filter(database, task.partitionId()) if self.exit_in_tasks else None,
         )
         try:
             result = fixpoint.run()[name]
@@ -126,18 +120,13 @@ class PartEvaluation:
             database.close()
         yield from self.output.batches(result, fixpoint.iterations, task.partitionId(), history)
 
-    def exit_facts_of_part(self, database: Database, inputs: Mapping[str, pa.Table], part: int) -> pa.Table:
-        """The facts of the exit rules whose pivot value hashes to this task's part."""
+    def part_filter(self, database: Database, part: int) -> str:
+        """The condition of the exit facts of this task's part: their pivot value hashes to it."""
         (name,) = self.stratum.relations
         assert self.stratum.decomposition is not None
         pivot = self.stratum.decomposition.pivots[name]
-        engine = DuckDBEngine(database, inputs, self.types, Printer(Dialect.DUCKDB, self.spark_settings.ansi))
-        engine.begin(0)
-        candidates = Fixpoint(engine, self.program, self.stratum).exit_candidates()[name]
         pivot_type = database.types_of(self.types(SETTLED)[name].full)[pivot]
-        with duckdb_errors():
-            part_sql = part_of(column_names(pivot + 1)[pivot], pivot_type, self.parts)
-            return database.query(f"SELECT * FROM ({candidates}) WHERE {part_sql} = {part}")
+        return f"{part_of(column_names(pivot + 1)[pivot], pivot_type, self.parts)} = {part}"
 
 
 def seed_table(batches: Iterator[pa.RecordBatch], schema: pa.Schema) -> pa.Table:

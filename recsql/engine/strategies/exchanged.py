@@ -199,21 +199,13 @@ class ExchangingEngine(DuckDBEngine):
         owner: str,
         owner_type: str | None,
     ):
-        super().__init__(db, inputs, types, printer)
+        # where the tasks derive the exit facts, the first sends them all to their owners
+        super().__init__(db, inputs, types, printer, None if exchange.part == 0 else "FALSE")
         self.exchange = exchange
         self.owners = f"SELECT {part_of(owner, owner_type, exchange.parts)} AS part FROM _routed"
-        self.sends_exit_facts = exchange.part == 0  # where the tasks derive them, one sends them all
-        self.iteration = 0
-
-    def begin(self, iteration: int) -> None:
-        super().begin(iteration)
-        self.iteration = iteration
 
     def union(self, relation: str, parts: list[str]) -> str:
-        candidates = super().union(relation, parts)
-        if self.iteration == 0 and not self.sends_exit_facts:
-            candidates = f"SELECT * FROM ({candidates}) LIMIT 0"
-        received = self.routed(self.db.query(candidates))
+        received = self.routed(self.db.query(super().union(relation, parts)))
         self.db.register("_received", received)
         return "SELECT * FROM _received"
 
