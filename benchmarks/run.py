@@ -26,6 +26,7 @@ conditions).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import gc
 import statistics
 import tempfile
@@ -35,6 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import duckdb
+import pyarrow as pa
 
 import recsql
 from benchmarks.memory import peak_growth
@@ -93,6 +95,18 @@ def where_recsql_runs(cursor, sql: str) -> str:
         if f"semi-naive fixpoint, {strategy}" in text:
             return strategy
     return Strategy.DISTRIBUTED
+
+
+def as_bigint(edges: Callable[[], pa.Table]) -> Callable[[], pa.Table]:
+    """The graph of `edges` with its integer columns as BIGINT."""
+
+    def widened() -> pa.Table:
+        table = edges()
+        return table.cast(
+            pa.schema([pa.field(f.name, pa.int64() if pa.types.is_integer(f.type) else f.type) for f in table.schema])
+        )
+
+    return widened
 
 
 def run_workload(
@@ -255,6 +269,11 @@ def main() -> None:
         help="with --scale: the strategies recsql runs under (default: each)",
     )
     parser.add_argument("--systems", nargs="+", choices=SYSTEMS, default=list(SYSTEMS), help="the systems to run")
+    parser.add_argument(
+        "--bigint",
+        action="store_true",
+        help="every system reads the graphs' integers as BIGINT, as a pandas frame of Python ints brings them",
+    )
     parser.add_argument("--json", help="write recsql's medians (seconds) and the run conditions to this file")
     parser.add_argument(
         "--compare",
@@ -284,6 +303,8 @@ def main() -> None:
         duck = duckdb.connect()
         for workload in chosen:
             print(f"running {workload.name} ({workload.graph}) ...", flush=True)
+            if args.bigint:
+                workload = dataclasses.replace(workload, edges=as_bigint(workload.edges))
             outcomes.append(run_workload(workload, conn, duck, args.repeat, tuple(args.systems), recsql_runs))
             seconds = ", ".join(f"{system} {m.seconds:.3f} s" for system, m in outcomes[-1].results.items())
             print(f"  {seconds}", flush=True)
