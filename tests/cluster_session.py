@@ -79,13 +79,14 @@ def kill_one_executor(killed: list[int]) -> None:
 
 
 def kill_during_a_long_task(spark, killed: list[int], done: threading.Event) -> None:
-    """Kill an executor once some stage has had a task running for TASK_SECONDS."""
+    """Kill an executor once some stage has been running for TASK_SECONDS with tasks not done (its count of
+    active tasks can lag behind by seconds: the status tracker learns of a task's start late)."""
     tracker = spark.sparkContext.statusTracker()
     running_since: dict[int, float] = {}
     while not done.is_set() and not killed:
         for stage in tracker.getActiveStageIds():
             info = tracker.getStageInfo(stage)
-            if info is not None and info.numActiveTasks > 0:
+            if info is not None and info.numCompletedTasks < info.numTasks:
                 since = running_since.setdefault(stage, time.monotonic())
                 if time.monotonic() - since >= TASK_SECONDS:
                     kill_one_executor(killed)

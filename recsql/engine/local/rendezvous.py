@@ -17,6 +17,7 @@ import contextlib
 import secrets
 import socket
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -27,6 +28,7 @@ from recsql.errors import OperationalError
 ACCEPT_SECONDS = 0.5  # how often the coordinator's listener looks whether it is closed, where shutting it
 # down does not wake the accept waiting on it (Linux wakes it at once: a job's end waits for nothing)
 
+DRAIN_SECONDS = 1.0  # how long closing the coordinator waits for the reports of tasks that have ended
 # what the coordinator does with a report: (attempt, new facts of the attempt's next iteration)
 Reported = Callable[[int, int], None]
 
@@ -112,6 +114,7 @@ class Coordinator:
         self.lock = threading.Lock()
         self.closed = threading.Event()
         self.failure: Exception | None = None
+        self.serving: list[threading.Thread] = []  # a thread per task's connection
         self.thread = threading.Thread(target=self.accept, name="recsql-coordinator", daemon=True)
         self.thread.start()
 
@@ -123,7 +126,10 @@ class Coordinator:
                 continue
             except OSError:
                 return  # closed
-            threading.Thread(target=self.serve, args=(Channel(connection),), daemon=True).start()
+            serving = threading.Thread(target=self.serve, args=(Channel(connection),), daemon=True)
+            with self.lock:
+                self.serving.append(serving)
+            serving.start()
 
     def serve(self, channel: Channel) -> None:
         """A task's registration, then its progress reports until it closes the connection."""
@@ -176,7 +182,14 @@ class Coordinator:
             channel.close()
 
     def close(self) -> None:
-        """Stop listening (and any task still running); raise what a report raised."""
+        """Stop listening (and any task still running); raise what a report raised. The reports tasks sent
+        before they ended are heard first: a task closes its connection when it ends, which ends the
+        thread reading it (for at most DRAIN_SECONDS, a task of an attempt Spark gave up may linger)."""
+        deadline = time.monotonic() + DRAIN_SECONDS
+        with self.lock:
+            serving = list(self.serving)
+        for thread in serving:
+            thread.join(max(deadline - time.monotonic(), 0.0))
         self.stop()
         self.thread.join()
         if self.failure is not None:
