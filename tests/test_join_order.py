@@ -10,7 +10,15 @@ from sqlglot import exp
 
 from recsql.optimizer.cardinality import AtomEstimate, Estimator
 from recsql.optimizer.join_order import order_body
-from recsql.optimizer.join_search import CostModel, JoinSpace, admissible, best_plan, plan_of_order
+from recsql.optimizer.join_search import (
+    EXHAUSTIVE_ATOMS,
+    CostModel,
+    JoinSpace,
+    admissible,
+    best_plan,
+    greedy_plan,
+    plan_of_order,
+)
 from recsql.statistics import ColumnStatistics, TableStatistics
 from translator.ir import Atom, Condition, JoinMethod, Program, Rule, var
 
@@ -121,3 +129,32 @@ def test_a_column_compared_with_itself_keeps_its_rows():
     assert rows(exp.EQ(this=var("C"), expression=var("C"))) == rows() == 150_000
     assert rows(exp.EQ(this=var("C"), expression=var("N"))) == 1.0
     assert rows(exp.NEQ(this=var("C"), expression=var("C"))) < 1.0
+
+
+@settings(max_examples=60, deadline=None)
+@given(join_graphs(max_atoms=8), st.data())
+def test_the_greedy_search_plans_every_atom_connected_first(graph, data):
+    """Past EXHAUSTIVE_ATOMS atoms the search is greedy: a plan of every atom, the fixed driver first, no
+    cross product while an atom connects, priced as the cost model prices its order, never cheaper than
+    the dynamic programming's."""
+    atoms, model = graph
+    first = data.draw(st.one_of(st.none(), st.integers(0, len(atoms) - 1)))
+    space = JoinSpace(atoms, [], model)
+    plan = greedy_plan(space, first)
+    assert sorted(plan.order) == list(range(len(atoms))) and (first is None or plan.order[0] == first)
+    assert admissible(space, plan.order)
+    assert abs(plan_of_order(space, plan.order).cost - plan.cost) <= 1e-6 * max(plan.cost, 1.0)
+    assert plan.cost >= best_plan(space, first).cost * (1 - 1e-9)
+
+
+def test_a_many_way_join_is_ordered_greedily_along_its_joins():
+    """A chain of 30 joins, listed in random order: past EXHAUSTIVE_ATOMS, the greedy search orders it as
+    a chain (each atom joined to the ones before it), where the dynamic programming would visit 2^30 sets."""
+    count = 30
+    assert count > EXHAUSTIVE_ATOMS
+    atoms = [AtomEstimate(1000.0 * (i + 1), {f"V{i}": 100.0, f"V{i + 1}": 100.0}) for i in range(count)]
+    shuffled = [atoms[i] for i in (list(range(0, count, 2)) + list(range(1, count, 2)))]
+    space = JoinSpace(shuffled, [], CostModel())
+    plan = best_plan(space)
+    assert admissible(space, plan.order) and sorted(plan.order) == list(range(count))
+    assert all(step.method != JoinMethod.CROSS for step in plan.steps)

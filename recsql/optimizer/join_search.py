@@ -8,6 +8,8 @@ Spark's own rule (broadcast a side under the broadcast threshold, otherwise shuf
 plan's cost depends on the sizes and on how the intermediate result is partitioned: a hash-partitioned
 result joined on its partitioning key is not shuffled again. Partitioning is therefore an interesting
 property, as sort order is in System R: the table keeps the cheapest plan per (atom set, partitioning).
+A body of more than EXHAUSTIVE_ATOMS atoms is ordered by a greedy search instead (planning a many-way
+join by dynamic programming took seconds).
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ from dataclasses import dataclass
 
 from recsql.optimizer.cardinality import AtomEstimate, join_estimate
 from translator.ir import Condition, JoinMethod
+
+EXHAUSTIVE_ATOMS = 8  # past this many atoms in one body, the join search is greedy (best_plan)
 
 
 @dataclass(frozen=True)
@@ -102,7 +106,10 @@ class JoinSpace:
 
 
 def best_plan(space: JoinSpace, first: int | None = None) -> JoinPlan:
-    """The cheapest left-deep plan (cross products last); `first` fixes the driving atom (a delta)."""
+    """The cheapest left-deep plan (cross products last); `first` fixes the driving atom (a delta). Past
+    EXHAUSTIVE_ATOMS atoms, the cheapest a greedy search finds (`greedy_plan`)."""
+    if len(space.atoms) > EXHAUSTIVE_ATOMS:
+        return greedy_plan(space, first)
     n = len(space.atoms)
     starts = [first] if first is not None else range(n)
     table: dict[frozenset[int], dict[frozenset[str] | None, JoinPlan]] = {}
@@ -119,6 +126,22 @@ def best_plan(space: JoinSpace, first: int | None = None) -> JoinPlan:
                     if known is None or extended.cost < known.cost:
                         slot[extended.partitioning] = extended
     return min(table[frozenset(range(n))].values(), key=lambda p: p.cost)
+
+
+def greedy_plan(space: JoinSpace, first: int | None = None) -> JoinPlan:
+    """From each possible first atom, the plan that joins at each step the atom whose join costs least; the
+    cheapest of them. Cubic in the atoms where the dynamic programming is exponential (PostgreSQL turns
+    to a genetic search past 12 relations for the same reason): it may miss the cheapest order, never
+    plans a cross product while an atom connects, and takes milliseconds for dozens of atoms."""
+    n = len(space.atoms)
+    plans = []
+    for start in [first] if first is not None else range(n):
+        plan = space.start(start)
+        while len(plan.steps) < n:
+            subset = frozenset(plan.order)
+            plan = min((space.extend(plan, atom) for atom in space.candidates(subset)), key=lambda p: p.cost)
+        plans.append(plan)
+    return min(plans, key=lambda p: p.cost)
 
 
 def plan_of_order(space: JoinSpace, order: tuple[int, ...]) -> JoinPlan:
