@@ -237,6 +237,10 @@ SUBQUERIES = [
     q("SELECT dname FROM sq_dept WHERE id IN (SELECT dept_id FROM sq_emp WHERE salary > 6000)", id="in_subquery_2"),
     q("SELECT name FROM sq_emp WHERE id NOT IN (SELECT emp_id FROM sq_assign)", id="not_in_subquery"),
     q(
+        "SELECT name FROM sq_emp WHERE (id NOT IN (SELECT emp_id FROM sq_assign)) AND ((id > 1))",
+        id="not_in_subquery_in_parentheses",
+    ),
+    q(
         "SELECT pname FROM sq_proj WHERE pid NOT IN (SELECT pid FROM sq_assign WHERE hours > 10)",
         id="not_in_subquery_filtered",
     ),

@@ -70,9 +70,10 @@ def select_from_holder(query: exp.Expr, items: list[exp.Expr], columns: list[str
 
 
 def split_conjuncts(condition: exp.Expr) -> list[exp.Expr]:
+    """The conditions joined by AND, whatever parentheses enclose them (`WHERE (a NOT IN (...))`)."""
     if isinstance(condition, exp.And):
         return split_conjuncts(condition.this) + split_conjuncts(condition.expression)
-    if isinstance(condition, exp.Paren) and isinstance(condition.this, exp.And):
+    if isinstance(condition, exp.Paren):
         return split_conjuncts(condition.this)
     return [condition]
 
