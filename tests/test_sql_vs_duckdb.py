@@ -440,6 +440,8 @@ SET_OPERATIONS = [
 
 ORDERING = [
     q("SELECT id, name, salary FROM sq_emp ORDER BY salary DESC, id LIMIT 5", ordered=True, id="order_desc_limit"),
+    q("SELECT DISTINCT (name) FROM sq_emp ORDER BY name", ordered=True, names=True, id="distinct_in_parentheses"),
+    q("SELECT (id), (name) FROM sq_emp ORDER BY (id)", ordered=True, names=True, id="order_by_key_in_parentheses"),
     q(
         "SELECT name AS n, salary * 2 AS s2 FROM sq_emp ORDER BY s2, n DESC",
         ordered=True,

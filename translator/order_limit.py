@@ -24,7 +24,7 @@ def hidden_order_columns(query: exp.Expr, order: exp.Order | None) -> list[exp.E
     if order is None or not isinstance(query, exp.Select):
         return []
     names = [output_name(e, i).lower() for i, e in enumerate(query.expressions)]
-    selected = {text_of(e.unalias()) for e in query.expressions}
+    selected = {key_text(e.unalias()) for e in query.expressions}
     star = any(e.is_star for e in query.expressions)
     hidden = []
     for ordered in order.expressions:
@@ -36,7 +36,7 @@ def hidden_order_columns(query: exp.Expr, order: exp.Order | None) -> list[exp.E
             continue
         if isinstance(key, exp.Column) and not key.table and key.name.lower() in names:
             continue
-        if text_of(key) in selected:
+        if key_text(key) in selected:
             continue
         if query.args.get("distinct"):
             raise TranslationError.at_node(DISTINCT_ORDER, key)
@@ -75,7 +75,14 @@ def names_item(key: exp.Expr, name: str, item: exp.Expr) -> bool:
         return key.name.lower() == name
     if isinstance(key, exp.Column) and isinstance(item, exp.Column):
         return (key.table.lower(), key.name.lower()) == (item.table.lower(), item.name.lower())
-    return text_of(key) == text_of(item)
+    return key_text(key) == key_text(item)
+
+
+def key_text(expression: exp.Expr) -> str:
+    """The text an ORDER BY key and an output item are matched by, parentheses around either aside."""
+    while isinstance(expression, exp.Paren):
+        expression = expression.this
+    return text_of(expression)
 
 
 def sort_keys(
@@ -87,9 +94,9 @@ def sort_keys(
     visible = len(columns) - len(hidden)
     select = query if isinstance(query, exp.Select) else None
     shown = select.expressions[: len(select.expressions) - len(hidden)] if select is not None else []
-    selected = [text_of(e.unalias()) for e in shown]
+    selected = [key_text(e.unalias()) for e in shown]
     keys = []
-    hidden_sql = [text_of(h) for h in hidden]
+    hidden_sql = [key_text(h) for h in hidden]
     for ordered in order.expressions:
         key = ordered.this
         if isinstance(key, exp.Literal) and key.is_int:
@@ -98,10 +105,10 @@ def sort_keys(
                 raise TranslationError.at_node(f"ORDER BY position {position + 1} is out of range", key)
         elif isinstance(key, exp.Column) and not key.table and key.name.lower() in columns[:visible]:
             position = columns.index(key.name.lower())
-        elif text_of(key) in hidden_sql:
-            position = visible + hidden_sql.index(text_of(key))
-        elif text_of(key) in selected:
-            position = selected.index(text_of(key))
+        elif key_text(key) in hidden_sql:
+            position = visible + hidden_sql.index(key_text(key))
+        elif key_text(key) in selected:
+            position = selected.index(key_text(key))
         else:
             raise TranslationError.at_node(f"ORDER BY expression '{text_of(key)}' is not an output column", key)
         nulls_first = ordered.args.get("nulls_first")

@@ -85,11 +85,15 @@ def text_of(expression: exp.Expr) -> str:
 
 
 def output_name(expression: exp.Expr, position: int) -> str:
-    """An unnamed item is named by its SQL text."""
+    """An unnamed item is named by its SQL text; a column, in parentheses or not, by its name (as Spark and
+    DuckDB name it)."""
     if isinstance(expression, exp.Alias):
         return expression.alias
-    if isinstance(expression, exp.Column):
-        return expression.name
+    bare = expression
+    while isinstance(bare, exp.Paren):
+        bare = bare.this
+    if isinstance(bare, exp.Column):
+        return bare.name
     return text_of(expression)
 
 
