@@ -15,7 +15,7 @@ from sqlglot import exp
 from translator.dialect import OrderKey
 from translator.errors import TranslationError
 from translator.ir import SortKey
-from translator.sql_helpers import output_name, text_of
+from translator.sql_helpers import output_name, text_of, without_parentheses
 
 
 def hidden_order_columns(query: exp.Expr, order: exp.Order | None) -> list[exp.Expr]:
@@ -80,9 +80,7 @@ def names_item(key: exp.Expr, name: str, item: exp.Expr) -> bool:
 
 def key_text(expression: exp.Expr) -> str:
     """The text an ORDER BY key and an output item are matched by, parentheses around either aside."""
-    while isinstance(expression, exp.Paren):
-        expression = expression.this
-    return text_of(expression)
+    return text_of(without_parentheses(expression))
 
 
 def sort_keys(

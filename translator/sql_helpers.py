@@ -84,14 +84,19 @@ def text_of(expression: exp.Expr) -> str:
     return expression.sql(dialect=RecSQL)
 
 
+def without_parentheses(expression: exp.Expr) -> exp.Expr:
+    """`expression` without the parentheses around it."""
+    while isinstance(expression, exp.Paren):
+        expression = expression.this
+    return expression
+
+
 def output_name(expression: exp.Expr, position: int) -> str:
     """An unnamed item is named by its SQL text; a column, in parentheses or not, by its name (as Spark and
     DuckDB name it)."""
     if isinstance(expression, exp.Alias):
         return expression.alias
-    bare = expression
-    while isinstance(bare, exp.Paren):
-        bare = bare.this
+    bare = without_parentheses(expression)
     if isinstance(bare, exp.Column):
         return bare.name
     return text_of(expression)
