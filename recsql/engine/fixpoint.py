@@ -356,11 +356,7 @@ class Fixpoint(Generic[Facts, Candidates]):
             self.absorb({name: self.engine.seeded(facts) for name, facts in self.known.items()})
         if self.seeds is not None:
             return self.absorb({name: self.engine.seeded(facts) for name, facts in self.seeds.items()})
-        return self.absorb(self.exit_candidates())
-
-    def exit_candidates(self) -> dict[str, Candidates]:
-        """The candidates of the exit rules, by relation."""
-        return self.derive([(rule, None) for rule in self.stratum.exit_rules])
+        return self.absorb(self.derive([(rule, None) for rule in self.stratum.exit_rules]))
 
     def step(self) -> int:
         """Absorb one iteration of the delta variants; the number of new facts."""

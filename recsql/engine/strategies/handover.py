@@ -26,7 +26,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from recsql.engine.fixpoint import Reached
-from recsql.engine.local.database import Database, quote
+from recsql.engine.local.database import Database, part_of
 
 NEW = "recsql_new"  # whether the last local iteration derived the fact (else it was known before)
 SECONDS_PER_FACT = 2e-7  # moving a fact to a part and absorbing it there (written, read, deduplicated)
@@ -57,9 +57,8 @@ class HandOver:
             ]
         )
         with contextlib.closing(Database(timezone)) as db:
-            owners = db.query(f"SELECT hash({quote(schema.names[pivot])}) % {parts} FROM _facts", _facts=marked).column(
-                0
-            )
+            owner = part_of(schema.names[pivot], None, parts)
+            owners = db.query(f"SELECT {owner} FROM _facts", _facts=marked).column(0)
         for part in range(parts):
             with pa.OSFile(self.path(part), "wb") as sink, pa.ipc.new_file(sink, marked.schema) as writer:
                 writer.write_table(marked.filter(pc.equal(owners, part)))
