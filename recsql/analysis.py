@@ -58,7 +58,7 @@ def stratify(program: Program) -> list[Component]:
 def strongly_connected_components(program: Program) -> list[Component]:
     graph: dict[str, list[str]] = {name: [] for name in program.relations}
     self_loops = set()
-    for body, head, _, _ in program.edges():
+    for body, head in program.edges():
         graph[head].append(body)
         if body == head:
             self_loops.add(head)
@@ -104,6 +104,12 @@ def check_component(program: Program, component: Component) -> None:
     )
     cycle = f"the recursive cycle ({names}){outer_values_note(program, component)}"
     for name in component.relations:
+        opaque = program.relations[name].opaque
+        if opaque is not None:
+            raise UnsupportedProgram(
+                f"{opaque.construct} is inside {cycle}: recsql evaluates it by Spark SQL, once, so it may only read "
+                "relations computed before the recursion"
+            )
         if program.relations[name].window is not None:
             raise UnsupportedProgram(
                 f"LIMIT / OFFSET through recursion: a query with LIMIT, FETCH FIRST or OFFSET (a subquery, or a "
@@ -188,14 +194,14 @@ def read_in_words(program: Program, component: Component, atom: Atom) -> str:
 def reached(program: Program, component: Component, atom: Atom) -> str:
     """The named relations of a recursive cycle nearest to what `atom` reads, itself included."""
     reads: dict[str, set[str]] = {}
-    for body, head, _, _ in program.edges():
+    for body, head in program.edges():
         reads.setdefault(head, set()).add(body)
     return nearest_named(program, component, atom.relation, reads)
 
 
 def readers(program: Program) -> dict[str, set[str]]:
     found: dict[str, set[str]] = {}
-    for body, head, _, _ in program.edges():
+    for body, head in program.edges():
         found.setdefault(body, set()).add(head)
     return found
 

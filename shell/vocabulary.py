@@ -1,19 +1,29 @@
-"""The SQL words Tab offers: only constructs recsql accepts, so completion never leads to a statement the
-engine then refuses.
-
-Left out on purpose, because the translator rejects them (translator/translate.py raises UnsupportedError):
-RIGHT, FULL and NATURAL joins; window functions (OVER, PARTITION BY, row_number, rank, dense_rank, lag,
-lead); INTERSECT ALL and EXCEPT ALL. tests/test_completion.py runs a query per offered join kind, clause
-and function through recsql, and checks that each rejected construct is still rejected and not offered,
-so a list here cannot drift from what the engine does.
+"""The SQL words Tab offers: constructs recsql accepts, so completion never leads to a statement the engine
+then refuses. Most are modelled by recsql's translation; the windows, the outer join kinds beyond LEFT,
+grouping sets and the set operations keeping duplicates run as Spark SQL (translator/opaque.py).
+tests/test_completion.py runs a query per offered join kind, clause and function through recsql, so a list
+here cannot drift from what the engine does.
 """
 
 from __future__ import annotations
 
 CLAUSES = ("SELECT", "FROM", "WHERE", "GROUP BY", "HAVING", "ORDER BY", "LIMIT", "WITH", "RECURSIVE")
-SET_OPERATIONS = ("UNION", "UNION ALL", "INTERSECT", "EXCEPT")
+SET_OPERATIONS = ("UNION", "UNION ALL", "INTERSECT", "INTERSECT ALL", "EXCEPT", "EXCEPT ALL")
+WINDOWS = ("OVER", "PARTITION BY", "ROWS BETWEEN", "UNBOUNDED PRECEDING", "CURRENT ROW")
+GROUPINGS = ("ROLLUP", "CUBE", "GROUPING SETS")
 MODIFIERS = ("DISTINCT", "ALL", "AS")
-JOINS = ("JOIN", "INNER JOIN", "LEFT JOIN", "CROSS JOIN", "LEFT SEMI JOIN", "LEFT ANTI JOIN")
+JOINS = (
+    "JOIN",
+    "INNER JOIN",
+    "LEFT JOIN",
+    "RIGHT JOIN",
+    "FULL JOIN",
+    "FULL OUTER JOIN",
+    "NATURAL JOIN",
+    "CROSS JOIN",
+    "LEFT SEMI JOIN",
+    "LEFT ANTI JOIN",
+)
 JOIN_CONDITIONS = ("ON", "USING")
 OPERATORS = (
     "AND",
@@ -59,7 +69,17 @@ RECURSION = ("MAX RECURSION LEVEL",)  # RaSQL's recursion limit, between a CTE's
 LITERALS = ("INTERVAL", "DATE", "TIMESTAMP")
 
 KEYWORDS = (
-    CLAUSES + SET_OPERATIONS + MODIFIERS + JOINS + JOIN_CONDITIONS + OPERATORS + STATEMENTS + RECURSION + LITERALS
+    *CLAUSES,
+    *SET_OPERATIONS,
+    *WINDOWS,
+    *GROUPINGS,
+    *MODIFIERS,
+    *JOINS,
+    *JOIN_CONDITIONS,
+    *OPERATORS,
+    *STATEMENTS,
+    *RECURSION,
+    *LITERALS,
 )
 
 AGGREGATE_FUNCTIONS = (
@@ -139,4 +159,5 @@ SCALAR_FUNCTIONS = (
     "upper",
     "year",
 )
-FUNCTIONS = tuple(sorted(AGGREGATE_FUNCTIONS + SCALAR_FUNCTIONS))
+WINDOW_FUNCTIONS = ("cume_dist", "dense_rank", "lag", "lead", "ntile", "percent_rank", "rank", "row_number")
+FUNCTIONS = tuple(sorted(AGGREGATE_FUNCTIONS + SCALAR_FUNCTIONS + WINDOW_FUNCTIONS))

@@ -8,9 +8,8 @@
 2. NULLs in UNION / UNION ALL / INTERSECT / EXCEPT, two-way, n-way, nested and mixed, over columns of several
    types, around and inside a recursion: NULL equals NULL in a set operation, whichever way its joins are
    ordered.
-3. ROLLUP, CUBE, GROUPING SETS (each spelling sqlglot knows), grouping() and grouping_id(), and GROUP BY ALL are
-   refused with NotSupportedError naming the clause (never grouped by the plain keys alone); plain GROUP BY
-   without aggregates keeps one row per group.
+3. ROLLUP, CUBE, GROUPING SETS (in Spark's spellings), grouping() and grouping_id(), and GROUP BY ALL run as
+   Spark SQL, with DuckDB's answers; plain GROUP BY without aggregates keeps one row per group.
 
 Answers are DuckDB's on the same tables (tests/duckdb_reference.py). A query without recursion runs in this
 process under `local` and as Spark SQL under `distributed` (which is `decomposed`'s plan for it too); a
@@ -33,7 +32,6 @@ from hypothesis import strategies as st
 
 import recsql
 from translator.dialect import parse_one
-from translator.errors import UnsupportedError
 from translator.translate import translate
 
 ALL_STRATEGIES = ("local", "decomposed", "distributed")
@@ -453,48 +451,63 @@ def test_set_operations_of_random_tables(tables, conn, cur, strategy):
 
 GROUPED = "SELECT s, sum(i) AS total FROM so_a "
 
-# (query, the clause the error names, the text its position points at: the first name or value in the clause)
-REFUSED_GROUPINGS = [
-    (GROUPED + "GROUP BY s WITH ROLLUP", "GROUP BY ... WITH ROLLUP", "s WITH"),
-    (GROUPED + "GROUP BY s WITH CUBE", "GROUP BY ... WITH CUBE", "s WITH"),
-    (GROUPED + "GROUP BY ROLLUP (s)", "GROUP BY ROLLUP", "s)"),
-    (GROUPED + "GROUP BY CUBE (s, i)", "GROUP BY CUBE", "s, i)"),
-    (GROUPED + "GROUP BY GROUPING SETS ((s), ())", "GROUP BY GROUPING SETS", "s)"),
-    (GROUPED + "GROUP BY s GROUPING SETS ((s), ())", "GROUP BY ... GROUPING SETS", "s GROUPING"),
-    (GROUPED + "GROUP BY s, ROLLUP (i)", "GROUP BY ROLLUP", "i)"),
-    (GROUPED + "GROUP BY s WITH TOTALS", "GROUP BY ... WITH TOTALS", "s WITH"),
-    (GROUPED + "GROUP BY ALL", "GROUP BY ALL", None),
-    ("SELECT s, grouping(s) FROM so_a GROUP BY s", "grouping()", "grouping"),
-    ("SELECT s, grouping_id(s) FROM so_a GROUP BY s", "grouping_id()", "grouping"),
-    ("SELECT s FROM so_a GROUP BY s HAVING grouping(s) = 0", "grouping()", "grouping"),
-    ("SELECT s FROM so_a GROUP BY s ORDER BY grouping(s)", "grouping()", "grouping"),
-    ("SELECT i FROM so_b WHERE i IN (SELECT i FROM so_a GROUP BY i WITH ROLLUP)", "GROUP BY ... WITH ROLLUP", "i WITH"),
-    (
+# (recsql's text, DuckDB's where it spells the clause otherwise): run as Spark SQL (translator/opaque.py)
+GROUPINGS = [
+    q(GROUPED + "GROUP BY s WITH ROLLUP", GROUPED + "GROUP BY ROLLUP (s)", id="with_rollup"),
+    q(GROUPED + "GROUP BY s WITH CUBE", GROUPED + "GROUP BY CUBE (s)", id="with_cube"),
+    q(GROUPED + "GROUP BY ROLLUP (s)", id="rollup"),
+    q(GROUPED + "GROUP BY CUBE (s, i)", "SELECT s, sum(i) AS total FROM so_a GROUP BY CUBE (s, i)", id="cube"),
+    q(GROUPED + "GROUP BY GROUPING SETS ((s), ())", id="grouping_sets"),
+    q(GROUPED + "GROUP BY s GROUPING SETS ((s), ())", GROUPED + "GROUP BY GROUPING SETS ((s), ())", id="hive"),
+    q(GROUPED + "GROUP BY s, ROLLUP (i)", id="keys_and_rollup"),
+    q(GROUPED + "GROUP BY ALL", id="group_by_all"),
+    q("SELECT s, grouping(s) AS g FROM so_a GROUP BY ROLLUP (s)", id="grouping"),
+    q("SELECT s, grouping_id(s) AS g FROM so_a GROUP BY CUBE (s)", id="grouping_id"),
+    q("SELECT s FROM so_a GROUP BY ROLLUP (s) HAVING grouping(s) = 0", id="having_grouping"),
+    q(
+        "SELECT i FROM so_b WHERE i IN (SELECT i FROM so_a GROUP BY i WITH ROLLUP)",
+        id="in_a_subquery",
+        duck="SELECT i FROM so_b WHERE i IN (SELECT i FROM so_a GROUP BY ROLLUP (i))",
+    ),
+    q(
         "WITH RECURSIVE w(n) AS (SELECT 1 UNION SELECT n + 1 FROM w WHERE n < 3) "
-        "SELECT n, count(*) FROM w GROUP BY CUBE (n)",
-        "GROUP BY CUBE",
-        "n)",
+        "SELECT n, count(*) AS c FROM w GROUP BY CUBE (n)",
+        id="over_a_recursion",
     ),
 ]
 
 
-@pytest.mark.parametrize("sql, clause, at", REFUSED_GROUPINGS, ids=[sql for sql, _, _ in REFUSED_GROUPINGS])
-def test_grouping_sets_are_refused_naming_the_clause(sql, clause, at, oj_tables, cur):
+@pytest.mark.spark
+@pytest.mark.parametrize("case", GROUPINGS)
+def test_grouping_sets_run_as_spark_sql(case, oj_tables, cur, duck):
+    check(cur, duck, **case)
+    cur.execute(f"EXPLAIN {case['sql']}")
+    assert "(on Spark: Spark SQL evaluates " in "\n".join(row[0] for row in cur.fetchall())
+
+
+@pytest.mark.spark
+def test_what_spark_refuses_comes_back_as_a_recsql_error(oj_tables, cur):
     with pytest.raises(recsql.Error) as raised:
-        cur.execute(sql)
-    assert type(raised.value) is recsql.NotSupportedError, f"{type(raised.value).__name__}: {raised.value}"
-    assert str(raised.value).startswith(f"{clause} is not supported"), str(raised.value)
-    column = sql.rindex(at) + 1 if at is not None else None
-    assert (raised.value.line, raised.value.column) == ((1, column) if at is not None else (None, None))
+        cur.execute(GROUPED + "GROUP BY s WITH TOTALS")
+    assert "Traceback" not in str(raised.value) and "at org.apache" not in str(raised.value)
 
 
-def test_a_view_with_rollup_is_refused(oj_tables, cur):
-    with pytest.raises(recsql.NotSupportedError, match=r"GROUP BY \.\.\. WITH ROLLUP is not supported"):
-        cur.execute("CREATE VIEW oj_rolled AS SELECT s, count(*) AS n FROM so_a GROUP BY s WITH ROLLUP")
+@pytest.mark.spark
+def test_a_view_with_rollup_reads_as_spark_gives_it(oj_tables, cur, duck):
+    cur.execute("CREATE OR REPLACE VIEW oj_rolled AS SELECT s, count(*) AS n FROM so_a GROUP BY s WITH ROLLUP")
+    try:
+        check(
+            cur,
+            duck,
+            "SELECT s, n FROM oj_rolled WHERE n > 1",
+            "SELECT s, count(*) AS n FROM so_a GROUP BY ROLLUP (s) HAVING count(*) > 1",
+        )
+    finally:
+        cur.execute("DROP VIEW oj_rolled")
 
 
 class RolledView:
-    """A catalog holding a view stored with ROLLUP (as a warehouse written before it was refused could)."""
+    """A catalog holding a view stored with ROLLUP."""
 
     def table_columns(self, name):
         return ("s", "i") if name == "t" else None
@@ -503,9 +516,11 @@ class RolledView:
         return parse_one("SELECT s, sum(i) AS n FROM t GROUP BY ROLLUP (s)") if name == "rolled" else None
 
 
-def test_a_stored_view_with_rollup_is_refused_where_it_is_read():
-    with pytest.raises(UnsupportedError, match=r"^in view 'rolled': GROUP BY ROLLUP is not supported"):
-        translate(parse_one("SELECT n FROM rolled"), RolledView())
+def test_a_stored_view_with_rollup_is_left_to_spark_sql_where_it_is_read():
+    program = translate(parse_one("SELECT n FROM rolled WHERE n > 1"), RolledView())
+    (opaque,) = [relation for relation in program.relations.values() if relation.opaque is not None]
+    assert opaque.label == "rolled" and opaque.opaque.construct.startswith("GROUP BY ROLLUP (line 1")
+    assert [read.relation for read in opaque.opaque.inputs] == ["t"]
 
 
 PLAIN_GROUPINGS = [

@@ -91,10 +91,6 @@ def test_subquery_windows_match_duckdb(cur, weighted, sql):
         ("SELECT 1 OFFSET x", "OFFSET takes a non-negative integer"),
         ("SELECT 1 FETCH FIRST 50 PERCENT ROWS ONLY", "FETCH FIRST takes a row count"),
         (
-            "SELECT a, (SELECT b FROM sc_weighted f WHERE f.a = sc_weighted.a ORDER BY b LIMIT 1) FROM sc_weighted",
-            "LIMIT / OFFSET in a correlated subquery are not supported",
-        ),
-        (
             "WITH RECURSIVE t(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM (SELECT n FROM t ORDER BY n LIMIT 1) s "
             "WHERE n < 3) SELECT * FROM t",
             "LIMIT / OFFSET through recursion",

@@ -6,8 +6,8 @@ no HAVING and no correlation, that rule is the block's answer; otherwise a new b
 and computes the select list and HAVING over it.
 
 Grouping sets (ROLLUP, CUBE, GROUPING SETS, in any of their spellings, and the grouping() functions) are not
-implemented: refuse_grouping_sets says so before any of a query is translated, rather than grouping by the
-plain keys alone.
+modelled: refuse_grouping_sets says so before a block is translated, rather than grouping by the plain keys
+alone, and the block is left to Spark SQL.
 
 Contributes: translate_aggregation, direct_aggregation_terms, group_expression; refuse_grouping_sets.
 Needs from the other parts: translate_expression and scalar_subquery (ConditionsMixin).
@@ -22,7 +22,7 @@ from translator.core import TranslatorCore
 from translator.errors import TranslationError, UnsupportedError
 from translator.ir import Atom, var
 from translator.scope import Scope
-from translator.sql_helpers import outermost_aggregates, split_conjuncts, text_of
+from translator.sql_helpers import block_nodes, outermost_aggregates, split_conjuncts, text_of
 
 
 class AggregationMixin(TranslatorCore):
@@ -130,7 +130,7 @@ class AggregationMixin(TranslatorCore):
         return node
 
 
-GROUPING_SETS = "recsql does not implement grouping sets yet"
+GROUPING_SETS = "the IR does not model grouping sets"
 GROUPING_FORMS: dict[type[exp.Expr], str] = {
     exp.Rollup: "GROUP BY ROLLUP",
     exp.Cube: "GROUP BY CUBE",
@@ -149,10 +149,11 @@ GROUP_MODIFIERS = {
 }
 
 
-def refuse_grouping_sets(query: exp.Expr) -> None:
-    """Raise UnsupportedError at the first grouping clause of `query` (subqueries included) that recsql does not
-    implement: grouping by the plain keys alone would drop the subtotal and total rows it asks for."""
-    for node in query.walk():
+def refuse_grouping_sets(select: exp.Select) -> None:
+    """Raise UnsupportedError at the first grouping clause of the SELECT block (its subqueries aside) that the
+    IR does not model: grouping by the plain keys alone would drop the subtotal and total rows it asks for.
+    The block is then left to Spark SQL (translator/opaque.py)."""
+    for node in block_nodes(select):
         refused = unsupported_grouping(node)
         if refused is not None:
             clause, reason = refused

@@ -18,7 +18,7 @@ from sqlglot import exp
 
 from translator.block import Block, Correlation
 from translator.core import TranslatorCore
-from translator.errors import TranslationError, UnsupportedError
+from translator.errors import NotInSpark, TranslationError, UnsupportedError
 from translator.ir import WILDCARD, Assignment, Atom, Condition, Rule, renamed, var, variables_of
 from translator.scalar_rows import at_most_one_row, one_row_value
 from translator.sql_helpers import column_depth, in_subquery, outermost_aggregates, select_from_holder
@@ -74,7 +74,7 @@ class ConditionsMixin(TranslatorCore):
                     block.correlations.append((self.translate_expression(inner, block, env), outer_side))
                     return True
         if max(depths) > 1:
-            raise UnsupportedError.at_node("subqueries correlated across two levels are not supported", conjunct)
+            raise NotInSpark.at_node("subqueries correlated across two levels are not supported", conjunct)
         block.outer_conditions.append(self.translate_expression(conjunct, block, env, correlated=True))
         return True
 

@@ -8,6 +8,7 @@ mixins over this core, combined into `Translator` in translator/translate.py.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -96,6 +97,14 @@ class TranslatorCore:
 
         def resolve_table(self, name: str, env: dict[str, str], node: exp.Expr) -> tuple[str, tuple[str, ...]]: ...
 
+        def table_version(self, name: str, version: exp.Version, env: dict[str, str]) -> str: ...  # from
+
+        def translate_with(self, with_: exp.With | None, env: dict[str, str]) -> dict[str, str]: ...  # queries
+
+        def or_opaque(  # opaque
+            self, translate: Callable[[], str], query: exp.Expr, env: dict[str, str], name_hint: str
+        ) -> str: ...
+
         def expand_stars(self, select: exp.Select, block: Block) -> list[tuple[str, exp.Expr]]: ...  # from
 
         def translate_conjuncts(self, conjuncts: list[exp.Expr], block: Block, env: dict[str, str]) -> None: ...
@@ -116,6 +125,23 @@ class TranslatorCore:
         def translate_aggregation(  # aggregation
             self, select: exp.Select, items: list[tuple[str, exp.Expr]], block: Block, env: dict[str, str]
         ) -> tuple[Block, list[exp.Expr], list[exp.Expr]]: ...
+
+    def saved_state(self) -> tuple[Any, ...]:
+        """What a translation attempt changes, to give it up (restore_state) and translate otherwise."""
+        return (
+            dict(self.program.relations),
+            list(self.program.rules),
+            set(self.variable_names),
+            dict(self.views),
+            set(self.set_iterations),
+            set(self.recursing),
+        )
+
+    def restore_state(self, saved: tuple[Any, ...]) -> None:
+        relations, rules, variables, views, set_iterations, recursing = saved
+        self.program.relations, self.program.rules = dict(relations), list(rules)
+        self.variable_names, self.views = set(variables), dict(views)
+        self.set_iterations, self.recursing = set(set_iterations), set(recursing)
 
     def reserve_names(self, query: exp.Expr) -> None:
         """Note every name a table reference of the query makes, through the views it reads, and the

@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from sqlglot import exp
 
 from translator.core import TranslatorCore, table_name
-from translator.errors import TranslationError, UnsupportedError
+from translator.errors import NotInSpark, TranslationError
 from translator.from_clause import TABLE_FUNCTIONS, function_name
 from translator.ir import Atom, Rule, reachable, var
 from translator.scope import Scope
@@ -91,7 +91,7 @@ class CorrelatedWithMixin(TranslatorCore):
         if not self.outer_references(select.args["with_"], outer, env):
             return None
         if names is None:
-            raise UnsupportedError.at_node(
+            raise NotInSpark.at_node(
                 "a set operation reading columns of the outer query lists its columns, not *", query
             )
         return select
@@ -224,12 +224,12 @@ def refuse_other_reads(select: exp.Select, names: set[str], star: bool) -> None:
     reads = [item for item, _ in carrying_reads(select, names)]
     for node in select.walk(prune=lambda node: isinstance(node, exp.With)):
         if isinstance(node, exp.Table) and node.name.lower() in names and not any(node is read for read in reads):
-            raise UnsupportedError.at_node(
+            raise NotInSpark.at_node(
                 f"'{node.name}' reads columns of the outer query: read it in the FROM clause of a query of its WITH",
                 node,
             )
     if star and any(item.is_star for item in select.expressions):
-        raise UnsupportedError.at_node(
+        raise NotInSpark.at_node(
             "a query of a WITH reading columns of the outer query lists its columns, not *", select
         )
 
@@ -239,12 +239,10 @@ def refuse_unrestricted_rows(branch: exp.Select, references: list[exp.Column]) -
     of them, an aggregate without GROUP BY (one row over all, where each outer row has its own, even over
     no rows), an outer column inside a derived table (which no outer value reaches)."""
     if branch.args.get("limit") or branch.args.get("offset"):
-        raise UnsupportedError.at_node(
-            "LIMIT / OFFSET in a CTE reading columns of the outer query are not supported", branch
-        )
+        raise NotInSpark.at_node("LIMIT / OFFSET in a CTE reading columns of the outer query are not supported", branch)
     aggregating = branch.args.get("having") or any(outermost_aggregates(item) for item in branch.expressions)
     if aggregating and branch.args.get("group") is None:
-        raise UnsupportedError.at_node(
+        raise NotInSpark.at_node(
             "a CTE reading columns of the outer query aggregates only with GROUP BY; "
             "aggregate in the subquery's own query",
             branch,
@@ -259,7 +257,7 @@ def refuse_unrestricted_rows(branch: exp.Select, references: list[exp.Column]) -
             None,
         )
         if derived is not None:
-            raise UnsupportedError.at_node(
+            raise NotInSpark.at_node(
                 f"a derived table in a WITH cannot read the outer query's column "
                 f"'{column.sql()}'; make it a CTE of that WITH",
                 derived,
@@ -290,9 +288,7 @@ def restrict(select: exp.Select, item: exp.Table, join: exp.Join | None, equalit
     if join is None or not filtering_join(join):
         select.where(*equalities, copy=False)
     elif join.args.get("using"):
-        raise UnsupportedError.at_node(
-            f"'{item.name}' reads columns of the outer query: join it with ON, not USING", join
-        )
+        raise NotInSpark.at_node(f"'{item.name}' reads columns of the outer query: join it with ON, not USING", join)
     else:
         join.set("on", exp.and_(join.args.get("on"), *equalities) if join.args.get("on") else exp.and_(*equalities))
 
@@ -306,7 +302,7 @@ def carry_values(
     domain_read = False
     for branch in union_branches(cte.this):
         if not isinstance(branch, exp.Select):
-            raise UnsupportedError.at_node("a CTE reading columns of the outer query must be made of SELECTs", branch)
+            raise NotInSpark.at_node("a CTE reading columns of the outer query must be made of SELECTs", branch)
         refuse_other_reads(branch, carrying, star=True)
         references = [column for column in branch.find_all(exp.Column) if id(column) in outer]
         refuse_unrestricted_rows(branch, references)
@@ -402,7 +398,7 @@ def correlate(select: exp.Select, keys: list[OuterColumn], carrying: set[str]) -
     refuse_other_reads(select, carrying, star=bool(reads))
     for item, join in reads:
         if filtering_join(join):  # its ON condition would read the outer query
-            raise UnsupportedError.at_node(
+            raise NotInSpark.at_node(
                 f"'{item.name}' reads columns of the outer query: read it in the FROM "
                 f"clause or an inner join, not a {filtering_join(join)} JOIN",
                 join,

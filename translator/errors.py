@@ -29,6 +29,11 @@ class UnsupportedError(TranslationError):
     """Valid SQL that recsql does not implement (yet)."""
 
 
+class NotInSpark(UnsupportedError):
+    """Valid SQL that neither the IR models nor Spark SQL evaluates (a CTE reading an outer query's columns,
+    a subquery correlated across two levels): refused with what to write instead, not left to Spark."""
+
+
 def position_of(node: exp.Expr | None) -> tuple[int | None, int | None]:
     """(line, column) of the leftmost identifier or literal under `node`, as sqlglot recorded it."""
     if node is None:

@@ -18,7 +18,6 @@ from dataclasses import replace
 
 from sqlglot import exp
 
-from translator.aggregation import refuse_grouping_sets
 from translator.block import Block
 from translator.core import TranslatorCore, table_name
 from translator.errors import TranslationError, UnsupportedError
@@ -94,6 +93,10 @@ class FromMixin(TranslatorCore):
         block.body.append(replace(atom, optional=True, on=self.translate_expression(condition, block, env)))
 
     def add_source(self, node: exp.Expr, env: dict[str, str], block: Block) -> None:
+        pivots = node.args.get("pivots")
+        if pivots:  # a FROM item's own PIVOT / UNPIVOT
+            kind = "UNPIVOT" if pivots[0].args.get("unpivot") else "PIVOT"
+            raise UnsupportedError.at_node(f"{kind} is not supported", pivots[0])
         alias_node = node.args.get("alias")
         alias = alias_node.name.lower() if alias_node is not None and alias_node.name else None
         column_aliases = [c.name for c in alias_node.columns] if alias_node is not None and alias_node.columns else None
@@ -169,7 +172,6 @@ class FromMixin(TranslatorCore):
             raise TranslationError.at_node(f"view '{name}' is defined in terms of itself", node)
         self.views_in_progress.append(name)
         try:
-            refuse_grouping_sets(query)
             relation = self.translate_query(query, {}, None, name_hint=name)
         except TranslationError as error:
             raise type(error).at_node(f"in view '{name}': {error.message}", node) from None

@@ -246,6 +246,45 @@ class Window:
 
 
 @dataclass(frozen=True)
+class OpaqueInput:
+    """A relation an opaque query reads, by the name of a placeholder table, with the columns it reads."""
+
+    placeholder: str
+    relation: str
+    columns: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Opaque:
+    """SQL the IR does not model (a window function, ROLLUP, a FULL JOIN, ...), kept as a query over the
+    program's relations: Spark SQL evaluates it, with Spark's meaning. Its table references named by the
+    placeholders of `inputs` stand for relations of the program, whose rows it reads by the names of
+    their columns."""
+
+    query: exp.Expr
+    inputs: tuple[OpaqueInput, ...]
+    construct: str  # what the IR does not model in it, and where, for EXPLAIN and messages
+
+    @property
+    def relations(self) -> tuple[str, ...]:
+        return tuple(read.relation for read in self.inputs)
+
+    def rule_text(self, head: str) -> str:
+        """As the listings of a program show it, deriving `head`."""
+        return f"{head} :- spark sql[{self}].  % {self.construct}"
+
+    def __str__(self) -> str:
+        names = {read.placeholder: read.relation for read in self.inputs}
+
+        def named(node: exp.Expr) -> exp.Expr:
+            if isinstance(node, exp.Table) and node.name in names:
+                return exp.Table(this=exp.to_identifier(names[node.name]), alias=node.args.get("alias"))
+            return node
+
+        return self.query.transform(named).sql(dialect="recsql")
+
+
+@dataclass(frozen=True)
 class Relation:
     name: str
     columns: tuple[str, ...]
@@ -258,6 +297,7 @@ class Relation:
     # the values of outer columns that a subquery's WITH reads (translator/correlated_with.py): those columns as
     # written (`r.n`), for messages
     outer_columns: str = ""
+    opaque: Opaque | None = None  # rows a query the IR does not model gives, not rules
 
     @property
     def display_name(self) -> str:
@@ -299,18 +339,30 @@ class Program:
     def rules_for(self, relation: str) -> list[Rule]:
         return [rule for rule in self.rules if rule.head == relation]
 
-    def edges(self) -> Iterator[tuple[str, str, Atom | None, Rule]]:
-        """(body relation, head relation, atom, rule) for every derived relation read by a rule."""
+    def edges(self) -> Iterator[tuple[str, str]]:
+        """(read relation, reading relation) for every derived relation read by a rule or an opaque query."""
         for rule in self.rules:
             for atom in rule.atoms:
                 if atom.relation in self.relations:
-                    yield atom.relation, rule.head, atom, rule
+                    yield atom.relation, rule.head
+        for relation in self.relations.values():
+            if relation.opaque is not None:
+                for read in relation.opaque.relations:
+                    if read in self.relations:
+                        yield read, relation.name
+
+    def reads(self, name: str) -> set[str]:
+        """The relations and tables `name` reads: its rules' atoms', or its opaque query's inputs."""
+        relation = self.relations.get(name)
+        if relation is not None and relation.opaque is not None:
+            return set(relation.opaque.relations)
+        return {atom.relation for rule in self.rules_for(name) for atom in rule.atoms if not atom.call_args}
 
     def recursion_of(self, relation: str) -> set[str]:
         """The relations in a recursive cycle with `relation`: each reads it and is read by it, through rules."""
         reads: dict[str, set[str]] = {}
         read_by: dict[str, set[str]] = {}
-        for body, head, _, _ in self.edges():
+        for body, head in self.edges():
             reads.setdefault(head, set()).add(body)
             read_by.setdefault(body, set()).add(head)
         return reachable(relation, reads) & reachable(relation, read_by)
@@ -334,6 +386,8 @@ class Program:
                 notes.append(str(relation.window))
             suffix = f"  % {', '.join(notes)}" if notes else ""
             lines.append(f"% {relation.header()}{suffix}")
+            if relation.opaque is not None:
+                lines.append(relation.opaque.rule_text(relation.header()))
             lines.extend(str(rule) for rule in self.rules_for(relation.name))
         answer = f"?- {self.output}"
         if self.order_by:

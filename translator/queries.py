@@ -17,6 +17,7 @@ from typing import Any
 
 from sqlglot import exp
 
+from translator.aggregation import refuse_grouping_sets
 from translator.block import Block, Correlation
 from translator.correlated_with import CorrelatedWithMixin
 from translator.errors import TranslationError, UnsupportedError
@@ -25,6 +26,7 @@ from translator.order_limit import hidden_order_columns, limit_value, offset_val
 from translator.scope import Scope
 from translator.search_cycle import bind_values, expand_search_cycle, resolve_values
 from translator.sql_helpers import (
+    block_nodes,
     cte_groups,
     outermost_aggregates,
     output_name,
@@ -56,6 +58,20 @@ class QueriesMixin(CorrelatedWithMixin):
             query.set("order", None)  # ordering alone has no effect on a subquery's rows
         if isinstance(query, exp.SetOperation) and outer is not None:
             query = self.correlated_set_operation(query, outer, env) or query
+        if outer is None and correlations is None and isinstance(query, (exp.Select, exp.SetOperation)):
+            form = query
+            return self.or_opaque(lambda: self.translate_form(form, env, None, name_hint, None), form, env, name_hint)
+        return self.translate_form(query, env, outer, name_hint, correlations)
+
+    def translate_form(
+        self,
+        query: exp.Expr,
+        env: dict[str, str],
+        outer: Scope | None,
+        name_hint: str,
+        correlations: Correlation | None,
+    ) -> str:
+        """A SELECT, a set operation or VALUES into a relation."""
         if isinstance(query, exp.Select):
             return self.translate_select(query, env, outer, None, name_hint, correlations)
         if isinstance(query, exp.Union):
@@ -144,7 +160,15 @@ class QueriesMixin(CorrelatedWithMixin):
         branch = bind_values(branch, target.columns)
         whole = not windowed(branch)  # all its rows, one rule
         if isinstance(branch, exp.Select) and whole and (target.distinct or not branch.args.get("distinct")):
-            self.translate_select(branch, env, None, relation)
+            select = branch
+            source = self.or_opaque(
+                lambda: self.translate_select(select, env, None, relation),
+                select,
+                env,
+                f"{target.display_name}_branch",
+            )
+            if source != relation:  # left to Spark SQL
+                self.copy_rule(source, relation, branch)
             return
         source = self.translate_query(branch, env, None, name_hint=f"{target.display_name}_branch")
         self.copy_rule(source, relation, branch)
@@ -368,11 +392,15 @@ class QueriesMixin(CorrelatedWithMixin):
         correlations: Correlation | None = None,
     ) -> str:
         """Translate one SELECT block into rule(s) for `target` (a new relation when None)."""
+        refuse_grouping_sets(select)
         for unsupported in ("windows", "qualify", "distribute", "sort", "cluster", "pivots", "laterals"):
             if select.args.get(unsupported):
                 raise UnsupportedError.at_node(f"{unsupported.upper()} is not supported", select)
-        if any(select.find_all(exp.Window)):
-            raise UnsupportedError.at_node("window functions are not supported", select.find(exp.Window))
+        window = next((node for node in block_nodes(select) if isinstance(node, exp.Window)), None)
+        if window is not None:
+            raise UnsupportedError.at_node(
+                f"the window function {window.this.sql(dialect='spark')} is not supported", window
+            )
         locks = select.args.get("locks")
         if locks:
             kind = "UPDATE" if locks[0].args.get("update") else "SHARE"

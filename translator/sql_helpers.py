@@ -7,6 +7,8 @@ the order a WITH RECURSIVE's CTEs are translated in.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from sqlglot import exp
 
 from translator.dialect import RecSQL
@@ -100,6 +102,15 @@ def output_name(expression: exp.Expr, position: int) -> str:
     if isinstance(bare, exp.Column):
         return bare.name
     return text_of(expression)
+
+
+def block_nodes(select: exp.Select) -> Iterator[exp.Expr]:
+    """The nodes of a SELECT block, the queries nested in it (subqueries, derived tables) left out."""
+    pending: list[exp.Expr] = [select]
+    while pending:
+        node = pending.pop()
+        yield node
+        pending.extend(child for child in node.iter_expressions() if not isinstance(child, (exp.Query, exp.Subquery)))
 
 
 def outermost_aggregates(expression: exp.Expr) -> list[exp.AggFunc]:

@@ -16,12 +16,13 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from translator.aggregation import AggregationMixin, refuse_grouping_sets
+from translator.aggregation import AggregationMixin
 from translator.conditions import ConditionsMixin
 from translator.core import SchemaProvider
 from translator.errors import UnsupportedError
 from translator.from_clause import FromMixin
 from translator.ir import Program
+from translator.opaque import OpaqueMixin
 from translator.order_limit import hidden_order_columns, limit_value, offset_value, sort_keys
 from translator.queries import QueriesMixin
 
@@ -31,13 +32,12 @@ def translate(query: exp.Expr, catalog: SchemaProvider) -> Program:
     return Translator(catalog).translate(query)
 
 
-class Translator(QueriesMixin, FromMixin, ConditionsMixin, AggregationMixin):
+class Translator(QueriesMixin, FromMixin, ConditionsMixin, AggregationMixin, OpaqueMixin):
     """One translation: a query into the Program it is the answer of."""
 
     def translate(self, query: exp.Expr) -> Program:
         if not isinstance(query, (exp.Query, exp.Values)):
             raise UnsupportedError.at_node(f"expected a query, got {query.key.upper()}", query)
-        refuse_grouping_sets(query)
         query = query.copy()
         self.reserve_names(query)
         order = query.args.get("order")

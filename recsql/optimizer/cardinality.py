@@ -95,6 +95,8 @@ class Estimator:
 
     def derived(self, name: str) -> RelationEstimate:
         relation = self.program.relations[name]
+        if relation.opaque is not None:
+            return self.opaque(relation.opaque.relations, len(relation.columns))
         rules = self.program.rules_for(name)
         recursive = [rule for rule in rules if self.reads_itself(rule, name)]
         exit_rules = [rule for rule in rules if rule not in recursive]
@@ -120,6 +122,11 @@ class Estimator:
                 break
         return estimate
 
+    def opaque(self, inputs: tuple[str, ...], width: int) -> RelationEstimate:
+        """A query left to Spark SQL (a window, a FULL JOIN, ROLLUP ...): about as many rows as it reads."""
+        rows = max(sum(self.relation(name).rows for name in inputs), 1.0)
+        return RelationEstimate(rows, (rows,) * width)
+
     def reads_itself(self, rule: Rule, name: str) -> bool:
         """Whether `rule` reads `name` directly or through relations that read it (its recursion)."""
         seen, stack = set(), [atom.relation for atom in rule.atoms]
@@ -130,7 +137,7 @@ class Estimator:
             if relation in seen or relation not in self.program.relations:
                 continue
             seen.add(relation)
-            stack.extend(atom.relation for r in self.program.rules_for(relation) for atom in r.atoms)
+            stack.extend(self.program.reads(relation))
         return False
 
     @staticmethod

@@ -36,6 +36,8 @@ def listing(program: Program, estimator: Estimator, model: CostModel) -> list[st
     for relation in program.relations.values():
         size = rows_text(estimator.relation(relation.name).rows)
         lines.append(f"% {relation.header()}  ~{size} rows")
+        if relation.opaque is not None:
+            lines.append(relation.opaque.rule_text(relation.header()))
         for rule in program.rules_for(relation.name):
             lines.append(str(rule))
             plan = describe_plan(order_body(rule, estimator, model)) if rule.joins else ""

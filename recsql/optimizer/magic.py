@@ -316,7 +316,7 @@ def prune(program: Program) -> Program:
         if name in needed:
             continue
         needed.add(name)
-        stack.extend(a.relation for r in program.rules_for(name) for a in r.atoms if a.relation in program.relations)
+        stack.extend(read for read in program.reads(name) if read in program.relations)
     relations = {name: rel for name, rel in program.relations.items() if name in needed}
     rules = [rule for rule in program.rules if rule.head in needed]
     return replace(program, relations=relations, rules=rules)

@@ -30,7 +30,7 @@ from recsql.planner.single_query import SingleQuery, single_query
 from recsql.planner.spark_valued import spark_valued
 from recsql.settings import Settings, Strategy
 from translator.errors import UnsupportedError
-from translator.ir import Atom, Iteration, Program, Rule
+from translator.ir import Atom, Iteration, Opaque, Program, Rule
 
 
 class Version(str, Enum):
@@ -80,6 +80,7 @@ class Stratum:
     single_query: SingleQuery | None = None  # in this process: one DuckDB recursive query, or why not
     part_aggregate: PartAggregate | None = None  # what the tasks of a one-job strategy reduce their facts to
     exit_in_tasks: bool = False  # the tasks of a one-job strategy derive the exit facts themselves
+    opaque: Opaque | None = None  # a relation Spark SQL gives (translator/opaque.py), not rules
 
     @property
     def relations(self) -> tuple[str, ...]:
@@ -89,12 +90,14 @@ class Stratum:
     def inputs(self) -> dict[str, Atom]:
         """The relations and tables the stratum reads from outside itself (an atom reading each)."""
         rules = list(self.exit_rules) + [variant.rule for variant in self.variants]
-        return {
-            atom.relation: atom
+        read = {name: Atom(name, ()) for name in self.opaque.relations} if self.opaque is not None else {}
+        read.update(
+            (atom.relation, atom)
             for rule in rules
             for atom in rule.atoms
             if atom.relation not in self.relations and not atom.call_args
-        }
+        )
+        return read
 
 
 class Plan:
@@ -112,6 +115,9 @@ class Plan:
         lines += ["", "== Strata =="]
         for number, stratum in enumerate(self.strata, start=1):
             names = ", ".join(self.program.relations[r].display_name for r in stratum.relations)
+            if stratum.opaque is not None:
+                lines.append(f"{number}. {names}  (on Spark: {stratum.reason})")
+                continue
             if not stratum.component.recursive:
                 lines.append(f"{number}. {names}")
                 continue
@@ -175,6 +181,11 @@ def plan(optimized: Optimized, components: list[Component], settings: Settings) 
         rules = [rule for rule in program.rules if rule.head in component]
         iteration = program.relations[component.relations[0]].iteration
         spark_only = spark_computed(program, component, rules, strategy)
+        opaque = program.relations[component.relations[0]].opaque
+        if opaque is not None:  # never recursive (analysis.check_component)
+            reason = f"Spark SQL evaluates {opaque.construct}"
+            strata.append(Stratum(component, (), (), iteration, Strategy.DISTRIBUTED, reason=reason, opaque=opaque))
+            continue
         if not component.recursive:
             inputs = external_rows(optimized, rules, local)
             local_enough = not spark_only and (

@@ -76,6 +76,12 @@ def view_program(session: Services, create: exp.Create) -> Program:
     query.set("order", None)
     program = translate(query, session.catalog)
     analysis.stratify(program)
+    opaque = next((relation.opaque for relation in program.relations.values() if relation.opaque), None)
+    if opaque is not None:
+        raise NotSupportedError(
+            f"a materialized view is maintained through its rules, and {opaque.construct} runs as Spark SQL: "
+            "store the query with CREATE TABLE ... AS, or read it through a CREATE VIEW"
+        )
     return program
 
 

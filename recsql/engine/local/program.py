@@ -75,7 +75,7 @@ class LocalProgram(Generic[ColumnType]):
         self.pending: dict[str, str] = {}  # queries of relations read once, by input name: not run (`combine`)
         self.inlined: dict[str, str] = {}  # those the query being printed reads, by input name
         self.readers: dict[str, list[str]] = {}  # the relations whose rules read each, once per atom
-        for body, head, _, _ in self.program.edges():
+        for body, head in self.program.edges():
             self.readers.setdefault(body, []).append(head)
         self.recursive = {name for stratum in plan.strata if stratum.component.recursive for name in stratum.relations}
         self.printer = Printer(Dialect.DUCKDB, spark_settings.ansi)

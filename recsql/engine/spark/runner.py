@@ -18,6 +18,7 @@ from recsql.engine.progress import Progress, ProgressListener
 from recsql.engine.scratch import Scratch
 from recsql.engine.spark.engine import SPARK, Views, checkpoint, empty_frame
 from recsql.engine.spark_settings import ANSI, SparkSettings
+from recsql.engine.sql.opaque import opaque_sql
 from recsql.engine.sql.queries import answer_query, relation_query
 from recsql.engine.sql.rules import range_call, rule_query, table
 from recsql.engine.strategies import run_stratum
@@ -103,6 +104,9 @@ class SparkRun:
 
     def combine(self, relation: Relation) -> DataFrame:
         """A non-recursive relation (one Spark SQL query over temporary views of what it reads)."""
+        if relation.opaque is not None:
+            frame = self.views.sql(opaque_sql(relation.opaque, lambda name: table(self.source(name))))
+            return frame.toDF(*column_names(len(frame.columns)))
         rules = self.program.rules_for(relation.name)
         if not rules:
             return empty_frame(self.spark, len(relation.columns))

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 import pyarrow as pa
 
 from recsql.engine.relation_types import SETTLED
+from recsql.engine.types.errors import NotInferred
 from recsql.engine.types.result_types import InferredTypes, arrow_schema, relation_types
 from recsql.engine.types.widening import Row
 from recsql.planner.plan import Plan, Stratum
@@ -23,6 +24,9 @@ class PlanTyping:
         self.timezone = timezone
 
     def relation(self, name: str, known: Mapping[str, Row]) -> Row:
+        opaque = self.program.relations[name].opaque
+        if opaque is not None:
+            raise NotInferred(f"Spark SQL evaluates {opaque.construct}")
         return relation_types(self.program.relations[name], self.program.rules_for(name), known.__getitem__)
 
     def stratum(self, stratum: Stratum, known: Mapping[str, Row]) -> InferredTypes:
