@@ -370,9 +370,11 @@ class QueryBuilder:
         if self.chance(0.45):
             second, other = self.choose(rels), self.alias()
             joined: Scope = scope + [(other, second)]
-            join = self.choose(["JOIN", "LEFT JOIN", ","])
+            join = self.choose(["JOIN", "LEFT JOIN", ","] * 3 + ["FULL JOIN", "RIGHT JOIN"])
             if join == ",":
                 text += f", {second.name} {other}"
+            elif join in ("FULL JOIN", "RIGHT JOIN"):  # run as Spark SQL, which takes no subquery in their ON
+                text += f" {join} {second.name} {other} ON {self.equality(scope, [(other, second)])}"
             else:
                 text += f" {join} {second.name} {other} ON {self.join_condition(scope, [(other, second)], rels)}"
             scope = joined
@@ -388,13 +390,36 @@ class QueryBuilder:
             condition += f" AND {self.pred(left + right, rels if self.chance(0.1) else [], 1)}"
         return condition
 
+    def equality(self, left: Scope, right: Scope) -> str:
+        """An equality of a column of each side (TRUE where they share no kind)."""
+        kinds = [k for k in (INT, STR) if columns_of(left, k) and columns_of(right, k)]
+        if not kinds:
+            return "TRUE"
+        return f"{self.choose(columns_of(left, kinds[0]))} = {self.choose(columns_of(right, kinds[0]))}"
+
+    def window(self, scope: Scope) -> str:
+        """An integer window function whose value ties cannot change: a rank, or an aggregate over a partition
+        (its whole, or its rows up to the current one's peers)."""
+        partition = f"PARTITION BY {self.choose(columns_of(scope, INT) + columns_of(scope, STR))}"
+        order = f"ORDER BY {self.expr(INT, scope, [], 1)} {self.choose(['ASC', 'DESC'])}"
+        call = self.choose(["rank()", "dense_rank()", "count(*)", f"sum({self.expr(INT, scope, [], 1)})"])
+        if call in ("rank()", "dense_rank()"):  # a rank needs an order
+            over = self.choose([order, f"{partition} {order}"])
+        else:
+            over = self.choose([partition, order, f"{partition} {order}"])
+        return f"{call} OVER ({over})"
+
     def select(self, rels: list[Relation], kinds: list[str], distinct: bool = True) -> str:
-        """SELECT [DISTINCT] of `kinds` columns named c0, c1, ..., plain or grouped."""
+        """SELECT [DISTINCT] of `kinds` columns named c0, c1, ..., plain or grouped; an integer column may be a
+        window function."""
         from_text, scope = self.from_clause(rels)
         where = f" WHERE {self.pred(scope, rels, 2)}" if self.chance(0.5) else ""
         if self.chance(0.3):
             return self.grouped(scope, rels, kinds, from_text, where)
-        items = ", ".join(f"{self.expr(k, scope, rels)} AS c{i}" for i, k in enumerate(kinds))
+        items = ", ".join(
+            f"{self.window(scope) if k == INT and self.chance(0.1) else self.expr(k, scope, rels)} AS c{i}"
+            for i, k in enumerate(kinds)
+        )
         unique = "DISTINCT " if distinct and self.chance(0.2) else ""
         return f"SELECT {unique}{items} FROM {from_text}{where}"
 
@@ -413,6 +438,13 @@ class QueryBuilder:
         if self.chance(0.3):
             op, bound = self.choose([">", "<=", "<>"]), self.draw(st.integers(0, 3))
             having = f" HAVING {self.aggregate(INT, scope)} {op} {bound}"
+        if groups and self.chance(0.2):  # grouping sets: subtotals, and the total
+            keys = ", ".join(groups)
+            group_by = " GROUP BY " + self.choose(
+                [f"ROLLUP ({keys})", f"CUBE ({keys})", f"GROUPING SETS (({keys}), ({groups[0]}), ())"]
+            )
+            # over no rows the total is one row in DuckDB (as the standard has it), none in Spark
+            having = f"{having} AND count(*) > 0" if having else " HAVING count(*) > 0"
         return f"SELECT {', '.join(items)} FROM {from_text}{where}{group_by}{having}"
 
     def group_key(self, kind: str, scope: Scope) -> str:
@@ -433,7 +465,7 @@ class QueryBuilder:
         parts = [self.select(rels, kinds) for _ in range(self.choose([1, 1, 2, 2, 3]))]
         text = parts[0]
         for i, part in enumerate(parts[1:]):
-            op = self.choose(["UNION", "UNION ALL", "INTERSECT", "EXCEPT"])
+            op = self.choose(["UNION", "UNION ALL", "INTERSECT", "EXCEPT"] * 3 + ["INTERSECT ALL", "EXCEPT ALL"])
             if i == 1 and self.chance(0.5):
                 text = f"({text})"
             text = f"{text} {op} {part}"

@@ -227,6 +227,16 @@ def test_with_reading_the_outer_query(cur, duck, sql):
     check(cur, duck, sql)
 
 
+def test_with_reading_the_outer_query_through_star_is_refused(cur):
+    sql = "SELECT a, (WITH c AS (SELECT b FROM cc_edge WHERE b = e.a) SELECT * FROM c) FROM cc_edge e"
+    with pytest.raises(
+        recsql.NotSupportedError,
+        match=r"a query of a WITH reading columns of the outer query lists "
+        r"its columns, not \*",
+    ):
+        cur.execute(sql)
+
+
 @pytest.mark.parametrize(
     "inner",
     [

@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from sqlglot import exp
 
 from translator.core import TranslatorCore, table_name
-from translator.errors import NotInSpark, TranslationError
+from translator.errors import NotInSpark, TranslationError, UnsupportedError
 from translator.from_clause import TABLE_FUNCTIONS, function_name
 from translator.ir import Atom, Rule, reachable, var
 from translator.scope import Scope
@@ -91,7 +91,7 @@ class CorrelatedWithMixin(TranslatorCore):
         if not self.outer_references(select.args["with_"], outer, env):
             return None
         if names is None:
-            raise NotInSpark.at_node(
+            raise UnsupportedError.at_node(
                 "a set operation reading columns of the outer query lists its columns, not *", query
             )
         return select

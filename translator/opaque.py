@@ -84,12 +84,22 @@ class OpaqueMixin(TranslatorCore):
 def stays_refused(query: exp.Expr) -> bool:
     """Whether `query` holds, past its own WITH (which is translated into relations), what Spark SQL would
     not mean as recsql does (a recursive WITH: recsql's fixpoint, its aggregates and limits) or would refuse
-    as well (a locking read)."""
+    (a locking read, a CTE reading an outer query's columns, which the IR's translation evaluates)."""
     own = query.args.get("with_")
-    return any(
-        (isinstance(node, exp.With) and node.args.get("recursive") and node is not own) or node.args.get("locks")
-        for node in query.walk()
-    )
+    for node in query.walk():
+        if node.args.get("locks"):
+            return True
+        nested_with = isinstance(node, exp.With) and node is not own
+        if nested_with and (node.args.get("recursive") or any(reads_outer_columns(c.this) for c in node.expressions)):
+            return True
+    return False
+
+
+def reads_outer_columns(query: exp.Expr) -> bool:
+    """Whether a query reads a column by a qualifier it does not define (an outer query's table or alias)."""
+    defined = {table.alias_or_name.lower() for table in query.find_all(exp.Table)}
+    defined |= {node.alias.lower() for node in query.find_all(exp.Subquery, exp.Lateral, exp.CTE) if node.alias}
+    return any(column.table and column.table.lower() not in defined for column in query.find_all(exp.Column))
 
 
 def resolve_hidden_keys(query: exp.Expr) -> None:
