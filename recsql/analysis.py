@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from sqlglot import exp
 
-from translator.ir import Aggregate, Assignment, Atom, Condition, Program, Rule, variables_of
+from translator.ir import Aggregate, Assignment, Atom, Condition, Iteration, Program, Rule, variables_of
 
 DECREASING, INCREASING = "decreasing", "increasing"
 
@@ -116,6 +116,11 @@ def check_component(program: Program, component: Component) -> None:
                 f"branch or the body of a recursive CTE) is inside {cycle}; it may only read relations computed "
                 "before the recursion"
             )
+    kinds = {program.relations[r].iteration for r in component.relations}
+    if Iteration.KEYED in kinds:
+        # each round evaluates its rules over fixed rows (the last round's, and every row known): any SQL
+        # means what it says there, outer joins, negation and aggregates included
+        return
     for rule in program.rules:
         if rule.head not in component:
             continue
@@ -147,7 +152,6 @@ def check_component(program: Program, component: Component) -> None:
                     f"{read_in_words(program, component, atom)} is inside {cycle}; declare the aggregate in the CTE "
                     "header instead, e.g. (node, min() AS dist)"
                 )
-    kinds = {program.relations[r].iteration for r in component.relations}
     if len(kinds) > 1:
         raise AnalysisError(f"mutually recursive CTEs ({names}) mix UNION and UNION ALL; use one of them")
     for rule in program.rules:

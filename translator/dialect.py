@@ -12,7 +12,9 @@ Additions over sqlglot's Spark dialect:
 * `SHOW TABLES [IN database]` parses into `exp.Show` instead of an opaque command.
 * `SET key = a, b, c` gives the setting the list of names "a,b,c" (recsql.disable_passes).
 * PostgreSQL's `CREATE [OR REPLACE] RECURSIVE VIEW v(columns) AS query` parses into the CREATE VIEW PostgreSQL
-  defines it as (`_parse_recursive_view`); DuckDB's `USING KEY` after a CTE's name is refused by name.
+  defines it as (`_parse_recursive_view`).
+* DuckDB's `USING KEY (columns)` after a recursive CTE's name (or column list): each iteration's rows replace
+  those of their key (translator/queries.py gives its meaning).
 
 Its generator writes a RaSQL CTE back in this syntax, so that a statement holding one prints as text
 (`statement.sql(dialect=RecSQL)`) that parses to the same statement.
@@ -23,13 +25,13 @@ from __future__ import annotations
 import re
 from typing import Any, NoReturn
 
-from sqlglot import Token, TokenType, exp
+from sqlglot import TokenType, exp
 from sqlglot.dialects.spark import Spark
 from sqlglot.errors import ParseError, TokenError
 from sqlglot.generators.spark import SparkGenerator
 from sqlglot.parsers.spark import SparkParser
 
-from translator.errors import TranslationError, UnsupportedError
+from translator.errors import TranslationError
 from translator.ir import Aggregate
 
 HEADER_AGGREGATES = tuple(aggregate.value for aggregate in Aggregate)
@@ -49,7 +51,14 @@ class RecursiveCTE(exp.CTE):
     `aggregates` maps a column name to one of HEADER_AGGREGATES; `max_level` is an int literal.
     """
 
-    arg_types = {**exp.CTE.arg_types, "aggregates": False, "max_level": False, "search": False, "cycle": False}
+    arg_types = {
+        **exp.CTE.arg_types,
+        "aggregates": False,
+        "max_level": False,
+        "search": False,
+        "cycle": False,
+        "key": False,
+    }
 
 
 class Search(exp.Expression):
@@ -99,6 +108,8 @@ def recursive_cte_sql(generator: SparkGenerator, cte: RecursiveCTE) -> str:
     ]
     head = generator.sql(alias, "this") + (f"({', '.join(columns)})" if columns else "")
     level = f" MAX RECURSION LEVEL {generator.sql(cte, 'max_level')}" if cte.args.get("max_level") else ""
+    if cte.args.get("key"):
+        level += f" USING KEY ({generator.expressions(cte, key='key', flat=True)})"
     clauses = "".join(f" {generator.sql(cte, clause)}" for clause in ("search", "cycle") if cte.args.get(clause))
     return f"{head}{level} AS {generator.wrap(cte)}{clauses}"
 
@@ -257,13 +268,9 @@ class RecSQL(Spark):
                 max_level = self._parse_number()
                 if not isinstance(max_level, exp.Literal):
                     self.raise_error("Expected a number after MAX RECURSION LEVEL")
-            using = self._curr
+            key = None
             if self._match_text_seq("USING", "KEY"):
-                raise UnsupportedError(
-                    "DuckDB's USING KEY recursive CTEs are not supported; to keep one row per key, declare an "
-                    "aggregate in the column list, as in t(a, min() AS b)",
-                    *_token_position(using),
-                )
+                key = self._parse_wrapped_csv(self._parse_id_var)
             if not self._match(TokenType.ALIAS) and not self._body_follows():
                 self.raise_error("Expected AS after the CTE name")
             body = self._parse_wrapped(self._parse_statement)
@@ -284,6 +291,7 @@ class RecSQL(Spark):
                     max_level=max_level,
                     search=search,
                     cycle=self._parse_cycle(),
+                    key=key,
                 )
             )
 
@@ -388,11 +396,6 @@ def _missing_argument(match: re.Match[str]) -> str:
     if isinstance(node, type) and issubclass(node, exp.Binary):
         return "an operator is missing an operand"
     return f"{match.group(2).upper()} is missing its {match.group(1)}"
-
-
-def _token_position(token: Token) -> tuple[int, int]:
-    """(line, column) where `token` starts (sqlglot records the column of its last character)."""
-    return token.line, token.col - (token.end - token.start)
 
 
 def _line_column(sql: str, offset: int | None) -> tuple[int | None, int | None]:

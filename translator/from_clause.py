@@ -21,7 +21,7 @@ from sqlglot import exp
 from translator.block import Block
 from translator.core import TranslatorCore, table_name
 from translator.errors import TranslationError, UnsupportedError
-from translator.ir import Atom
+from translator.ir import Atom, Iteration
 from translator.scope import Source
 from translator.sql_helpers import output_name, split_conjuncts
 
@@ -101,6 +101,7 @@ class FromMixin(TranslatorCore):
         alias = alias_node.name.lower() if alias_node is not None and alias_node.name else None
         column_aliases = [c.name for c in alias_node.columns] if alias_node is not None and alias_node.columns else None
         call_args: tuple[exp.Expr, ...] = ()
+        recurring = False
         if isinstance(node, exp.Table) and isinstance(node.this, (exp.Anonymous, exp.Func)):
             function = node.this
             fname = function_name(function)
@@ -109,6 +110,10 @@ class FromMixin(TranslatorCore):
             relation, columns = fname, TABLE_FUNCTIONS[fname]
             call_args = tuple(function.expressions)
             alias = alias or fname
+        elif isinstance(node, exp.Table) and self.recurring(node, env):
+            relation = env[node.name.lower()]
+            columns, recurring = self.program.relations[relation].columns, True
+            alias = alias or node.name.lower()
         elif isinstance(node, exp.Table):
             name = table_name(node, self.catalog)
             version = node.args.get("version")
@@ -134,7 +139,7 @@ class FromMixin(TranslatorCore):
             columns = tuple(column_aliases)
         variables = [self.fresh_variable(c) for c in columns]
         block.scope.add(Source(alias, tuple(columns), variables, relation, call_args), node)
-        block.body.append(Atom(relation, tuple(variables), call_args=call_args))
+        block.body.append(Atom(relation, tuple(variables), call_args=call_args, recurring=recurring))
 
     def resolve_table(self, name: str, env: dict[str, str], node: exp.Expr) -> tuple[str, tuple[str, ...]]:
         if name in env:
@@ -147,11 +152,20 @@ class FromMixin(TranslatorCore):
         if view is not None:
             relation = self.translate_view(name, view, node)
             return relation, self.program.relations[relation].columns
-        if isinstance(node, exp.Table) and node.db.lower() == "recurring" and node.name.lower() in env:
-            raise UnsupportedError.at_node(
-                f"'{name}' names the rows of a DuckDB USING KEY recursive CTE, which recsql does not support", node
-            )
         raise TranslationError.at_node(f"table or view '{name}' not found", node)
+
+    def recurring(self, table: exp.Table, env: dict[str, str]) -> bool:
+        """Whether a table reference is DuckDB's `recurring.t`: every row a USING KEY recursion `t` whose
+        branches are being translated knows so far (`t` alone: the last round's rows)."""
+        name = table.name.lower()
+        if table.db.lower() != "recurring" or table.catalog or name not in env:
+            return False
+        relation = self.program.relations[env[name]]
+        if relation.iteration is not Iteration.KEYED or env[name] not in self.recursing:
+            raise TranslationError.at_node(
+                f"'recurring.{name}' reads a USING KEY recursive CTE within its own recursive branches only", table
+            )
+        return True
 
     def table_version(self, name: str, version: exp.Version, env: dict[str, str]) -> str:
         """`t VERSION AS OF 3` / `t TIMESTAMP AS OF '...'`: the relation the catalog names that version by."""

@@ -62,6 +62,8 @@ class Atom:
     # the join condition of an outer join, or the extra condition of a semi- or anti-join besides the
     # shared variables; a variable only this atom and its condition use is local to that join
     on: exp.Expr | None = None
+    # DuckDB's `recurring.t` in a USING KEY recursion: every row known so far, not the last iteration's
+    recurring: bool = False
 
     @property
     def filters(self) -> bool:
@@ -77,7 +79,8 @@ class Atom:
 
     def __str__(self) -> str:
         call = f"[{', '.join(a.sql() for a in self.call_args)}]" if self.call_args else ""
-        text = f"{self.relation}{call}({', '.join(self.args)})" + ("≡" if self.nulls_equal else "")
+        recurring = "recurring " if self.recurring else ""
+        text = f"{recurring}{self.relation}{call}({', '.join(self.args)})" + ("≡" if self.nulls_equal else "")
         on = f" on {self.on.sql(dialect='spark')}" if self.on is not None else ""
         if self.optional:
             return f"left {text}{on}"
@@ -180,6 +183,13 @@ class Iteration(Enum):
 
     FIXPOINT = "fixpoint"  # UNION: least fixpoint, set semantics
     BAG = "bag"  # UNION ALL: the SQL standard's iteration over the previous round's rows
+    # DuckDB's USING KEY: as BAG, each round's rows replacing the known row of their key (Relation.key)
+    KEYED = "keyed"
+
+    @property
+    def by_rounds(self) -> bool:
+        """Whether each round reads the previous round's rows (not a semi-naive fixpoint's new facts)."""
+        return self is not Iteration.FIXPOINT
 
 
 class Aggregate(Enum):
@@ -298,6 +308,7 @@ class Relation:
     # written (`r.n`), for messages
     outer_columns: str = ""
     opaque: Opaque | None = None  # rows a query the IR does not model gives, not rules
+    key: tuple[int, ...] | None = None  # USING KEY's columns (Iteration.KEYED): one row per key
 
     @property
     def display_name(self) -> str:
@@ -305,7 +316,9 @@ class Relation:
 
     @property
     def group_key(self) -> tuple[int, ...]:
-        """Positions of the non-aggregated columns."""
+        """Positions of the non-aggregated columns, or of USING KEY's."""
+        if self.key is not None:
+            return self.key
         skip = self.aggregate.column if self.aggregate else -1
         return tuple(i for i in range(len(self.columns)) if i != skip)
 
@@ -380,6 +393,8 @@ class Program:
                 notes.append("set")
             if relation.iteration is Iteration.BAG:
                 notes.append("union all")
+            if relation.key is not None:
+                notes.append(f"using key ({', '.join(relation.columns[i] for i in relation.key)})")
             if relation.max_level is not None:
                 notes.append(f"max level {relation.max_level}")
             if relation.window is not None:

@@ -275,13 +275,31 @@ class QueriesMixin(CorrelatedWithMixin):
             cte, relation = self.next_to_declare(undeclared, unknown, pending)
             pending[relation] = self.declare_columns(cte, relation, pending[relation], unknown, env)
             undeclared.remove((cte, relation))
+        for cte, relation, _ in declared:
+            self.resolve_key(cte, relation)
         for relation, branches in pending.items():
             for branch in branches:
                 self.translate_branch(branch, relation, env)
         self.recursing -= set(pending)
         for cte, relation, _ in declared:
-            if self.program.relations[relation].iteration is Iteration.BAG:
+            if self.program.relations[relation].iteration.by_rounds:
                 self.iterate_as_recursion(relation, cte)
+
+    def resolve_key(self, cte: exp.CTE, relation: str) -> None:
+        """DuckDB's USING KEY (columns) of a recursive CTE: the positions of its columns, once they are known."""
+        key = cte.args.get("key")
+        if not key:
+            return
+        info = self.program.relations[relation]
+        columns = [column.lower() for column in info.columns]
+        positions = []
+        for name in key:
+            if name.name.lower() not in columns:
+                raise TranslationError.at_node(f"USING KEY names '{name.name}', not a column of '{info.label}'", name)
+            positions.append(columns.index(name.name.lower()))
+        if len(set(positions)) == len(columns):
+            raise TranslationError.at_node(f"USING KEY of '{info.label}' needs a column outside the key", cte)
+        self.program.relations[relation] = replace(info, key=tuple(positions))
 
     def next_to_declare(
         self, undeclared: list[tuple[exp.CTE, str]], unknown: set[str], pending: dict[str, list[exp.Expr]]
@@ -315,11 +333,15 @@ class QueriesMixin(CorrelatedWithMixin):
         return branches[1:]
 
     def iterate_as_recursion(self, relation: str, cte: exp.CTE) -> None:
-        """The relations in the recursion of a UNION ALL CTE that no UNION of their own gives a way of
-        iterating (an inner WITH's CTE or a derived table reading the CTE) iterate as it does: UNION ALL.
-        One removing duplicates would have to do so per iteration, which a UNION ALL iteration does not."""
+        """The relations in the recursion of a UNION ALL (or USING KEY) CTE that no UNION of their own gives a
+        way of iterating (an inner WITH's CTE or a derived table reading the CTE) iterate as it does, by rounds:
+        UNION ALL. One removing duplicates would have to do so per iteration, which a UNION ALL iteration does
+        not (under USING KEY, the CTE's key keeps one row per key of each round: they need not)."""
+        keyed = self.program.relations[relation].iteration is Iteration.KEYED
         for member in sorted(self.program.recursion_of(relation) - self.set_iterations):
             info = self.program.relations[member]
+            if keyed:  # a round's rows pass through as they are: their key keeps one of them
+                info = replace(info, distinct=False)
             if info.distinct:
                 what = (
                     f"'{info.label}' removes duplicates (DISTINCT, GROUP BY or UNION)"
@@ -373,10 +395,17 @@ class QueriesMixin(CorrelatedWithMixin):
             header = HeaderAggregate(Aggregate(function), [c.lower() for c in columns].index(column.lower()))
         max_level = cte.args.get("max_level")
         bag = union is not None and not union.args.get("distinct")
+        if cte.args.get("key") and (union is None or header is not None):
+            raise UnsupportedError.at_node(
+                f"USING KEY on '{cte.alias_or_name}' needs a UNION [ALL] of an anchor and a recursive branch, "
+                "and no aggregate in the column list",
+                cte,
+            )
+        iteration = Iteration.KEYED if cte.args.get("key") else Iteration.BAG if bag else Iteration.FIXPOINT
         return {
             "distinct": union is not None and not bag,
             "aggregate": header,
-            "iteration": Iteration.BAG if bag else Iteration.FIXPOINT,
+            "iteration": iteration,
             "max_level": int(max_level.this) if max_level is not None else None,
         }
 

@@ -119,6 +119,20 @@ class ExtremumState(State[Facts]):
         self.full = self.run(self.replace, MergeOutput.FULL, **{q.FULL: self.full, q.DELTA: self.delta})
 
 
+class KeyedState(State[Facts]):
+    """DuckDB's USING KEY: a round's rows, one per key, are the next round's input and replace the row known
+    for their key (under UNION, a row the relation already holds as it is does not go round again)."""
+
+    def __init__(self, engine: Engine[Facts], relation: Relation):
+        super().__init__(engine, relation)
+        self.pick = q.one_per_key(relation)
+        self.replace = q.replace_groups(relation)
+
+    def absorb(self, candidates: object) -> None:
+        self.delta = self.run(self.pick, MergeOutput.DELTA, **{q.CANDIDATES: candidates, q.FULL: self.full})
+        self.full = self.run(self.replace, MergeOutput.FULL, **{q.FULL: self.full, q.DELTA: self.delta})
+
+
 class SumState(State[Facts]):
     """Candidates arrive as contributions (queries.contributions_of)."""
 
@@ -153,6 +167,8 @@ def state_for(engine: Engine[Facts], relation: Relation, iteration: Iteration) -
     kind: type[State[Facts]]
     if relation.aggregate is not None:
         kind = ExtremumState if relation.aggregate.function.is_extremum else SumState
+    elif relation.key is not None:
+        kind = KeyedState
     else:
-        kind = BagState if iteration is Iteration.BAG else SetState
+        kind = BagState if iteration.by_rounds else SetState
     return kind(engine, relation)

@@ -28,7 +28,7 @@ from recsql.analysis import AnalysisError, stratify, strongly_connected_componen
 from recsql.optimizer.cardinality import Estimator
 from recsql.optimizer.context import Context, Magic, Outcome
 from recsql.optimizer.join_order import atom_at, inner_atom_positions
-from translator.ir import Assignment, Atom, Condition, Iteration, Literal, Program, Relation, Rule, bound_by, var
+from translator.ir import Assignment, Atom, Condition, Literal, Program, Relation, Rule, bound_by, var
 
 SMALL_ROWS = 10_000.0  # a relation this small passes its bindings on even when nothing restricts it
 BOUND, FREE = "b", "f"
@@ -88,7 +88,7 @@ class Rewrite:
         if (
             relation is None
             or name == self.source.output
-            or relation.iteration is Iteration.BAG
+            or relation.iteration.by_rounds
             or relation.window is not None
         ):  # bindings would filter the rows before the window keeps some
             return False

@@ -121,7 +121,9 @@ class Plan:
             if not stratum.component.recursive:
                 lines.append(f"{number}. {names}")
                 continue
-            how = "UNION ALL iteration" if stratum.iteration is Iteration.BAG else "semi-naive fixpoint"
+            how = {Iteration.BAG: "UNION ALL iteration", Iteration.KEYED: "USING KEY iteration"}.get(
+                stratum.iteration, "semi-naive fixpoint"
+            )
             lines.append(f"{number}. {names}  (recursive: {how}, {self.where(stratum)})")
             if stratum.reason:
                 lines.append(f"     strategy: {stratum.reason}")
@@ -179,7 +181,7 @@ def plan(optimized: Optimized, components: list[Component], settings: Settings) 
     recursive = {name for component in components if component.recursive for name in component.relations}
     for component in components:
         rules = [rule for rule in program.rules if rule.head in component]
-        iteration = program.relations[component.relations[0]].iteration
+        iteration = component_iteration(program, component)
         spark_only = spark_computed(program, component, rules, strategy)
         opaque = program.relations[component.relations[0]].opaque
         if opaque is not None:  # never recursive (analysis.check_component)
@@ -211,6 +213,8 @@ def plan(optimized: Optimized, components: list[Component], settings: Settings) 
             )
         estimate = optimized.estimator.relation(component.relations[0])
         owner = owner_column(program, component, recursive_rules, estimate.distinct)
+        if iteration is Iteration.KEYED:  # a round's rows replace known ones by key, which its rules also read
+            decomposition, owner = NotDecomposable("USING KEY rounds read every row known (recurring)"), None
         if spark_only:  # a Spark job per iteration: Spark SQL evaluates every rule, no task the local evaluator
             choice, owner = Choice(Strategy.DISTRIBUTED, spark_only), None
         else:
@@ -379,6 +383,13 @@ def order_variant(optimized: Optimized, variant: Variant, delta_rows: Mapping[st
     return Variant(rule, tuple(variant.versions[i] for i in body.positions))
 
 
+def component_iteration(program: Program, component: Component) -> Iteration:
+    """How a component iterates: USING KEY where one of its CTEs says so (the relations of its recursive
+    branches iterating by rounds with it), else as its relations do (analysis.check_component: alike)."""
+    kinds = [program.relations[name].iteration for name in component.relations]
+    return Iteration.KEYED if Iteration.KEYED in kinds else kinds[0]
+
+
 def reads_component(rule: Rule, component: Component) -> bool:
     return any(atom.relation in component and not atom.call_args for atom in rule.atoms)
 
@@ -389,8 +400,13 @@ def delta_variants(rule: Rule, component: Component, iteration: Iteration) -> li
         for i, literal in enumerate(rule.body)
         if isinstance(literal, Atom) and literal.relation in component and not literal.call_args
     ]
-    if iteration is Iteration.BAG:
-        versions = tuple(Version.DELTA if i in positions else None for i in range(len(rule.body)))
+    if iteration.by_rounds:  # the last round's rows; DuckDB's `recurring.t`: every row known
+        versions = tuple(
+            (Version.FULL if literal.recurring else Version.DELTA)
+            if isinstance(literal, Atom) and i in positions
+            else None
+            for i, literal in enumerate(rule.body)
+        )
         return [Variant(rule, versions)]
     variants = []
     for j in positions:

@@ -50,6 +50,8 @@ def single_query(
         return SingleQuery(False, f"{aggregate.function.value}() of the whole relation, without groups")
     if stop is not None:
         return SingleQuery(False, "a LIMIT over it stops the iterations as soon as it has its rows")
+    if iteration is Iteration.KEYED:
+        return SingleQuery(False, "USING KEY: its rounds replace rows by key")
     for rule in recursive_rules:
         refusal = nonlinear(rule, name)
         if refusal:

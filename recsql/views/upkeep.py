@@ -82,6 +82,11 @@ def view_program(session: Services, create: exp.Create) -> Program:
             f"a materialized view is maintained through its rules, and {opaque.construct} runs as Spark SQL: "
             "store the query with CREATE TABLE ... AS, or read it through a CREATE VIEW"
         )
+    if any(relation.key is not None for relation in program.relations.values()):
+        raise NotSupportedError(
+            "a materialized view is maintained from what its rules derive, and USING KEY rounds replace rows: "
+            "store the query with CREATE TABLE ... AS"
+        )
     return program
 
 

@@ -187,6 +187,26 @@ def overall_best(relation: Relation) -> Query:
 
 
 @lru_cache(maxsize=1024)
+def one_per_key(relation: Relation) -> Query:
+    """A USING KEY round's rows: one candidate per key (any one of them, as DuckDB keeps whichever it meets
+    last); under UNION, only those the relation does not hold as they are."""
+    names = column_names(len(relation.columns))
+    keys = [column(names[i]) for i in relation.group_key]
+    pick = exp.Window(
+        this=exp.RowNumber(), partition_by=keys, order=exp.Order(expressions=[exp.Ordered(this=k.copy()) for k in keys])
+    )
+    ranked = select([exp.Star(), aliased(pick, "__pick")], table(CANDIDATES, "c"))
+    tree = select(
+        [column(n) for n in names], nested(ranked, "r"), exp.EQ(this=column("__pick"), expression=exp.Literal.number(1))
+    )
+    inputs: tuple[str, ...] = (CANDIDATES,)
+    if relation.distinct:
+        tree = select([exp.Star()], nested(tree, "k"), absent_from(FULL, "k", names))
+        inputs = (CANDIDATES, FULL)
+    return Query(tree, inputs, lambda rules, **types: types[CANDIDATES])
+
+
+@lru_cache(maxsize=1024)
 def replace_groups(relation: Relation) -> Query:
     """The known facts with the groups of the delta replaced by the delta's rows."""
     names = column_names(len(relation.columns))
