@@ -15,7 +15,7 @@ CENT = 0.005  # two numbers match when they round to the same cent, give or take
 
 def ordered(sql: str) -> bool:
     """The query orders its answer (a top-level ORDER BY)."""
-    return sqlglot.parse_one(sql).args.get("order") is not None
+    return sqlglot.parse_one(sql, dialect="spark").args.get("order") is not None
 
 
 def difference(got: Sequence[tuple], expected: Sequence[tuple], in_order: bool) -> str | None:

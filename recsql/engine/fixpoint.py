@@ -362,9 +362,21 @@ class Fixpoint(Generic[Facts, Candidates]):
         """Absorb one iteration of the delta variants; the number of new facts."""
         self.iterations += 1
         sizes = {name: float(state.new_facts) for name, state in self.states.items()}
-        variants = self.engine.arrange(self.stratum.variants, sizes)
+        variants = self.engine.arrange([v for v in self.stratum.variants if not self.reads_nothing(v)], sizes)
         self.engine.begin(self.iterations)
         return self.absorb(self.derive([(variant.rule, variant.versions) for variant in variants]))
+
+    def reads_nothing(self, variant: Variant) -> bool:
+        """Whether a variant joins the delta of a relation no rule derived candidates for in the last
+        iteration: it derives nothing, and an engine keeping only schemas would read that delta's
+        columns untyped (NULL + NULL is a DOUBLE to Spark)."""
+        return any(
+            version is Version.DELTA
+            and isinstance(atom, Atom)
+            and not (atom.filters or atom.optional)
+            and self.states[atom.relation].nothing
+            for atom, version in zip(variant.rule.body, variant.versions)
+        )
 
     def absorb(self, candidates: Mapping[str, Candidates]) -> int:
         for name, state in self.states.items():

@@ -62,10 +62,12 @@ class State(Generic[Facts]):
         self.name = relation.name
         self.width = len(relation.columns)
         self.full = self.delta = self.old = engine.empty(self.width)
+        self.nothing = True  # no rule derived candidates in the last iteration: the delta is no relation at all
 
     def merge(self, candidates: object | None) -> None:
         """Absorb the candidates of one iteration (None: no rule derived any)."""
         self.old = self.full
+        self.nothing = candidates is None
         if candidates is None:
             self.delta = self.engine.empty(self.width)
             return

@@ -33,7 +33,8 @@ class Trace:
         first = event.iteration - len(event.earlier)
         if first == 0:
             self.forget(event.relations)
-        seconds = event.elapsed - self.elapsed_in(event.relations)
+        # the parts of a decomposed recursion report their own elapsed times: one may report less than another had
+        seconds = max(event.elapsed - self.elapsed_in(event.relations), 0.0)
         for offset, facts in enumerate((*event.earlier, event.facts)):
             step = Step(event.relations, first + offset, dict(facts), 0.0 if offset else seconds)
             self.record(step)
