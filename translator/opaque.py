@@ -5,9 +5,10 @@ of the program, evaluated by Spark SQL with Spark's meaning, instead of a refusa
 The smallest query that holds the construct is kept (`or_opaque` wraps each query's translation, the
 innermost refusing one falling back first); its WITH, FROM items and subqueries read the program's relations
 (CTEs, tables, views), so everything around it (recursion, magic sets, join order, the strategies) works as
-before. A query the IR cannot leave to Spark stays refused: one reading columns of an outer query (that one
-falls back as a whole instead), or one holding what only recsql means (a recursive WITH, RaSQL's CTE
-aggregates). A recursion through an opaque relation is refused by the analysis (analysis.check_component).
+before. A query the IR cannot leave to Spark stays refused: one reading columns of an outer query (the outer
+query falls back as a whole instead), one holding a recursive WITH (recsql's fixpoint, which Spark would mean
+otherwise), or one Spark refuses too (a CTE reading an outer query's columns, a locking read: NotInSpark and
+`stays_refused`). A recursion through an opaque relation is refused by the analysis (analysis.check_component).
 
 Contributes: or_opaque, translate_opaque.
 Needs from the other parts: translate_with (QueriesMixin), resolve_table and table_version (FromMixin).
