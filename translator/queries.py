@@ -21,7 +21,7 @@ from translator.aggregation import refuse_grouping_sets
 from translator.block import Block, Correlation
 from translator.correlated_with import CorrelatedWithMixin
 from translator.errors import TranslationError, UnsupportedError
-from translator.ir import Aggregate, Atom, Condition, HeaderAggregate, Iteration, Rule, Window, var
+from translator.ir import Aggregate, Atom, Condition, HeaderAggregate, Iteration, Rule, Window, reachable, var
 from translator.order_limit import hidden_order_columns, limit_value, offset_value, resolve_order_keys, sort_keys
 from translator.scope import Scope
 from translator.search_cycle import bind_values, expand_search_cycle, resolve_values
@@ -187,9 +187,19 @@ class QueriesMixin(CorrelatedWithMixin):
         relation = self.new_relation(name_hint, columns, distinct=True)
         variables = tuple(self.fresh_variable(c) for c in columns)
         negated = isinstance(node, exp.Except)
-        body = (Atom(left, variables), Atom(right, variables, negated=negated, nulls_equal=True))
+        # INTERSECT keeps the left side's rows that the right side has: a semi-join, which never multiplies
+        # them (an inner join of two sides holding each value many times would), unless the right side is in
+        # a recursion being translated, which reads it as an inner join (a semi-join cannot recurse)
+        semi = not negated and not self.reads_recursing(right)
+        right_atom = Atom(right, variables, negated=negated, semi=semi, nulls_equal=True)
+        body = (Atom(left, variables), right_atom)
         self.add_rule(Rule(relation, tuple(var(v) for v in variables), body), node)
         return relation
+
+    def reads_recursing(self, relation: str) -> bool:
+        """Whether `relation` reads (through any relations) a recursive CTE whose branches are being translated."""
+        edges = {name: self.program.reads(name) for name in self.program.relations}
+        return bool(({relation} | reachable(relation, edges)) & self.recursing)
 
     def translate_values(self, values: exp.Values, name_hint: str) -> str:
         rows = values.expressions
