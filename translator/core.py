@@ -46,6 +46,11 @@ def table_name(node: exp.Table, catalog: SchemaProvider) -> str:
     return ".".join(part.name.lower() for part in node.parts)
 
 
+def reference_name(table: exp.Table) -> str:
+    """The name a table reference makes, as written (`t`, `db.t`), lower case."""
+    return ".".join(part.name.lower() for part in table.parts)
+
+
 def names_a_cte_in_scope(table: exp.Table, name: str) -> bool:
     """Whether a table reference is to a CTE in whose scope it is: in the body of a query whose WITH defines
     the name, or in a CTE of a recursive WITH that does (a non-recursive WITH's own CTEs may read tables of
@@ -152,7 +157,7 @@ class TranslatorCore:
             node = pending.pop()
             self.cte_names.update(cte.alias_or_name.lower() for cte in node.find_all(exp.CTE))
             for table in node.find_all(exp.Table):
-                name = ".".join(part.name.lower() for part in table.parts)
+                name = reference_name(table)
                 if not names_a_cte_in_scope(table, name):
                     self.unbound_names.add(name)
                 if name not in self.table_names:

@@ -23,7 +23,7 @@ from sqlglot import exp
 from sqlglot.errors import OptimizeError
 from sqlglot.optimizer.qualify import qualify
 
-from translator.core import TranslatorCore, table_name
+from translator.core import TranslatorCore, names_a_cte_in_scope, reference_name, table_name
 from translator.dialect import OrderKey
 from translator.errors import NotInSpark, TranslationError, UnsupportedError
 from translator.ir import Opaque, OpaqueInput
@@ -59,7 +59,7 @@ class OpaqueMixin(TranslatorCore):
             query.set("with_", None)
         inputs: dict[str, OpaqueInput] = {}  # by relation
         for table in list(query.find_all(exp.Table)):
-            if isinstance(table.this, exp.Func) or defined_inside(table, query):
+            if isinstance(table.this, exp.Func) or names_a_cte_in_scope(table, reference_name(table)):
                 continue  # a table-valued function (Spark's), or a CTE of a WITH inside the query
             relation, columns = self.opaque_input(table, env)
             read = inputs.setdefault(relation, OpaqueInput(f"{INPUT}{len(inputs)}", relation, columns))
@@ -114,22 +114,6 @@ def resolve_hidden_keys(query: exp.Expr) -> None:
     for item, (_, expression) in zip(items, resolved):
         if isinstance(item.unalias(), OrderKey):
             item.set("this", expression)
-
-
-def defined_inside(table: exp.Table, query: exp.Expr) -> bool:
-    """Whether a table reference names a CTE of a WITH inside `query` (in scope where the reference is)."""
-    if table.db:
-        return False
-    name = table.name.lower()
-    child: exp.Expr = table
-    node = table.parent
-    while node is not None and child is not query:
-        with_ = node.args.get("with_") if isinstance(node, exp.Query) else None
-        names = {cte.alias_or_name.lower() for cte in with_.expressions} if with_ is not None else set()
-        if child is not with_ and name in names:
-            return True
-        child, node = node, node.parent
-    return False
 
 
 def construct_of(refusal: UnsupportedError) -> str:
