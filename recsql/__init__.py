@@ -46,10 +46,16 @@ __all__ = [
     "apilevel",
     "connect",
     "paramstyle",
+    "sql",
     "threadsafety",
 ]
 
-LAZY = {"connect": "recsql.connection", "Connection": "recsql.connection", "Cursor": "recsql.cursor"}
+LAZY = {
+    "connect": "recsql.connection",
+    "Connection": "recsql.connection",
+    "Cursor": "recsql.cursor",
+    "sql": "recsql.frames",
+}
 
 
 def __getattr__(name: str) -> Any:

@@ -1,4 +1,5 @@
-"""Cancelling a running statement from another thread: the shell's Ctrl-C, `Connection.cancel()`.
+"""Cancelling a running statement from another thread (the shell's Ctrl-C, `Connection.cancel()`), or
+by a KeyboardInterrupt on the thread running it (Ctrl-C in a script, a Jupyter kernel's interrupt).
 
 A statement stops at whichever comes first: Spark cancels the jobs it is running (each statement tags
 its jobs, or on Spark Connect its operations, from its first use of Spark; a tag, unlike a job group,
@@ -45,6 +46,9 @@ class Cancellation:
         running = _running.set(self)
         try:
             yield
+        except KeyboardInterrupt:  # Ctrl-C on the thread running it (a Jupyter kernel's interrupt)
+            self.cancel()
+            raise QueryCancelled("query cancelled") from None
         except Exception:  # whatever the interrupted work raised: Spark's, DuckDB's
             if self.requested.is_set():
                 raise QueryCancelled("query cancelled") from None

@@ -11,6 +11,7 @@ import pyarrow as pa
 from pyspark import SparkContext
 from pyspark.sql import DataFrame, SparkSession
 
+from recsql import notebook
 from recsql.catalog.catalog import Catalog
 from recsql.cursor import Cursor
 from recsql.engine.progress import ProgressListener
@@ -29,9 +30,11 @@ def connect(
     warehouse: str | None = None,
     log_level: str | None = None,
     remote: str | None = None,
+    spark: SparkSession | None = None,
 ) -> Connection:
-    """Open a connection on an embedded local Spark (`local[*]`), on `master`, or on the Spark Connect
-    server `remote` (`sc://host:port`).
+    """Open a connection on an embedded local Spark (`local[*]`), on `master`, on the Spark Connect
+    server `remote` (`sc://host:port`), or on `spark`, a session the caller holds (classic or Spark
+    Connect), used as it is and never stopped by recsql.
 
     Returns at once: Spark starts on a background thread (`recsql.spark_start = background`, the
     default) or when a statement first needs it (`on_demand`), and a statement that runs in this
@@ -43,8 +46,9 @@ def connect(
     tables persist (default `$RECSQL_WAREHOUSE` or `~/.recsql`); `log_level` (or `recsql.log_level`) puts
     Spark's log on the terminal at that level (`warn`, `info`, ...): by default it goes to a log file
     (recsql.spark.logs.log_file) and nothing is printed."""
-    if master and remote:
-        raise InterfaceError(f"connect() takes a master or a Spark Connect server, not both ({master}, {remote})")
+    given = [kind for kind, value in (("master", master), ("remote", remote), ("spark", spark)) if value is not None]
+    if len(given) > 1:
+        raise InterfaceError(f"connect() takes one of master, remote and spark, not {' and '.join(given)}")
     conf = {str(k): str(v) for k, v in (conf or {}).items()}
     directory = warehouse_path(
         warehouse or conf.pop(PREFIX + "warehouse", None) or os.environ.get("RECSQL_WAREHOUSE") or "~/.recsql"
@@ -57,21 +61,33 @@ def connect(
             settings.set(key, value)
         else:
             spark_conf[key] = value
+    if spark is not None:
+        with spark_errors("connect(spark=...)"):
+            lazy = LazySpark.of(spark_start.adopt(spark, spark_conf))
+        return connection_on(lazy, directory, settings)
     if remote:
         spark_start.check_remote(remote)
-        spark = LazySpark(lambda chosen: spark_start.remote(remote, chosen, level), spark_conf, remote=remote)
+        lazy = LazySpark(lambda chosen: spark_start.remote(remote, chosen, level), spark_conf, remote=remote)
     else:
         master = master or "local[*]"
-        spark = LazySpark(
+        lazy = LazySpark(
             lambda chosen: spark_start.embedded(master, chosen, level),
             spark_start.embedded_settings(spark_conf),
             master=master,
         )
     if SparkContext._active_spark_context is not None and not remote:
-        spark.session()  # this process runs Spark already: the connection shares it (as its names)
+        lazy.session()  # this process runs Spark already: the connection shares it (as its names)
     elif settings.spark_start == SparkStart.BACKGROUND:
-        spark.start()
-    return Connection(Session(spark, Catalog(spark, directory), settings))
+        lazy.start()
+    return connection_on(lazy, directory, settings)
+
+
+def connection_on(spark: LazySpark, directory: Path, settings: Settings) -> Connection:
+    """A connection, showing its statements' progress in the cell running them when in a Jupyter kernel."""
+    connection = Connection(Session(spark, Catalog(spark, directory), settings))
+    if notebook.in_kernel():
+        connection.progress = notebook.NotebookProgress()
+    return connection
 
 
 def warehouse_path(location: str) -> Path:

@@ -1,13 +1,30 @@
-"""DB-API 2.0 cursor over a session: results are held as an Arrow table and converted on fetch."""
+"""DB-API 2.0 cursor over a session. A query's answer is held as an Arrow table, or, when Spark computed
+it, on Spark's executors until it is fetched; it leaves as Python rows, Arrow, pandas, polars or a Spark
+DataFrame (the fetches DuckDB's Python API names, beside PEP 249's)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+import contextlib
+import sys
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Any
 
-from recsql.errors import InterfaceError, internal_errors
+import pyarrow as pa
+
+from recsql import notebook
+from recsql.errors import InterfaceError, NotSupportedError, internal_errors
 from recsql.session import Session
+from recsql.spark.errors import spark_errors
+from recsql.spark.session_kinds import arrow_frame
 from recsql.statements.handler import Result
+
+if TYPE_CHECKING:
+    import pandas
+    import polars
+    from pyspark.sql import DataFrame
+
+DEFAULT_BATCH_ROWS = 1_000_000  # fetch_record_batch's batches, as DuckDB's
+DRAINED = sys.maxsize  # the position once a record batch reader has taken the remaining rows
 
 
 class Cursor:
@@ -32,7 +49,7 @@ class Cursor:
 
     @property
     def description(self) -> list[tuple] | None:
-        if self._result is None or self._result.table is None:
+        if self._result is None or not self._result.has_rows:
             return None
         return [
             (name, kind, None, None, None, None, True) for name, kind in zip(self._result.names, self._result.types)
@@ -40,9 +57,15 @@ class Cursor:
 
     @property
     def rowcount(self) -> int:
-        return self._result.rowcount if self._result is not None else -1
+        """The rows of the answer (counted on Spark for an answer kept there), or those a write changed."""
+        if self._result is None:
+            return -1
+        if self._result.answer is not None:
+            with self._fetching():
+                return self._result.answer.rows
+        return self._result.rowcount
 
-    # -------------------------------------------------------------- fetching
+    # -------------------------------------------------------------- fetching (PEP 249)
 
     def fetchone(self) -> tuple | None:
         rows = self._fetch(1)
@@ -54,15 +77,77 @@ class Cursor:
     def fetchall(self) -> list[tuple]:
         return self._fetch(None)
 
-    def fetch_arrow(self):
-        """The remaining rows as a pyarrow Table (no per-row conversion)."""
-        table = self._rows_table()
-        remaining = table.slice(self._position)
-        self._position = table.num_rows
-        return remaining.rename_columns(self._result.names)
-
     def __iter__(self):
         return iter(self.fetchone, None)
+
+    # -------------------------------------------------------------- fetching (Arrow, pandas, polars, Spark)
+
+    def fetch_arrow_table(self) -> pa.Table:
+        """The remaining rows as a pyarrow Table (no per-row conversion)."""
+        remaining = self._remaining()
+        self._position = DRAINED
+        return remaining.rename_columns(self._names())
+
+    fetch_arrow = arrow = fetch_arrow_table
+
+    def fetch_record_batch(self, rows_per_batch: int = DEFAULT_BATCH_ROWS) -> pa.RecordBatchReader:
+        """The remaining rows as a stream of record batches of `rows_per_batch` rows (the last one fewer).
+        An answer kept on Spark comes partition by partition, never whole in this process."""
+        if rows_per_batch < 1:
+            raise InterfaceError(f"fetch_record_batch() takes a positive number of rows, not {rows_per_batch}")
+        result = self._held()
+        with self._fetching():
+            if result.answer is not None and self._position == 0:
+                schema, batches = result.answer.batches()
+            else:
+                table = self._remaining()
+                schema, batches = table.schema, iter(table.to_batches())
+        self._position = DRAINED
+        names = pa.schema([field.with_name(name) for field, name in zip(schema, self._names())])
+        return pa.RecordBatchReader.from_batches(names, self._renamed(exactly(batches, rows_per_batch), names))
+
+    def fetchdf(self) -> pandas.DataFrame:
+        """The remaining rows as a pandas DataFrame."""
+        table = self.fetch_arrow_table()
+        with internal_errors(self._statement):
+            return table.to_pandas()
+
+    df = fetch_df = fetchdf
+
+    def pl(self) -> polars.DataFrame:
+        """The remaining rows as a polars DataFrame (needs polars installed)."""
+        try:
+            import polars
+        except ImportError:
+            raise NotSupportedError("pl() needs polars: pip install polars") from None
+        table = self.fetch_arrow_table()
+        with internal_errors(self._statement):
+            return polars.from_arrow(table)
+
+    def fetch_spark(self) -> DataFrame:
+        """The whole answer as a Spark DataFrame of the connection's session, whatever was fetched of it
+        (the cursor's position stays). An answer Spark computed stays on its executors (the statement
+        checkpointed it there); one computed in this process is sent to Spark. The DataFrame stays valid
+        after the cursor moves on or closes, while the Spark session runs."""
+        result = self._held()
+        spark = self._open().spark
+        with self._fetching():
+            if result.answer is not None:
+                frame = result.answer.frame(spark)
+            else:
+                frame = arrow_frame(spark, result.rows_table().rename_columns(result.names))
+        return frame
+
+    def _repr_html_(self) -> str | None:
+        """Jupyter shows a cursor holding an answer as a table of its first rows (fetching none)."""
+        result = self._result
+        if self._session is None or result is None or not result.has_rows:
+            return None
+        with self._fetching():
+            head = result.head(notebook.SHOWN_ROWS)
+        return notebook.html_table(result.names, result.types, head, self.rowcount)
+
+    # -------------------------------------------------------------- closing
 
     def close(self) -> None:
         self._session = None
@@ -86,17 +171,59 @@ class Cursor:
         self._statement = sql
         self._position = 0
 
-    def _rows_table(self):
+    def _names(self) -> list[str]:
+        assert self._result is not None
+        return self._result.names
+
+    @contextlib.contextmanager
+    def _fetching(self) -> Iterator[None]:
+        """Errors of a fetch that reads an answer kept on Spark, as recsql errors naming the statement."""
+        with internal_errors(self._statement), spark_errors("fetching the answer"):
+            yield
+
+    def _renamed(self, batches: Iterator[pa.RecordBatch], schema: pa.Schema) -> Iterator[pa.RecordBatch]:
+        """The batches with the answer's column names, their errors as recsql errors."""
+        with self._fetching():
+            for batch in batches:
+                yield pa.RecordBatch.from_arrays(batch.columns, schema=schema)
+
+    def _held(self) -> Result:
+        """The result holding rows, or an InterfaceError saying there is none."""
         self._open()
-        if self._result is None or self._result.table is None:
+        if self._result is None or not self._result.has_rows:
             raise InterfaceError("no result to fetch: the last statement returned no rows")
-        return self._result.table
+        return self._result
+
+    def _remaining(self) -> pa.Table:
+        """The rows not fetched yet (columns as the result holds them)."""
+        result = self._held()
+        with self._fetching():
+            if self._position == DRAINED:  # a reader took them: only the columns are left to say
+                return result.head(0)
+            return result.rows_table().slice(self._position)
 
     def _fetch(self, size: int | None) -> list[tuple]:
-        table = self._rows_table()
-        end = table.num_rows if size is None else min(self._position + size, table.num_rows)
-        chunk = table.slice(self._position, end - self._position)
+        remaining = self._remaining()
+        chunk = remaining if size is None else remaining.slice(0, size)
         with internal_errors(self._statement):
             columns = [column.to_pylist() for column in chunk.columns]
-        self._position = end
+        if self._position != DRAINED:
+            self._position += chunk.num_rows
         return list(zip(*columns)) if columns else [() for _ in range(chunk.num_rows)]
+
+
+def exactly(batches: Iterator[pa.RecordBatch], rows: int) -> Iterator[pa.RecordBatch]:
+    """The rows of `batches` again, in batches of `rows` rows (the last one fewer)."""
+    pending: list[pa.RecordBatch] = []
+    held = 0
+    for batch in batches:
+        while batch.num_rows:
+            taken = batch.slice(0, rows - held)
+            pending.append(taken)
+            held += taken.num_rows
+            batch = batch.slice(taken.num_rows)
+            if held == rows:
+                yield pa.Table.from_batches(pending).combine_chunks().to_batches()[0]
+                pending, held = [], 0
+    if held:
+        yield pa.Table.from_batches(pending).combine_chunks().to_batches()[0]

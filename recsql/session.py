@@ -17,7 +17,7 @@ from recsql import analysis
 from recsql.cancellation import Cancellation
 from recsql.catalog.catalog import Catalog
 from recsql.engine.executor import Executor
-from recsql.engine.progress import Progress, ProgressListener
+from recsql.engine.progress import Progress, ProgressListener, StatementProgress
 from recsql.engine.scratch import Scratch
 from recsql.engine.trace import Trace
 from recsql.errors import NotSupportedError, ProgrammingError, internal_errors
@@ -62,6 +62,7 @@ class Session:
         with internal_errors(sql):
             statement = bind(parse_single(sql), params)
             with (
+                self.statement_progress(),
                 self.cancellation.statement(sql),
                 self.catalog.statement(),
                 self.scratch.statement(),
@@ -83,6 +84,20 @@ class Session:
         for row in rows:
             total += max(self.execute(sql, row).rowcount, 0)
         return Result(rowcount=total)
+
+    @contextlib.contextmanager
+    def statement_progress(self) -> Iterator[None]:
+        """A progress listener that closes its display is told when the statement ends, and how."""
+        listener = self.progress
+        if not isinstance(listener, StatementProgress):
+            yield
+            return
+        try:
+            yield
+        except BaseException as error:
+            listener.finished(error)
+            raise
+        listener.finished(None)
 
     # -------------------------------------------------------------- services of the handlers
 

@@ -57,12 +57,5 @@ class ProgressLine:
 
 def describe(event: Progress | None, elapsed: float, spark_starting: bool = False) -> str:
     """`tc · iteration 12 · +1,204 new · 48,113 rows · 3.2 s · Ctrl-C cancels`."""
-    parts = ["Starting Spark" if spark_starting else "running"]
-    if event is not None:
-        parts = [
-            ", ".join(event.relations),
-            f"iteration {event.iteration}",
-            f"+{event.delta_rows:,} new",
-            f"{event.total_rows:,} rows",
-        ]
-    return " · ".join([*parts, f"{elapsed:.1f} s", "Ctrl-C cancels"])
+    state = event.summary() if event is not None else ("Starting Spark" if spark_starting else "running")
+    return " · ".join([state, f"{elapsed:.1f} s", "Ctrl-C cancels"])

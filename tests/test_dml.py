@@ -832,3 +832,57 @@ def test_vacuum_removes_the_files_only_older_versions_read(cur):
         cur.execute("SELECT * FROM dml_vacuum VERSION AS OF 1")
     cur.execute("VACUUM dml_vacuum")
     assert cur.rowcount == 0
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# INSERT with a column list: the values go to the columns listed, in the list's order; the others get NULL
+# ---------------------------------------------------------------------------------------------------------------
+
+LISTED_INSERTS = [
+    "INSERT INTO {t} (c, a) VALUES ('x', 1), ('y', 2)",
+    "INSERT INTO {t} (b, a, c) VALUES (7, 3, NULL)",
+    "INSERT INTO {t} (a) SELECT a + 10 FROM {t} WHERE a < 3",
+    "INSERT INTO {t} (c, b, a) SELECT c, a, b FROM {t} WHERE b IS NOT NULL",
+]
+
+
+@pytest.mark.strategies("local", "distributed")
+def test_insert_with_a_column_list_matches_duckdb(cur, strategy):
+    reference = duckdb.connect()
+    create = "CREATE TABLE {t} (a INT, b INT, c VARCHAR)"
+    cur.execute("DROP TABLE IF EXISTS dml_listed")
+    cur.execute(create.format(t="dml_listed").replace("VARCHAR", "STRING"))
+    reference.execute(create.format(t="dml_listed"))
+    for statement in LISTED_INSERTS:
+        cur.execute(statement.format(t="dml_listed"))
+        reference.execute(statement.format(t="dml_listed"))
+        cur.execute("SELECT a, b, c FROM dml_listed")
+        assert bag(cur.fetchall()) == bag(reference.execute("SELECT a, b, c FROM dml_listed").fetchall()), statement
+
+
+def test_executemany_with_a_column_list(cur):
+    cur.execute("DROP TABLE IF EXISTS dml_listed_many")
+    cur.execute("CREATE TABLE dml_listed_many (a INT, b INT, c STRING)")
+    cur.executemany("INSERT INTO dml_listed_many (c, a) VALUES (?, ?)", [("p", 1), ("q", 2), (None, 3)])
+    cur.execute("SELECT a, b, c FROM dml_listed_many ORDER BY a")
+    assert cur.fetchall() == [(1, None, "p"), (2, None, "q"), (3, None, None)]
+
+
+@pytest.mark.parametrize(
+    "statement, message",
+    [
+        ("INSERT INTO dml_listed_bad (a, d) VALUES (1, 2)", "lists column 'd', which the table does not have"),
+        ("INSERT INTO dml_listed_bad (a, a) VALUES (1, 2)", "lists column 'a' twice"),
+        (
+            "INSERT INTO dml_listed_bad (a, b) VALUES (1, 2, 3)",
+            "row 1 has 3 values but INSERT INTO dml_listed_bad lists",
+        ),
+        ("INSERT INTO dml_listed_bad (a, b) SELECT 1", "the query gives 1 values but INSERT INTO dml_listed_bad"),
+    ],
+)
+def test_a_bad_column_list_is_refused_and_changes_nothing(cur, statement, message):
+    cur.execute("CREATE TABLE IF NOT EXISTS dml_listed_bad (a INT, b INT, c STRING)")
+    with pytest.raises(recsql.ProgrammingError, match=message):
+        cur.execute(statement)
+    cur.execute("SELECT count(*) FROM dml_listed_bad")
+    assert cur.fetchall() == [(0,)]

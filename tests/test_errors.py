@@ -6,8 +6,10 @@ from __future__ import annotations
 import pandas as pd
 import pyarrow as pa
 import pytest
+from pyspark.sql.types import DateType
 
 import recsql
+from recsql.engine.answer import Answer
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -268,6 +270,6 @@ def test_a_failure_converting_fetched_rows_is_an_internal_error(cur):
     """Rows are converted to Python values as they are fetched: a failure there (injected: a date no
     Python date holds) is an InternalError too."""
     cur.execute("SELECT x FROM er_t")
-    cur._result.table = pa.table({"x": pa.array([2**31 - 1], pa.date32())})
+    cur._result.answer = Answer(["x"], [DateType()], pa.table({"c0": pa.array([2**31 - 1], pa.date32())}))
     with pytest.raises(recsql.InternalError, match="OverflowError.*SELECT x FROM er_t"):
         cur.fetchall()

@@ -24,6 +24,7 @@ pytestmark = pytest.mark.cluster
 
 ROOT = Path(__file__).resolve().parent.parent
 DRIVER = Path(__file__).resolve().parent / "connect_session.py"
+FRAMES = Path(__file__).resolve().parent / "connect_frames.py"
 RECURSIONS = (  # one query of each kind the engine runs differently: sets, bags, strings, a LIMIT, strata, parameters
     "tc_union_cyclic",
     "tc_union_all_tree",
@@ -144,6 +145,28 @@ def test_spark_names_errors_and_cancelling_over_spark_connect(server):
     assert [tuple(row) for row in result["written"]] == written
     assert [tuple(row) for row in result["registered"]] == sorted(transitive_closure([(0, 1), (1, 2), (2, 3)]))
     assert finished.stderr == "", finished.stderr[-2000:]
+
+
+def test_a_users_connect_session_adopted_with_answers_as_its_dataframes(server, tmp_path):
+    url, _ = server
+    finished = subprocess.run(
+        [sys.executable, str(FRAMES), url, str(tmp_path), f"sc://127.0.0.1:{free_port()}"],
+        env=client_environment(url),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert finished.returncode == 0, finished.stderr[-4000:]
+    result = json.loads(next(line[3:] for line in finished.stdout.splitlines() if line.startswith("@@ ")))
+    closure = sorted(transitive_closure([(1, 2), (2, 3), (3, 1), (5, 6)]))
+    for strategy in ("local", "decomposed", "distributed"):
+        assert [tuple(row) for row in result["written"][strategy]] == closure, strategy
+    assert [tuple(row) for row in result["fetched"]] == closure
+    assert result["query error"][0] == "ProgrammingError" and "no_such_table" in result["query error"][1]
+    assert result["unreachable"][0] == "OperationalError", result["unreachable"]
+    assert result["stopped"] == ["OperationalError", "the Spark session given to connect() is stopped"]
+    assert result["stopped since"][0] == "OperationalError" and "is stopped" in result["stopped since"][1]
+    assert result["after errors"] == 3
 
 
 def test_the_shell_runs_over_spark_connect(server):

@@ -4,11 +4,14 @@ recursive stratum by its strategy."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TypeVar
+
 import pyarrow as pa
 from pyspark.sql import DataFrame
 from pyspark.sql.types import DataType
 
-from recsql.engine.answer import Answer
+from recsql.engine.answer import Answer, StoredAnswer
 from recsql.engine.columns import column_names
 from recsql.engine.fixpoint import CapacityExceeded, Reached
 from recsql.engine.local.database import ArithmeticLimit
@@ -16,6 +19,7 @@ from recsql.engine.local.program import LocalProgram
 from recsql.engine.progress import ProgressListener
 from recsql.engine.relation_types import SETTLED
 from recsql.engine.scratch import Scratch
+from recsql.engine.spark.engine import checkpoint, without_constraints
 from recsql.engine.spark.runner import SparkRun, TableSource
 from recsql.engine.spark_settings import ANSI, SparkSettings
 from recsql.engine.sql.printing import LocalLimit
@@ -31,6 +35,7 @@ from recsql.spark.defaults import TIME_ZONE
 from recsql.spark.errors import lost_checkpoint
 from recsql.spark.lazy import LazySpark
 
+A = TypeVar("A")
 RESTARTS = 2  # evaluations started again after losing local checkpoints
 
 
@@ -55,7 +60,27 @@ class Executor:
         ] = {}  # strata past their capacity: where they stopped
 
     def fetch(self, plan: Plan) -> Answer:
-        """The answer of the plan's program as Arrow (collected from Spark when it ran there).
+        """The answer of the plan's program as Arrow (collected from Spark when it ran there)."""
+        return self.restarting(lambda: self.in_hand(self.result(plan)))
+
+    def keep(self, plan: Plan) -> Answer | StoredAnswer:
+        """The answer of the plan's program: as Arrow when it ran in this process, else checkpointed on
+        Spark's executors, where it outlives the statement and stays until its rows are asked for."""
+        return self.restarting(lambda: self.stored(self.result(plan)))
+
+    @staticmethod
+    def in_hand(result: Answer | DataFrame) -> Answer:
+        return result if isinstance(result, Answer) else Answer.of(result)
+
+    @staticmethod
+    def stored(result: Answer | DataFrame) -> Answer | StoredAnswer:
+        if isinstance(result, Answer):
+            return result
+        with without_constraints(result.sparkSession):  # its readers may join it with itself
+            return StoredAnswer(checkpoint(result, eager=True))
+
+    def restarting(self, evaluation: Callable[[], A]) -> A:
+        """Run an evaluation, again if it lost local checkpoints.
 
         Spark keeps a fixpoint's iterations in local checkpoints unless the session has a checkpoint
         directory: an executor lost meanwhile takes some with it, and the evaluation starts again (at
@@ -63,8 +88,7 @@ class Executor:
         restarts = 0
         while True:
             try:
-                result = self.result(plan)
-                return result if isinstance(result, Answer) else Answer.of(result)
+                return evaluation()
             except Exception as error:
                 if restarts == RESTARTS or not lost_checkpoint(error):
                     raise

@@ -20,5 +20,26 @@ class Progress:
     facts: Mapping[str, int] = field(default_factory=dict)  # new facts per relation in this iteration
     earlier: tuple[Mapping[str, int], ...] = ()  # new facts of the iterations reported with this one, in order
 
+    def summary(self) -> str:
+        """`tc · iteration 12 · +1,204 new · 48,113 rows`."""
+        return " · ".join(
+            [
+                ", ".join(self.relations),
+                f"iteration {self.iteration}",
+                f"+{self.delta_rows:,} new",
+                f"{self.total_rows:,} rows",
+            ]
+        )
+
 
 ProgressListener = Callable[[Progress], None]
+
+
+class StatementProgress:
+    """A progress listener that is also told when each statement ends (a display closing its bar)."""
+
+    def __call__(self, event: Progress) -> None:
+        raise NotImplementedError
+
+    def finished(self, error: BaseException | None) -> None:
+        """The statement ended: successfully (None) or with `error`."""

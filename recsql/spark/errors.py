@@ -17,6 +17,8 @@ _PYTHON_ERROR = re.compile(r"^(\w+(?:\.\w+)*(?:Error|Exception)): (.+)$", re.MUL
 _CONDITION = re.compile(r"^\[([A-Z_.]+)\]\s*")
 _SQLSTATE = re.compile(r"\s*SQLSTATE: \w+\.?$")  # the SQL standard's code Spark ends a message with
 _UNKNOWN_FUNCTION = re.compile(r"Cannot resolve (?:routine|function) (?:`[^`]+`\.)*`([^`]+)`")
+# a session stopped under a connection: a classic one's context, or a Spark Connect session
+_STOPPED = re.compile(r"stopped SparkContext|No active Spark session found|NO_ACTIVE_SESSION")
 _SQL_ERRORS = ("AnalysisException", "ParseException", "IllegalArgumentException")
 # Spark's words for data of a local checkpoint that went with the executor holding it
 _LOST_CHECKPOINT = re.compile(r"Checkpoint block \S+ not found|executor that originally checkpointed")
@@ -60,6 +62,8 @@ def translate(error: Exception, context: str, statement: exp.Expression | None =
     if unknown:
         return unknown_function(unknown.group(1), prefix, statement)
     head = f"{name} {str(error)[:500]}"
+    if _STOPPED.search(head):
+        return OperationalError(f"{prefix}the Spark session is stopped: connect again with a running one")
     if any(marker in head for marker in _DATA_ERRORS):
         return DataError(prefix + text)
     if any(marker in head for marker in _SQL_ERRORS):

@@ -40,6 +40,17 @@ class LazySpark:
         self._lock = threading.Lock()
         self._waiting = 0  # statements waiting for Spark to start now
         self.on_use: Callable[[SparkSession], None] | None = None  # called on each use (tags the statement's jobs)
+        self.adopted = False  # a session the caller started and keeps
+
+    @classmethod
+    def of(cls, spark: SparkSession) -> LazySpark:
+        """A session already running (recsql.connect(spark=...)): used as it is, never started again."""
+        from recsql.spark.session_kinds import is_connect
+
+        lazy = cls(lambda _: spark, {}, master=None if is_connect(spark) else spark.sparkContext.master)
+        lazy.adopted = True
+        lazy.session()
+        return lazy
 
     # ------------------------------------------------------------------ starting
 
@@ -171,7 +182,8 @@ class LazySpark:
         from pyspark import SparkContext
 
         return (
-            self.remote is not None
+            self.adopted
+            or self.remote is not None
             or SparkContext._active_spark_context is not None
             or any(key.startswith(CATALOG_SETTINGS) for key in self._settings)
             or spark_defaults.value("spark.sql.catalogImplementation") == "hive"

@@ -9,9 +9,13 @@ import os
 import shutil
 import socket
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from recsql.errors import OperationalError
+
+if TYPE_CHECKING:
+    from pyspark.sql.connect.session import SparkSession
 
 MASTER_TIMEOUT = 5.0  # seconds to wait for a standalone master or a Connect server to accept a connection
 CONNECT_PORT = 15002  # a Spark Connect server's port when its URL names none
@@ -64,6 +68,17 @@ def check_connect_server(url: str) -> None:
     reasons: list[str] = []
     if not reachable(host, port, reasons):
         raise OperationalError(f"cannot reach Spark Connect at {url} ({reasons[0]})")
+
+
+def check_server_of(spark: SparkSession) -> None:
+    """The server of a Spark Connect session accepts connections (when its client says where it is)."""
+    endpoint = getattr(getattr(spark.client, "_builder", None), "endpoint", None)
+    if not isinstance(endpoint, str) or ":" not in endpoint:
+        return
+    host, _, port = endpoint.rpartition(":")
+    reasons: list[str] = []
+    if not reachable(host.strip("[]"), int(port), reasons):
+        raise OperationalError(f"cannot reach the Spark Connect server of the session ({reasons[0]})")
 
 
 def reachable(host: str, port: int, reasons: list[str]) -> bool:

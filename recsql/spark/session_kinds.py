@@ -5,8 +5,10 @@ Everything else recsql does with Spark goes through the DataFrame and SQL API bo
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
@@ -40,6 +42,23 @@ def default_parallelism(spark: SparkSession) -> int:
 
 
 _connect_parallelism: dict[str, int] = {}  # by Spark Connect session id
+
+
+@contextlib.contextmanager
+def made_active(spark: SparkSession) -> Iterator[None]:
+    """`spark` the active session of this thread while the block runs. A Spark Connect client binds the
+    DataFrame a checkpoint returns to the active session, not to the one that made it: with several
+    sessions on a server (a user's among them), the checkpoint would be read in the wrong one."""
+    if not is_connect(spark):
+        yield
+        return
+    active = type(spark)._active_session
+    before = getattr(active, "session", None)
+    active.session = spark
+    try:
+        yield
+    finally:
+        active.session = before
 
 
 def checkpoint_dir(spark: SparkSession) -> str | None:

@@ -54,11 +54,20 @@ def code_archive() -> Path:
 
 
 def ship_code(spark: SparkSession) -> None:
-    """Add recsql's code to the session, for its Python workers to import."""
+    """Add recsql's code to the session, for its Python workers to import (once per session: several
+    connections may share one)."""
+    archive = str(code_archive())
+    owner = spark.session_id if is_connect(spark) else spark.sparkContext.applicationId
+    if (owner, archive) in _shipped:
+        return
     if is_connect(spark):
-        spark.addArtifacts(str(code_archive()), pyfile=True)
+        spark.addArtifacts(archive, pyfile=True)
     else:
-        spark.sparkContext.addPyFile(str(code_archive()))
+        spark.sparkContext.addPyFile(archive)
+    _shipped.add((owner, archive))
+
+
+_shipped: set[tuple[str, str]] = set()  # (Spark Connect session id or application id, archive) added
 
 
 def runs_elsewhere(master: str) -> bool:

@@ -91,16 +91,42 @@ def remote(url: str, conf: dict[str, str], level: str) -> SparkSession:
     except Exception as error:
         raise OperationalError(f"cannot reach Spark Connect at {url}: {str(error).splitlines()[0]}") from None
     spark_logs.quiet_pyspark(level)
+    apply_settings(spark, {**REMOTE_DEFAULTS, **conf}, "give them to the server when it starts")
+    shipping.ship_code(spark)
+    return spark
+
+
+def adopt(spark: SparkSession, conf: dict[str, str]) -> SparkSession:
+    """A session the caller started and keeps (classic or Spark Connect), used as it is: its settings,
+    catalogs and temporary views; `conf` applied to it; recsql's code added where its Python workers run
+    elsewhere. Raises OperationalError when the session is stopped or its server cannot be reached."""
+    from recsql.spark.session_kinds import is_connect
+
+    connect = is_connect(spark)
+    if (connect and spark.is_stopped) or (not connect and spark.sparkContext._jsc is None):
+        raise OperationalError("the Spark session given to connect() is stopped")
+    if connect:  # found at once, not after the client's retries
+        preflight.check_server_of(spark)
+    try:
+        master = None if connect else spark.sparkContext.master
+        spark.conf.get(spark_defaults.TIME_ZONE)  # a round trip to a Spark Connect server
+    except Exception as error:
+        raise OperationalError(f"cannot use the Spark session given to connect(): {first_line(str(error))}") from None
+    apply_settings(spark, {**REMOTE_DEFAULTS, **conf}, "a running session keeps them as it started")
+    if connect or shipping.runs_elsewhere(master or ""):
+        shipping.ship_code(spark)
+    return spark
+
+
+def apply_settings(spark: SparkSession, settings: dict[str, str], advice: str) -> None:
+    """Set each setting the session does not have yet; ProgrammingError naming those it refuses (settings
+    fixed when Spark starts, such as memory)."""
     refused = []
-    for key, value in {**REMOTE_DEFAULTS, **conf}.items():
+    for key, value in settings.items():
         try:
-            spark.conf.set(key, value)
+            if spark.conf.get(key, None) != value:
+                spark.conf.set(key, value)
         except Exception as error:
             refused.append(f"{key} ({first_line(str(error))})")
     if refused:
-        raise ProgrammingError(
-            f"settings a Spark Connect session cannot change: {'; '.join(refused)}; "
-            f"give them to the server when it starts"
-        )
-    shipping.ship_code(spark)
-    return spark
+        raise ProgrammingError(f"settings a running Spark session cannot change: {'; '.join(refused)}; {advice}")

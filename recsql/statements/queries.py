@@ -25,10 +25,8 @@ IN_PROCESS = "runs without Spark: the whole query in this process (DuckDB over A
 
 
 def select(session: Services, query: exp.Expression, sql: str) -> Result:
-    """A query's answer, as Arrow."""
-    answer = answer_of(session, query)
-    types = [data_type.simpleString() for data_type in answer.types]
-    return Result(answer.names, types, answer.table, answer.table.num_rows)
+    """A query's answer: as Arrow when it ran in this process, else kept on Spark until it is fetched."""
+    return Result.of_answer(session.executor().keep(session.plan(query)))
 
 
 def explain(session: Services, statement: Explain, sql: str) -> Result:

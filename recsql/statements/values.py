@@ -48,13 +48,18 @@ def arrow_columns(name: str, rows: list[tuple], fields: list[StructField]) -> li
     return columns
 
 
+def arrow_type_of(data_type: DataType) -> pa.DataType:
+    """The Arrow type of a column's values as a table takes them (a timestamp without a time zone: the
+    session's is applied when it is stored)."""
+    arrow_type = to_arrow_type(data_type, timezone="UTC")
+    return pa.timestamp(arrow_type.unit) if pa.types.is_timestamp(arrow_type) else arrow_type
+
+
 def column_of(values: Sequence[Any], data_type: DataType) -> pa.Array:
     """Python values as an Arrow column for a column of `data_type`: converted by Arrow when they are
     already of the column's kind (a timestamp without a time zone, to be read in the session's), one by
     one through `coerce` otherwise (a date given as text, a number for a string column)."""
-    arrow_type = to_arrow_type(data_type, timezone="UTC")
-    if pa.types.is_timestamp(arrow_type):
-        arrow_type = pa.timestamp(arrow_type.unit)
+    arrow_type = arrow_type_of(data_type)
     try:
         return pa.array(values, type=arrow_type)
     except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError):

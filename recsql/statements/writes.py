@@ -4,18 +4,21 @@ table at once (`recsql.statements.dml` says how a change becomes queries)."""
 from __future__ import annotations
 
 import warnings
+from dataclasses import dataclass
 
 import pyarrow as pa
 import pyarrow.compute as pc
+from pyspark.sql import functions as F
+from pyspark.sql.types import StructField
 from sqlglot import exp
 
-from recsql.errors import DataError, Error, MaintenanceDeferred, NotSupportedError
+from recsql.errors import DataError, Error, MaintenanceDeferred, NotSupportedError, ProgrammingError
 from recsql.services import Services
 from recsql.statements import dml
 from recsql.statements.handler import Result
 from recsql.statements.queries import answer_of, count_of, rows_of
-from recsql.statements.values import arrow_columns, literal_row
-from recsql.storage.writes import row_count
+from recsql.statements.values import arrow_columns, arrow_type_of, literal_row
+from recsql.storage.writes import Rows, row_count
 from recsql.views import upkeep
 from translator.core import table_name
 from translator.translate import translate
@@ -56,19 +59,19 @@ def insert(session: Services, insert: exp.Insert, sql: str) -> Result:
     """INSERT INTO t VALUES (constants) straight from Python values; INSERT INTO t query through it
     (reading the queries of a WITH before INSERT as well as of one before the query)."""
     refuse_other_clauses(insert)
-    target = insert.this
-    if isinstance(target, exp.Schema):
-        raise NotSupportedError("INSERT with a column list is not supported; give values for every column")
     source = dml.with_ctes(insert.expression, insert.args.get("with_"))
     if isinstance(source, exp.Values):
         rows = [literal_row(row) for row in source.expressions]
         if all(row is not None for row in rows):
             return insert_rows(session, insert, rows, sql)
-    name = table_name(target, session.catalog)
+    name = table_name(target_of(insert), session.catalog)
     spark_table = session.catalog.is_spark_table(name)
     if not spark_table:
         session.catalog.insertable(name)
     _, rows = rows_of(session, source)
+    listed = ListedColumns.of(insert, name, table_fields(session, name))
+    if listed is not None:
+        rows = listed.arrange(rows)
     if spark_table:
         return Result(rowcount=session.catalog.spark_tables.insert(name, rows))
     inserted = session.catalog.insert(name, rows, "INSERT", sql)
@@ -91,10 +94,11 @@ def insert_rows(session: Services, insert: exp.Insert, rows: list[tuple], sql: s
     way of `executemany`, which comes here without `insert`)."""
     refuse_other_clauses(insert)
     catalog = session.catalog
-    name = table_name(insert.this, catalog)
+    name = table_name(target_of(insert), catalog)
     spark_table = catalog.is_spark_table(name)
-    fields = (catalog.schema(name) if spark_table else catalog.insert_schema(name)).fields
-    columns = arrow_columns(name, rows, fields)
+    fields = table_fields(session, name)
+    listed = ListedColumns.of(insert, name, fields)
+    columns = arrow_columns(name, rows if listed is None else listed.arrange_values(rows), fields)
     table = pa.Table.from_arrays(columns, names=[f.name for f in fields])
     try:
         if spark_table:
@@ -106,6 +110,69 @@ def insert_rows(session: Services, insert: exp.Insert, rows: list[tuple], sql: s
     if not spark_table:
         maintain_views(session, name)
     return Result(rowcount=len(rows))
+
+
+def target_of(insert: exp.Insert) -> exp.Expression:
+    """The table an INSERT writes (without its column list)."""
+    return insert.this.this if isinstance(insert.this, exp.Schema) else insert.this
+
+
+def table_fields(session: Services, name: str) -> list[StructField]:
+    catalog = session.catalog
+    return (catalog.schema(name) if catalog.is_spark_table(name) else catalog.insert_schema(name)).fields
+
+
+@dataclass(frozen=True)
+class ListedColumns:
+    """INSERT INTO t (b, a) ...: the values come for the columns listed, in their order; a column not
+    listed gets NULL."""
+
+    name: str
+    fields: list[StructField]
+    positions: list[int | None]  # per column of the table: its place in the list, None when not listed
+    width: int  # columns listed
+
+    @classmethod
+    def of(cls, insert: exp.Insert, name: str, fields: list[StructField]) -> ListedColumns | None:
+        if not isinstance(insert.this, exp.Schema):
+            return None
+        listed = [column.name.lower() for column in insert.this.expressions]
+        known = [field.name.lower() for field in fields]
+        for column in listed:
+            if column not in known:
+                raise ProgrammingError(f"INSERT INTO {name} lists column '{column}', which the table does not have")
+            if listed.count(column) > 1:
+                raise ProgrammingError(f"INSERT INTO {name} lists column '{column}' twice")
+        positions = [listed.index(column) if column in listed else None for column in known]
+        return cls(name, fields, positions, len(listed))
+
+    def arrange_values(self, rows: list[tuple]) -> list[tuple]:
+        """Rows of Python values for the listed columns as rows of the table's."""
+        for number, row in enumerate(rows, start=1):
+            self.check(len(row), f"row {number} has")
+        return [tuple(None if at is None else row[at] for at in self.positions) for row in rows]
+
+    def arrange(self, rows: Rows) -> Rows:
+        """A query's rows for the listed columns as rows of the table's (Arrow, or a Spark DataFrame)."""
+        if isinstance(rows, pa.Table):
+            self.check(rows.num_columns, "the query gives")
+            columns = [
+                rows.column(at) if at is not None else pa.nulls(rows.num_rows, arrow_type_of(field.dataType))
+                for at, field in zip(self.positions, self.fields)
+            ]
+            return pa.Table.from_arrays(columns, names=[field.name for field in self.fields])
+        self.check(len(rows.columns), "the query gives")
+        names = rows.columns
+        return rows.select(
+            [
+                F.col(f"`{names[at]}`") if at is not None else F.lit(None).cast(field.dataType)
+                for at, field in zip(self.positions, self.fields)
+            ]
+        ).toDF(*[field.name for field in self.fields])
+
+    def check(self, width: int, what: str) -> None:
+        if width != self.width:
+            raise ProgrammingError(f"{what} {width} values but INSERT INTO {self.name} lists {self.width} columns")
 
 
 def change(session: Services, statement: exp.Delete | exp.Update | exp.Merge, sql: str) -> Result:

@@ -31,7 +31,7 @@ from recsql.engine.sql.queries import DERIVED, Query
 from recsql.engine.sql.rules import rule_query, versioned_sources
 from recsql.engine.states import MergeOutput
 from recsql.planner.plan import Variant, Version
-from recsql.spark.session_kinds import checkpoint_dir, is_connect
+from recsql.spark.session_kinds import checkpoint_dir, is_connect, made_active
 from translator.ir import Atom, Rule
 
 NOT_A_WORD = re.compile(r"\W")
@@ -53,9 +53,10 @@ def checkpoint(frame: DataFrame, eager: bool) -> DataFrame:
     """`frame` with its lineage cut. With a checkpoint directory (`spark.checkpoint.dir`), in files there,
     which outlive an executor: a fixpoint survives losing one. Else in the executors' memory (local
     checkpoints), faster, but a lost executor fails the query: they cannot be computed again."""
-    if checkpoint_dir(frame.sparkSession):
-        return frame.checkpoint(eager=eager)
-    return frame.localCheckpoint(eager=eager)
+    with made_active(frame.sparkSession):
+        if checkpoint_dir(frame.sparkSession):
+            return frame.checkpoint(eager=eager)
+        return frame.localCheckpoint(eager=eager)
 
 
 CONSTRAINTS = "spark.sql.constraintPropagation.enabled"
