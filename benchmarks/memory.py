@@ -20,16 +20,18 @@ def tree_rss() -> int:
     return total
 
 
-def peak_growth(run: Callable[[], Any], interval: float = 0.02) -> tuple[Any, int]:
-    """The result of `run` and how far the resident memory of the process tree rose above its level at
-    the start, at its peak (bytes)."""
-    baseline = peak = tree_rss()
+def peak_growth(
+    run: Callable[[], Any], interval: float = 0.02, measure: Callable[[], int] = tree_rss
+) -> tuple[Any, int]:
+    """The result of `run` and how far resident memory (`measure`: of the process tree by default) rose
+    above its level at the start, at its peak (bytes)."""
+    baseline = peak = measure()
     done = threading.Event()
 
     def sample() -> None:
         nonlocal peak
         while not done.wait(interval):
-            peak = max(peak, tree_rss())
+            peak = max(peak, measure())
 
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
@@ -38,4 +40,4 @@ def peak_growth(run: Callable[[], Any], interval: float = 0.02) -> tuple[Any, in
     finally:
         done.set()
         sampler.join()
-    return result, max(peak, tree_rss()) - baseline
+    return result, max(peak, measure()) - baseline

@@ -158,8 +158,10 @@ class Connection:
     def base_dir(self, value: str | os.PathLike) -> None:
         self.session.base_dir = Path(value)
 
-    def cursor(self) -> Cursor:
-        return Cursor(self.session)
+    def cursor(self, on_spark: bool = False) -> Cursor:
+        """A cursor; `on_spark`: its answers that Spark computes stay on the executors until fetched (for
+        `fetch_spark()` without sending rows through this process), else they are collected at once."""
+        return Cursor(self.session, on_spark)
 
     def register(self, name: str, data: Any) -> None:
         """Make a pandas DataFrame, Arrow table or Spark DataFrame queryable as table `name` (this session only)."""

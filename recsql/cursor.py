@@ -1,6 +1,6 @@
-"""DB-API 2.0 cursor over a session. A query's answer is held as an Arrow table, or, when Spark computed
-it, on Spark's executors until it is fetched; it leaves as Python rows, Arrow, pandas, polars or a Spark
-DataFrame (the fetches DuckDB's Python API names, beside PEP 249's)."""
+"""DB-API 2.0 cursor over a session. A query's answer is held as an Arrow table, or, on a cursor made to
+hand answers on to Spark, on Spark's executors until it is fetched; it leaves as Python rows, Arrow,
+pandas, polars or a Spark DataFrame (the fetches DuckDB's Python API names, beside PEP 249's)."""
 
 from __future__ import annotations
 
@@ -30,21 +30,45 @@ DRAINED = sys.maxsize  # the position once a record batch reader has taken the r
 class Cursor:
     arraysize: int = 1
 
-    def __init__(self, session: Session):
+    def __init__(self, session: Session, on_spark: bool = False):
         self._session: Session | None = session
+        self.on_spark = on_spark  # answers Spark computes stay on its executors (Connection.cursor)
         self._result: Result | None = None
         self._statement = ""  # the SQL whose result is held, for the errors of its fetches
         self._position = 0
+        self._outputs: dict[str, Result] = {}  # the answers of the last Datalog program, by relation
         self.arraysize = 1
 
     # -------------------------------------------------------------- execution
 
     def execute(self, sql: str, parameters: Sequence[Any] | None = None) -> Cursor:
-        self._set(self._open().execute(sql, parameters), sql)
+        self._set(self._open().execute(sql, parameters, self.on_spark), sql)
+        self._outputs = {}
+        return self
+
+    def execute_datalog(self, program: str) -> Cursor:
+        """Run a Datalog program (BigDatalog / DeALS rules, Soufflé's .decl / .input / .output): each
+        `.output` is an answer, the last one the cursor's current result (`use_output` picks another)."""
+        self._outputs = dict(self._open().execute_datalog(program, self.on_spark))
+        self._set(list(self._outputs.values())[-1], program)
+        return self
+
+    @property
+    def outputs(self) -> list[str]:
+        """The relations the last Datalog program output, in its order."""
+        return list(self._outputs)
+
+    def use_output(self, relation: str) -> Cursor:
+        """Make the answer of the last Datalog program's `.output relation` the current result."""
+        if relation not in self._outputs:
+            known = ", ".join(self._outputs) or "none"
+            raise InterfaceError(f"the last program has no .output {relation} (it has {known})")
+        self._set(self._outputs[relation], self._statement)
         return self
 
     def executemany(self, sql: str, seq_of_parameters: Sequence[Sequence[Any]]) -> Cursor:
         self._set(self._open().execute_many(sql, list(seq_of_parameters)), sql)
+        self._outputs = {}
         return self
 
     @property
@@ -126,9 +150,10 @@ class Cursor:
 
     def fetch_spark(self) -> DataFrame:
         """The whole answer as a Spark DataFrame of the connection's session, whatever was fetched of it
-        (the cursor's position stays). An answer Spark computed stays on its executors (the statement
-        checkpointed it there); one computed in this process is sent to Spark. The DataFrame stays valid
-        after the cursor moves on or closes, while the Spark session runs."""
+        (the cursor's position stays). On a cursor made with `on_spark=True`, an answer Spark computed
+        stays on its executors (the statement checkpointed it there) and the DataFrame reads it there;
+        otherwise, and for an answer computed in this process, the rows are sent to Spark. The DataFrame
+        stays valid after the cursor moves on or closes, while the Spark session runs."""
         result = self._held()
         spark = self._open().spark
         with self._fetching():

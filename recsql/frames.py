@@ -30,7 +30,7 @@ def sql(query: str, parameters: Sequence[Any] | None = None, *, spark: SparkSess
     session = spark if spark is not None else SparkSession.getActiveSession()
     if session is None:
         raise InterfaceError("recsql.sql() needs a Spark session: start one, or pass spark=")
-    cursor = connection_for(session).cursor()
+    cursor = connection_for(session).cursor(on_spark=True)
     cursor.execute(query, parameters)
     if cursor.description is None:
         return session.createDataFrame([], StructType([]))

@@ -29,6 +29,7 @@ class Services(Protocol):
     settings: Settings
     base_dir: Path  # relative paths of external tables are resolved against it
     maintenance: list | None  # under EXPLAIN ANALYZE of a write: what maintaining views did
+    answers_on_spark: bool  # while a statement runs: its answer, if Spark computes it, stays on the executors
 
     def plan(self, query: exp.Expression) -> Plan:
         """The plan of a query (translated, analysed, optimized)."""

@@ -28,11 +28,13 @@ from recsql.planner import plan as planner
 from recsql.settings import Settings
 from recsql.spark.errors import spark_errors
 from recsql.spark.lazy import LazySpark
+from recsql.statements import datalog
 from recsql.statements.dispatch import handler_for
 from recsql.statements.handler import Result
 from recsql.statements.writes import insert_rows, one_row_of_parameters
 from recsql.views import upkeep
 from translator import dialect
+from translator.datalog import syntax as datalog_syntax
 from translator.errors import TranslationError, UnsupportedError
 from translator.ir import Program
 from translator.translate import translate
@@ -50,6 +52,7 @@ class Session:
         # files a statement's evaluation writes for itself: on this machine, or where every executor sees them
         self.scratch = Scratch(shared=catalog.warehouse / "scratch")
         self.maintenance: list | None = None  # EXPLAIN ANALYZE of a write: what maintaining views did
+        self.answers_on_spark = False  # see execute's `on_spark`
 
     @property
     def spark(self) -> SparkSession:
@@ -58,20 +61,41 @@ class Session:
 
     # -------------------------------------------------------------- entry points
 
-    def execute(self, sql: str, params: Sequence[Any] | None = None) -> Result:
+    def execute(self, sql: str, params: Sequence[Any] | None = None, on_spark: bool = False) -> Result:
+        """The result of a statement. `on_spark`: an answer Spark computes stays on its executors
+        (checkpointed there, for a DataFrame), else it is collected into this process at once."""
         with internal_errors(sql):
             statement = bind(parse_single(sql), params)
+            with self.statement_scope(sql, statement, on_spark):
+                if isinstance(statement, READS_VIEWS):
+                    upkeep.read_views(self, statement)
+                return handler_for(statement)(self, statement, sql)
+
+    def execute_datalog(self, text: str, on_spark: bool = False) -> list[tuple[str, Result]]:
+        """A Datalog program: a result per `.output`, with its relation's name (statements/datalog.py)."""
+        with internal_errors(text):
+            with translation_errors():
+                syntax = datalog_syntax.parse(text)
+            with self.statement_scope(text, None, on_spark):
+                return datalog.run_program(self, syntax, text)
+
+    @contextlib.contextmanager
+    def statement_scope(self, sql: str, statement: exp.Expression | None, on_spark: bool) -> Iterator[None]:
+        """What every statement runs inside: its progress display, its cancellation, the catalog's
+        snapshots, its scratch files, its errors as PEP 249 errors, where its answer goes."""
+        self.answers_on_spark = on_spark
+        try:
             with (
                 self.statement_progress(),
                 self.cancellation.statement(sql),
                 self.catalog.statement(),
                 self.scratch.statement(),
                 translation_errors(),
-                spark_errors(changed_table(statement), statement),
+                spark_errors(changed_table(statement) if statement is not None else "", statement),
             ):
-                if isinstance(statement, READS_VIEWS):
-                    upkeep.read_views(self, statement)
-                return handler_for(statement)(self, statement, sql)
+                yield
+        finally:
+            self.answers_on_spark = False
 
     def execute_many(self, sql: str, rows: Sequence[Sequence[Any]]) -> Result:
         """A statement once per row of parameters; INSERT INTO t VALUES (?, ...) as one insert of all."""

@@ -59,6 +59,8 @@ def _run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     interactive = args.sql is None and args.command != "run" and sys.stdin.isatty()
     runner = Runner(Startup(lambda: _connect(args, interactive)), out, err, Options(format=args.format))
     try:
+        if args.sql is not None and args.datalog:
+            return runner.run_program(args.sql, "<command>")
         if args.sql is not None:
             return runner.run_source(args.sql, "<command>", args.continue_on_error)
         if args.command == "run":
@@ -115,8 +117,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "command", nargs="?", choices=["run"], metavar="run", help="run the SQL scripts FILE... in order"
     )
-    parser.add_argument("files", nargs="*", metavar="FILE", help="SQL script (with `run`)")
+    parser.add_argument("files", nargs="*", metavar="FILE", help="SQL script, or Datalog program (.dl) (with `run`)")
     parser.add_argument("-c", dest="sql", metavar="SQL", help="run these ;-separated statements and exit")
+    parser.add_argument("--datalog", action="store_true", help="-c runs a Datalog program, not SQL")
     parser.add_argument("--master", help="Spark master URL (default: an embedded local Spark)")
     parser.add_argument(
         "--remote",
@@ -160,6 +163,8 @@ def _check(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
         parser.error("run needs at least one FILE")
     if args.sql is not None and (args.command or args.files):
         parser.error("-c cannot be combined with run or files")
+    if args.datalog and args.sql is None:
+        parser.error("--datalog goes with -c (a .dl file given to run is a Datalog program already)")
     if args.master and args.remote:
         parser.error("--master and --remote cannot be combined: a Spark Connect server has its own master")
 

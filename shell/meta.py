@@ -18,6 +18,7 @@ from rich.text import Text
 from sqlglot import exp
 
 from shell.commands import Argument, CommandTable, Kind, MetaCommand
+from shell.datalog_mode import DatalogProgram
 from shell.render import FORMATS, console
 from shell.runner import Runner
 
@@ -158,6 +159,20 @@ def set_setting(runner: Runner, args: list[str]) -> None:
     runner.run_source(f"SET {args[0]} = {exp.Literal.string(args[1]).sql(dialect='spark')}", None)
 
 
+def datalog_mode(runner: Runner, args: list[str]) -> None:
+    """`\\datalog on|off|clear`: Datalog mode (rules build a program, `.output` runs it), SQL again, or a
+    new program."""
+    choice = args[0].lower() if args else ("off" if runner.datalog is not None else "on")
+    if choice not in ("on", "off", "clear"):
+        raise UsageError("takes on, off or clear")
+    if choice == "off":
+        runner.datalog = None
+    elif choice == "clear" or runner.datalog is None:
+        runner.datalog = DatalogProgram()
+    state = "on: rules build a program, an .output runs it" if runner.datalog is not None else "off"
+    console(runner.out).print(f"datalog is {state}", style="dim")
+
+
 def quit_shell(runner: Runner, args: list[str]) -> None:
     raise Quit
 
@@ -204,6 +219,13 @@ COMMANDS = CommandTable(
             "change a recsql or Spark setting; without arguments, list them",
             set_setting,
             (Argument("KEY", Kind.SETTING), Argument("VALUE", Kind.TEXT)),
+            optional=True,
+        ),
+        MetaCommand(
+            "\\datalog",
+            "Datalog mode: rules build a program, an .output runs it (off: SQL; clear: a new program)",
+            datalog_mode,
+            (Argument.choice("on", "off", "clear"),),
             optional=True,
         ),
         MetaCommand("\\q", "quit (as Ctrl-D does)", quit_shell, aliases=("\\quit",)),

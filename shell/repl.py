@@ -11,13 +11,17 @@ import sys
 from pathlib import Path
 
 from prompt_toolkit import PromptSession
+from prompt_toolkit.completion import DynamicCompleter
 from prompt_toolkit.history import FileHistory
 from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
-from prompt_toolkit.lexers import PygmentsLexer
+from prompt_toolkit.lexers import DynamicLexer, PygmentsLexer
 from prompt_toolkit.patch_stdout import patch_stdout
+from pygments.lexers.prolog import PrologLexer
 from pygments.lexers.sql import SqlLexer
 
 from shell.completion import SqlCompleter
+from shell.datalog_mode import DatalogCompleter
+from shell.datalog_mode import is_complete as datalog_complete
 from shell.meta import COMMANDS, Quit, run_meta
 from shell.render import console
 from shell.runner import Runner
@@ -26,6 +30,7 @@ from shell.statements import is_complete
 
 HISTORY = Path("~/.recsql_history")
 PROMPT = "recsql> "
+DATALOG_PROMPT = "datalog> "
 GREETING = "recsql: recursive SQL on Spark. End statements with ;  \\help for help, Ctrl-D quits."
 QUIT_WORDS = ("quit", "exit")
 
@@ -33,13 +38,20 @@ QUIT_WORDS = ("quit", "exit")
 def repl(runner: Runner) -> int:
     """Read statements and meta-commands and print their results until Ctrl-D or \\q; returns 0."""
     schema = Schema()
+    sql_completer, sql_lexer, datalog_lexer = (
+        SqlCompleter(schema, COMMANDS),
+        PygmentsLexer(SqlLexer),
+        PygmentsLexer(PrologLexer),
+    )
     session: PromptSession[str] = PromptSession(
         history=FileHistory(str(HISTORY.expanduser())),
         multiline=True,
-        key_bindings=_key_bindings(),
+        key_bindings=_key_bindings(runner),
         prompt_continuation=_continuation,
-        lexer=PygmentsLexer(SqlLexer),
-        completer=SqlCompleter(schema, COMMANDS),
+        lexer=DynamicLexer(lambda: datalog_lexer if runner.datalog is not None else sql_lexer),
+        completer=DynamicCompleter(
+            lambda: DatalogCompleter(runner.datalog, schema.relations) if runner.datalog is not None else sql_completer
+        ),
         complete_while_typing=False,
     )
     print(GREETING)
@@ -47,7 +59,8 @@ def repl(runner: Runner) -> int:
         runner.startup.on_failure(_report_failure)
         while True:
             try:
-                text = session.prompt(PROMPT, pre_run=runner.startup.start)  # Spark starts once the prompt shows
+                prompt = DATALOG_PROMPT if runner.datalog is not None else PROMPT
+                text = session.prompt(prompt, pre_run=runner.startup.start)  # Spark starts once the prompt shows
             except KeyboardInterrupt:  # Ctrl-C drops the current input, like a shell
                 continue
             except EOFError:
@@ -68,6 +81,8 @@ def _run(runner: Runner, text: str) -> None:
             run_meta(runner, stripped)
         elif stripped.rstrip(";").lower() in QUIT_WORDS:
             raise Quit
+        elif stripped and runner.datalog is not None:
+            runner.datalog.enter(text, lambda program: runner.run_program(program, None), runner.report)
         elif stripped:
             runner.run_source(text, None)
     except KeyboardInterrupt:  # Ctrl-C outside a statement (waiting for Spark, in the pager)
@@ -98,15 +113,17 @@ def _refresh(runner: Runner, schema: Schema) -> None:
     schema.settings = tuple(key for key, _ in settings)
 
 
-def _key_bindings() -> KeyBindings:
-    """Enter runs a finished statement, a meta-command or empty input, and adds a new line otherwise."""
+def _key_bindings(runner: Runner) -> KeyBindings:
+    """Enter runs a finished statement (in Datalog mode: a clause ending in `.` or a directive), a
+    meta-command or empty input, and adds a new line otherwise."""
     bindings = KeyBindings()
 
     @bindings.add("enter")
     def _enter(event: KeyPressEvent) -> None:
         buffer = event.current_buffer
         text = buffer.text.strip()
-        if not text or text.startswith("\\") or text.rstrip(";").lower() in QUIT_WORDS or is_complete(buffer.text):
+        complete = datalog_complete if runner.datalog is not None else is_complete
+        if not text or text.startswith("\\") or text.rstrip(";").lower() in QUIT_WORDS or complete(buffer.text):
             buffer.validate_and_handle()
         else:
             buffer.insert_text("\n")

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO, TypeVar
 
+from shell.datalog_mode import DatalogProgram
 from shell.progress import ProgressLine
 from shell.render import Fetched, console, count_rows, render, write_status
 from shell.startup import Startup
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 QUERY_TAGS = ("SELECT", "WITH", "VALUES", "TABLE", "FROM", "(")
+DATALOG_SUFFIX = ".dl"  # `recsql run prog.dl` runs a Datalog program
 CANCELLED = 130  # exit code of a script stopped by Ctrl-C, as shells give for SIGINT
 RECANCEL_SECONDS = 1.0  # a cancelled statement is cancelled again this often until it stops
 
@@ -50,6 +52,7 @@ class Runner:
         self.options = options or Options()
         self.worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="recsql-statement")
         self.progress = ProgressLine(err) if err.isatty() else None
+        self.datalog: DatalogProgram | None = None  # the shell's Datalog mode: the program entered so far
 
     @property
     def connection(self) -> Connection:
@@ -72,8 +75,8 @@ class Runner:
         return status
 
     def run_script(self, path: str, continue_on_error: bool = False) -> int:
-        """Run the statements of the script at `path`; returns 0, 1 when a statement failed, 130 when
-        cancelled.
+        """Run the statements of the script at `path` (a Datalog program when it ends in .dl); returns 0,
+        1 when a statement failed, 130 when cancelled.
 
         Relative data paths in the script are resolved against the script's directory, so a script runs
         the same from any working directory.
@@ -89,9 +92,39 @@ class Runner:
         previous = connection.base_dir
         connection.base_dir = str(Path(path).expanduser().resolve().parent)
         try:
+            if Path(path).suffix == DATALOG_SUFFIX:
+                return self.run_program(source, str(path))
             return self.run_source(source, str(path), continue_on_error)
         finally:
             connection.base_dir = previous
+
+    def run_program(self, source: str, name: str | None) -> int:
+        """Run a Datalog program, printing the answer of each `.output` in order (a table it stores, as
+        a status line); returns 0, 1 when it failed, 130 when cancelled."""
+        import recsql
+
+        connection = self.connect()
+        if connection is None:
+            return 1
+        cursor = connection.cursor()
+        started = time.perf_counter()
+        try:
+            self.cancellable(lambda: cursor.execute_datalog(source))
+            for relation in cursor.outputs:
+                cursor.use_output(relation)
+                if cursor.description is None:  # stored as a table
+                    write_status(f"{relation} stored ({count_rows(cursor.rowcount)})", self.out, self.options.format)
+                else:
+                    self.show(cursor, f".output {relation}", started)
+        except recsql.QueryCancelled:
+            self.err.write("cancelled\n")
+            return CANCELLED
+        except recsql.Error as error:
+            self.report(format_error(error, Statement(source, 1, 1), name, source))
+            return 1
+        finally:
+            cursor.close()
+        return 0
 
     def run_source(self, source: str, name: str | None, continue_on_error: bool = False) -> int:
         """Run each statement of `source` in order, printing results to `out` and errors to `err`.

@@ -21,6 +21,7 @@ class Terminal:
         )
         self.screen = pyte.Screen(columns, rows)
         self.stream = pyte.Stream(self.screen)
+        self.prompt = "recsql>"  # what the shell shows when it waits for input
 
     def read(self, timeout: float) -> bool:
         """Take what the program wrote within `timeout` seconds onto the screen; False at its end."""
@@ -62,7 +63,7 @@ class Terminal:
     def wait_for_prompt(self, timeout: float = 60) -> None:
         """Wait until the shell waits for input: an empty prompt on the cursor's line."""
         deadline = time.monotonic() + timeout
-        while self.cursor_line != "recsql>":
+        while self.cursor_line != self.prompt:
             if time.monotonic() > deadline:
                 raise AssertionError(f"no prompt; the screen shows:\n{self.text}")
             self.read(0.1)
@@ -71,7 +72,7 @@ class Terminal:
         """Ctrl-L: the shell clears the screen and shows its prompt alone at the top."""
         self.child.send("\x0c")
         deadline = time.monotonic() + 10
-        while self.text != "recsql>":
+        while self.text != self.prompt:
             if time.monotonic() > deadline:
                 raise AssertionError(f"the screen was not cleared:\n{self.text}")
             self.read(0.1)

@@ -120,7 +120,9 @@ LAYERS: list[tuple[str, ...]] = [
     ("recsql.views",),
     ("recsql.statements",),
     ("recsql.session",),
+    ("recsql.notebook",),
     ("recsql.cursor", "recsql.connection", "recsql"),
+    ("recsql.frames", "recsql.alchemy"),
     ("shell",),
 ]
 

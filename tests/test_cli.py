@@ -390,3 +390,77 @@ def test_a_script_that_needs_no_spark_never_starts_a_jvm(tmp_path):
     )
     assert (needs_spark.returncode, needs_spark.stderr) == (0, ""), needs_spark.stderr
     assert java_started(java_home)
+
+
+# ---------------------------------------------------------------- Datalog example programs, against plain Python
+
+
+def rows_of(answers: dict[frozenset, list[dict]], *columns: str) -> set[tuple]:
+    return {tuple(row[column] for column in columns) for row in answers[frozenset(columns)]}
+
+
+def read_facts(name: str) -> list[tuple[str, ...]]:
+    return [tuple(line.split("\t")) for line in (EXAMPLES / "data" / "points_to" / name).read_text().splitlines()]
+
+
+def andersen(new, assign, load, store) -> set[tuple[str, str]]:
+    """Points-to sets by naive iteration to the fixpoint."""
+    pts, heap = set(new), set()
+    while True:
+        more_pts = pts | {(v, o) for v, w in assign for x, o in pts if x == w}
+        more_pts |= {(v, o) for v, b in load for x, p in pts if x == b for h, o in heap if h == p}
+        more_heap = heap | {(p, o) for b, w in store for x, p in pts if x == b for y, o in pts if y == w}
+        if (more_pts, more_heap) == (pts, heap):
+            return pts
+        pts, heap = more_pts, more_heap
+
+
+def test_datalog_examples_match_python(conn, elsewhere):
+    hops = fewest_hops([(r["src"], r["dst"]) for r in read_csv("flights.csv")], "Amsterdam")
+    assert rows_of(run_example(conn, "reachability.dl"), "city", "flights") == set(hops.items())
+    roads = [(r["src"], r["dst"], int(r["km"])) for r in read_csv("roads.csv")]
+    assert rows_of(run_example(conn, "shortest_paths.dl"), "town", "km") == set(shortest(roads, "Amsterdam").items())
+    labels: dict[str, str] = {town: town for src, dst, _ in roads for town in (src, dst)}
+    changed = True
+    while changed:
+        changed = False
+        for src, dst, _ in roads:
+            low = min(labels[src], labels[dst])
+            if labels[src] != low or labels[dst] != low:
+                labels[src] = labels[dst] = low
+                changed = True
+    sizes: dict[str, int] = defaultdict(int)
+    for label in labels.values():
+        sizes[label] += 1
+    assert rows_of(run_example(conn, "components.dl"), "label", "towns") == set(sizes.items())
+    manages = {(r["manager"], r["name"]) for r in read_csv("employees.csv") if r["manager"]}
+    generation = {(x, y) for m, x in manages for n, y in manages if m == n and x != y}
+    while True:
+        more = generation | {(x, y) for a, x in manages for p, q in generation if p == a for b, y in manages if b == q}
+        if more == generation:
+            break
+        generation = more
+    assert rows_of(run_example(conn, "same_generation.dl"), "a", "b") == generation
+    facts = [read_facts(f"{name}.facts") for name in ("new", "assign", "load", "store")]
+    assert rows_of(run_example(conn, "points_to.dl"), "v", "o") == andersen(*facts)
+
+
+def test_recsql_runs_a_datalog_program_from_the_command_line(tmp_path):
+    env = {**os.environ, "RECSQL_WAREHOUSE": str(tmp_path / "warehouse")}
+    program = "n(1). n(Y) :- n(X), X < 5, Y = X + 1. total(sum<X>) :- n(X). .output total"
+    finished = subprocess.run(
+        [str(RECSQL), "--datalog", "-c", program, "--format", "csv"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert (finished.returncode, finished.stdout.split(), finished.stderr) == (0, ["sum", "15"], "")
+    wrong = subprocess.run(
+        [str(RECSQL), "--datalog", "-c", "p(X) :- q(X). .output p"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert wrong.returncode == 1 and "<command>:1:9: ProgrammingError: unknown relation 'q'" in wrong.stderr

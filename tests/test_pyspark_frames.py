@@ -13,6 +13,7 @@ import pytest
 from reference import transitive_closure
 
 import recsql
+from recsql.engine.answer import Answer
 
 pytestmark = pytest.mark.spark
 
@@ -50,7 +51,7 @@ def pairs(frame) -> set[tuple[int, int]]:
 
 @pytest.mark.parametrize("strategy", STRATEGIES)
 def test_an_adopted_session_answers_over_its_own_views(spark, user_edges, adopted, strategy):
-    cursor = adopted.cursor()
+    cursor = adopted.cursor(on_spark=True)
     cursor.execute(f"SET recsql.strategy = {strategy}")
     cursor.execute(CLOSURE.format(edges=user_edges))
     assert set(cursor.fetchall()) == transitive_closure(EDGES)
@@ -79,7 +80,7 @@ def test_recsql_sql_takes_the_active_session_and_parameters(spark, user_edges):
 
 @pytest.mark.parametrize("strategy", ("decomposed", "distributed"))
 def test_an_answer_computed_on_spark_reads_nothing_sent_from_the_driver(adopted, user_edges, strategy):
-    cursor = adopted.cursor()
+    cursor = adopted.cursor(on_spark=True)
     cursor.execute(f"SET recsql.strategy = {strategy}")
     cursor.execute(CLOSURE.format(edges=user_edges))
     frame = cursor.fetch_spark()
@@ -88,8 +89,20 @@ def test_an_answer_computed_on_spark_reads_nothing_sent_from_the_driver(adopted,
     assert pairs(frame) == transitive_closure(EDGES)
 
 
+@pytest.mark.parametrize("shape", ["SELECT count(*) AS n FROM tc", "SELECT src, dst FROM tc ORDER BY src, dst LIMIT 3"])
+def test_an_answer_its_query_bounds_to_few_rows_comes_at_once(adopted, user_edges, shape):
+    cursor = adopted.cursor(on_spark=True)
+    cursor.execute("SET recsql.strategy = distributed")
+    cursor.execute(CLOSURE.format(edges=user_edges).replace("SELECT src, dst FROM tc", shape))
+    assert isinstance(cursor._result.answer, Answer)  # collected by the statement, not kept on Spark
+    closure = transitive_closure(EDGES)
+    expected = [(len(closure),)] if "count" in shape else sorted(closure)[:3]
+    assert [tuple(row) for row in cursor.fetch_spark().collect()] == expected
+    assert cursor.fetchall() == expected
+
+
 def test_an_answer_computed_in_this_process_is_sent_to_spark(adopted, spark):
-    cursor = adopted.cursor()
+    cursor = adopted.cursor(on_spark=True)
     cursor.execute("SELECT 1 AS a, 'x' AS b UNION ALL SELECT 2, NULL")
     frame = cursor.fetch_spark()
     assert [(field.name, field.dataType.simpleString()) for field in frame.schema.fields] == [
@@ -100,7 +113,7 @@ def test_an_answer_computed_in_this_process_is_sent_to_spark(adopted, spark):
 
 
 def test_the_dataframe_outlives_its_cursor(adopted, user_edges):
-    cursor = adopted.cursor()
+    cursor = adopted.cursor(on_spark=True)
     cursor.execute("SET recsql.strategy = distributed")
     cursor.execute(CLOSURE.format(edges=user_edges))
     frame = cursor.fetch_spark()
@@ -111,7 +124,7 @@ def test_the_dataframe_outlives_its_cursor(adopted, user_edges):
 
 
 def test_rows_fetched_from_an_answer_kept_on_spark(adopted, user_edges):
-    cursor = adopted.cursor()
+    cursor = adopted.cursor(on_spark=True)
     cursor.execute("SET recsql.strategy = distributed")
     cursor.execute(CLOSURE.format(edges=user_edges) + " ORDER BY src, dst")
     expected = sorted(transitive_closure(EDGES))
@@ -148,7 +161,7 @@ FROM range(7) AS t(n)"""
 
 @pytest.mark.parametrize("strategy", ("local", "distributed"))
 def test_fetches_give_what_duckdb_gives(adopted, strategy):
-    cursor = adopted.cursor()
+    cursor = adopted.cursor(on_spark=True)
     cursor.execute(f"SET recsql.strategy = {strategy}")
     cursor.execute("SET recsql.spark = " + ("auto" if strategy == "local" else "always"))
     query = TYPED + " ORDER BY i"
@@ -172,3 +185,11 @@ def test_fetches_give_what_duckdb_gives(adopted, strategy):
     cursor.execute(query)
     assert cursor.fetchone()[0] == 0
     assert cursor.fetchdf()["i"].tolist() == [1, 2, 3, 4, 5, 6]  # the remaining rows
+
+
+def test_a_cursor_not_made_for_spark_collects_the_answer_at_once(adopted, user_edges):
+    cursor = adopted.cursor()
+    cursor.execute("SET recsql.strategy = distributed")
+    cursor.execute(CLOSURE.format(edges=user_edges))
+    assert isinstance(cursor._result.answer, Answer)  # in this process: fetches need no further Spark job
+    assert pairs(cursor.fetch_spark()) == transitive_closure(EDGES) == set(cursor.fetchall())

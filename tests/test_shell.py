@@ -118,6 +118,34 @@ def test_multi_line_recursive_query_and_its_result(shell):
     assert re.search(rf"^{len(expected)} rows \(\d+\.\d\d s\)$", screen, re.MULTILINE)
 
 
+def test_datalog_mode_builds_a_program_and_runs_it_at_output(shell):
+    shell.clear()
+    shell.type("\\datalog on\n")
+    shell.prompt = "datalog>"
+    try:
+        shell.wait_for("datalog is on")
+        shell.wait_for_prompt()
+        shell.clear()
+        shell.type("tc(X, Y) :- ed")
+        shell.type("\t")
+        shell.wait_for("tc\\(X, Y\\) :- edge")  # the catalog's tables complete
+        shell.type("(X, Y).\n")
+        shell.wait_for_prompt()
+        shell.type("tc(X, Y) :- tc(X, Z),\n  edge(Z, Y).\n")  # a clause may span lines: it ends with its `.`
+        shell.wait_for_prompt()
+        shell.type("bad(X) :- edge(X Y).\n")
+        shell.wait_for("syntax error at line 1, column 18")  # reported at once, and not kept
+        shell.wait_for_prompt()
+        screen = run(shell, ".output tc\n", r"\d+ rows")
+        assert sorted(table_rows(screen)) == sorted((str(a), str(b)) for a, b in transitive_closure(EDGES))
+    finally:
+        shell.clear()
+        shell.type("\\datalog off\n")
+        shell.prompt = "recsql>"
+        shell.wait_for("datalog is off")
+        shell.wait_for_prompt()
+
+
 def test_tab_completes_table_and_column_names(shell):
     shell.clear()
     shell.type("SELECT e.src FROM ed")

@@ -10,6 +10,7 @@ from typing import TypeVar
 import pyarrow as pa
 from pyspark.sql import DataFrame
 from pyspark.sql.types import DataType
+from sqlglot import exp
 
 from recsql.engine.answer import Answer, StoredAnswer
 from recsql.engine.columns import column_names
@@ -34,8 +35,11 @@ from recsql.settings import Settings, SparkUse, Strategy
 from recsql.spark.defaults import TIME_ZONE
 from recsql.spark.errors import lost_checkpoint
 from recsql.spark.lazy import LazySpark
+from translator.ir import Program
 
 A = TypeVar("A")
+FEW_ROWS = 10_000  # an answer bounded to so few rows comes to this process at once, not kept on Spark
+FEW_RULES = 100  # an answer of aggregates without groups: at most a row per rule
 RESTARTS = 2  # evaluations started again after losing local checkpoints
 
 
@@ -64,8 +68,11 @@ class Executor:
         return self.restarting(lambda: self.in_hand(self.result(plan)))
 
     def keep(self, plan: Plan) -> Answer | StoredAnswer:
-        """The answer of the plan's program: as Arrow when it ran in this process, else checkpointed on
-        Spark's executors, where it outlives the statement and stays until its rows are asked for."""
+        """The answer of the plan's program: as Arrow when it ran in this process or when its query
+        bounds it to a few rows, else checkpointed on Spark's executors, where it outlives the statement
+        and stays until its rows are asked for."""
+        if few_rows(plan.program):
+            return self.fetch(plan)
         return self.restarting(lambda: self.stored(self.result(plan)))
 
     @staticmethod
@@ -209,6 +216,29 @@ class Executor:
                 return f"table {name} is read through Spark ({table})"
             tables[name] = table.rename_columns(column_names(table.num_columns))
         return tables
+
+
+def few_rows(program: Program) -> bool:
+    """Whether the query bounds its answer to a few rows: a small LIMIT, or aggregates without GROUP BY
+    (a row per rule), read through rules that only copy or filter them."""
+    if program.limit is not None and program.limit <= FEW_ROWS:
+        return True
+    return bounded(program, program.output, frozenset())
+
+
+def bounded(program: Program, name: str, seen: frozenset[str]) -> bool:
+    """Whether relation `name` holds at most a row per rule deriving it, transitively, for a few rules."""
+    rules = program.rules_for(name)
+    if not 0 < len(rules) <= FEW_RULES or name in seen:
+        return False
+    for rule in rules:
+        if rule.is_aggregate and all(term.find(exp.AggFunc) for term in rule.terms):
+            continue
+        atoms = rule.atoms
+        copied = len(atoms) == 1 and not atoms[0].filters and atoms[0].relation in program.relations
+        if not (copied and bounded(program, atoms[0].relation, seen | {name})):
+            return False
+    return True
 
 
 def base_tables(plan: Plan) -> set[str]:

@@ -10,9 +10,10 @@ from pyspark.sql.types import StructField, StructType
 from sqlglot import exp
 
 from recsql.catalog.catalog import Catalog
-from recsql.engine.answer import Answer
+from recsql.engine.answer import Answer, StoredAnswer
 from recsql.engine.trace import Trace
 from recsql.errors import NotSupportedError, ProgrammingError
+from recsql.planner.plan import Plan
 from recsql.services import Services
 from recsql.statements.handler import Result
 from recsql.storage.writes import Rows
@@ -25,8 +26,14 @@ IN_PROCESS = "runs without Spark: the whole query in this process (DuckDB over A
 
 
 def select(session: Services, query: exp.Expression, sql: str) -> Result:
-    """A query's answer: as Arrow when it ran in this process, else kept on Spark until it is fetched."""
-    return Result.of_answer(session.executor().keep(session.plan(query)))
+    """A query's answer as Arrow; one Spark computed kept on its executors instead when the cursor hands
+    answers on as DataFrames (`Services.answers_on_spark`)."""
+    return Result.of_answer(answer(session, session.plan(query)))
+
+
+def answer(session: Services, plan: Plan) -> Answer | StoredAnswer:
+    executor = session.executor()
+    return executor.keep(plan) if session.answers_on_spark else executor.fetch(plan)
 
 
 def explain(session: Services, statement: Explain, sql: str) -> Result:

@@ -1,0 +1,1 @@
+"""Datalog programs as input: their text parsed (syntax.py) and made the IR (program.py)."""
