@@ -118,10 +118,10 @@ def test_the_recursion_suites_run_over_spark_connect(server):
     assert passed and int(passed.group(1)) == expected and "failed" not in summary and "skipped" not in summary, summary
 
 
-def test_spark_names_errors_and_cancelling_over_spark_connect(server):
-    url, directory = server
+def client_result(script: Path, url: str, *arguments: str) -> tuple[dict, str]:
+    """Run a client script of the server: the JSON it prints after `@@ `, and what it wrote to stderr."""
     finished = subprocess.run(
-        [sys.executable, str(DRIVER), url, str(directory / "warehouse"), str(directory / "edges.parquet")],
+        [sys.executable, str(script), url, *arguments],
         env=client_environment(url),
         capture_output=True,
         text=True,
@@ -129,6 +129,12 @@ def test_spark_names_errors_and_cancelling_over_spark_connect(server):
     )
     assert finished.returncode == 0, finished.stderr[-4000:]
     result = json.loads(next(line[3:] for line in finished.stdout.splitlines() if line.startswith("@@ ")))
+    return result, finished.stderr
+
+
+def test_spark_names_errors_and_cancelling_over_spark_connect(server):
+    url, directory = server
+    result, stderr = client_result(DRIVER, url, str(directory / "warehouse"), str(directory / "edges.parquet"))
     view = sorted(transitive_closure([(1, 2), (2, 3), (3, 1), (5, 6)]))
     path_table = sorted(transitive_closure([(10, 11), (11, 12)]))
     for strategy in ("local", "decomposed", "distributed"):
@@ -144,20 +150,12 @@ def test_spark_names_errors_and_cancelling_over_spark_connect(server):
     written = sorted({(a, b) for a, b in view if a != b} | {(10, 11), (11, 12)})
     assert [tuple(row) for row in result["written"]] == written
     assert [tuple(row) for row in result["registered"]] == sorted(transitive_closure([(0, 1), (1, 2), (2, 3)]))
-    assert finished.stderr == "", finished.stderr[-2000:]
+    assert stderr == "", stderr[-2000:]
 
 
 def test_a_users_connect_session_adopted_with_answers_as_its_dataframes(server, tmp_path):
     url, _ = server
-    finished = subprocess.run(
-        [sys.executable, str(FRAMES), url, str(tmp_path), f"sc://127.0.0.1:{free_port()}"],
-        env=client_environment(url),
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert finished.returncode == 0, finished.stderr[-4000:]
-    result = json.loads(next(line[3:] for line in finished.stdout.splitlines() if line.startswith("@@ ")))
+    result, _ = client_result(FRAMES, url, str(tmp_path), f"sc://127.0.0.1:{free_port()}")
     closure = sorted(transitive_closure([(1, 2), (2, 3), (3, 1), (5, 6)]))
     for strategy in ("local", "decomposed", "distributed"):
         assert [tuple(row) for row in result["written"][strategy]] == closure, strategy

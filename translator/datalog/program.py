@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 from sqlglot import exp
 
@@ -73,24 +74,19 @@ def program_of(syntax: ProgramSyntax, output: str, catalog: SchemaProvider, sour
     check_stratified(syntax)
     check_declared_constants(syntax, declared)
     relations = {name: relation_of(name, syntax, declared) for name in sorted(derived)}
-    fresh = Fresh()
-    rules = [rule_of(clause, relations, catalog, sources, fresh) for clause in syntax.clauses]
+    names = Names(relations, catalog, sources, Fresh())
+    rules = [rule_of(clause, names) for clause in syntax.clauses]
     if output not in relations:
         columns = columns_of_table(output, catalog, sources)
         if columns is None:
             raise TranslationError(f".output names '{output}', which no rule derives and no table holds")
         relations[output] = Relation(output, columns, distinct=True)
-        rules.append(
-            Rule(
-                output,
-                tuple(var(f"_o{i}") for i in range(len(columns))),
-                (table_atom(output, [f"_o{i}" for i in range(len(columns))], sources),),
-            )
-        )
+        read = [f"_o{i}" for i in range(len(columns))]
+        rules.append(Rule(output, tuple(map(var, read)), (Atom(sources.get(output, output), tuple(read)),)))
     columns = relations[output].columns
-    names = [f"_a{i}" for i in range(len(columns))]
+    answered = [f"_a{i}" for i in range(len(columns))]
     relations[ANSWER] = Relation(ANSWER, columns)
-    rules.append(Rule(ANSWER, tuple(var(name) for name in names), (Atom(output, tuple(names)),)))
+    rules.append(Rule(ANSWER, tuple(map(var, answered)), (Atom(output, tuple(answered)),)))
     return Program(relations, rules, ANSWER)
 
 
@@ -203,17 +199,18 @@ def columns_of_table(name: str, catalog: SchemaProvider, sources: Mapping[str, s
     return catalog.table_columns(sources.get(name, name))
 
 
-def table_atom(name: str, arguments: list[str], sources: Mapping[str, str], negated: bool = False) -> Atom:
-    return Atom(sources.get(name, name), tuple(arguments), negated=negated)
+@dataclass(frozen=True)
+class Names:
+    """What a clause's atoms may name (the derived relations, the tables, the tables `.input`s read) and
+    the variables the translation makes."""
+
+    relations: Mapping[str, Relation]
+    catalog: SchemaProvider
+    sources: Mapping[str, str]
+    fresh: Fresh
 
 
-def rule_of(
-    clause: Clause,
-    relations: Mapping[str, Relation],
-    catalog: SchemaProvider,
-    sources: Mapping[str, str],
-    fresh: Fresh,
-) -> Rule:
+def rule_of(clause: Clause, names: Names) -> Rule:
     """The IR rule of a clause: its positive atoms, the equalities their constant arguments make, its
     comparisons (an equality binding a variable no atom binds is an assignment), its negated atoms."""
     atoms: list[Atom] = []
@@ -221,7 +218,7 @@ def rule_of(
     negated: list[tuple[AtomSyntax, Atom]] = []
     for literal in clause.body:
         if isinstance(literal, AtomSyntax):
-            atom = atom_of(literal, relations, catalog, sources, fresh, equalities)
+            atom = atom_of(literal, names, equalities)
             if literal.negated:
                 negated.append((literal, atom))
             else:
@@ -229,7 +226,7 @@ def rule_of(
     bound = {variable for atom in atoms for variable in atom.variables()}
     compared = bind([literal for literal in clause.body if isinstance(literal, ComparisonSyntax)], bound)
     for literal, atom in negated:
-        free = sorted(atom.variables() - bound - fresh.made)
+        free = sorted(atom.variables() - bound - names.fresh.made)
         if free:
             raise error(
                 f"unbound variable {free[0]} in the negated atom {literal.relation}(...): bind it in a positive atom",
@@ -277,25 +274,18 @@ def binding(expression: exp.Expr, bound: set[str]) -> Literal | None:
     return Condition(expression) if variables_of(expression) <= bound else None
 
 
-def atom_of(
-    literal: AtomSyntax,
-    relations: Mapping[str, Relation],
-    catalog: SchemaProvider,
-    sources: Mapping[str, str],
-    fresh: Fresh,
-    equalities: list[Literal],
-) -> Atom:
+def atom_of(literal: AtomSyntax, names: Names, equalities: list[Literal]) -> Atom:
     """The IR atom of `literal`: a variable per argument. A constant, an expression or a repeated variable
     becomes a fresh variable equal to it: a condition added to `equalities` for a positive atom, the
     anti-join's own condition for a negated one."""
     name = literal.relation
-    if name in relations:
-        width, relation = len(relations[name].columns), name
+    if name in names.relations:
+        width, relation = len(names.relations[name].columns), name
     else:
-        columns = columns_of_table(name, catalog, sources)
+        columns = columns_of_table(name, names.catalog, names.sources)
         if columns is None:
             raise error(f"unknown relation '{name}': no rule derives it and no table or .input holds it", literal.place)
-        width, relation = len(columns), sources.get(name, name)
+        width, relation = len(columns), names.sources.get(name, name)
     if len(literal.arguments) != width:
         raise error(f"'{name}' has {width} columns, not {len(literal.arguments)}", literal.place)
     arguments: list[str] = []
@@ -304,7 +294,7 @@ def atom_of(
         if isinstance(argument, exp.Column) and (argument.name == WILDCARD or argument.name not in arguments):
             arguments.append(argument.name)
             continue
-        variable = fresh.variable()
+        variable = names.fresh.variable()
         arguments.append(variable)
         own.append(exp.EQ(this=var(variable), expression=argument.copy()))
     if literal.negated:
