@@ -101,6 +101,11 @@ loop(X) :- dl_edge(X, X).
 """
 
 
+def test_a_program_may_name_its_relations_as_it_likes(graph):
+    program = "answer(X, Y) :- dl_edge(X, Y).\nanswer(X, Y) :- answer(X, Z), dl_edge(Z, Y).\n.output answer"
+    assert answer(graph, program) == transitive_closure(EDGES)
+
+
 def test_stratified_aggregates_negation_and_constants(graph):
     outdegree: dict[int, int] = {}
     heaviest: dict[int, int] = {}

@@ -45,7 +45,7 @@ from translator.ir import (
 
 MONOTONIC = {"mmin": Aggregate.MIN, "mmax": Aggregate.MAX, "mcount": Aggregate.COUNT, "msum": Aggregate.SUM}
 STRATIFIED = {"min": exp.Min, "max": exp.Max, "count": exp.Count, "sum": exp.Sum}
-ANSWER = "answer"
+ANSWER = "answer"  # the relation of the answer (with `_`s after it should the program name one so)
 
 
 class Fresh:
@@ -85,9 +85,10 @@ def program_of(syntax: ProgramSyntax, output: str, catalog: SchemaProvider, sour
         rules.append(Rule(output, tuple(map(var, read)), (Atom(sources.get(output, output), tuple(read)),)))
     columns = relations[output].columns
     answered = [f"_a{i}" for i in range(len(columns))]
-    relations[ANSWER] = Relation(ANSWER, columns)
-    rules.append(Rule(ANSWER, tuple(map(var, answered)), (Atom(output, tuple(answered)),)))
-    return Program(relations, rules, ANSWER)
+    answer = next(name for name in (ANSWER + "_" * n for n in itertools.count()) if name not in relations)
+    relations[answer] = Relation(answer, columns)
+    rules.append(Rule(answer, tuple(map(var, answered)), (Atom(output, tuple(answered)),)))
+    return Program(relations, rules, answer)
 
 
 def check_stratified(syntax: ProgramSyntax) -> None:
