@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from recsql.cancellation import interruptible
 from recsql.errors import Error, OperationalError, QueryCancelled
 from recsql.spark import defaults as spark_defaults
-from recsql.spark.session_kinds import local_cores, task_slots
+from recsql.spark.session_kinds import is_connect, local_cores, task_slots
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -45,8 +45,6 @@ class LazySpark:
     @classmethod
     def of(cls, spark: SparkSession) -> LazySpark:
         """A session already running (recsql.connect(spark=...)): used as it is, never started again."""
-        from recsql.spark.session_kinds import is_connect
-
         lazy = cls(lambda _: spark, {}, master=None if is_connect(spark) else spark.sparkContext.master)
         lazy.adopted = True
         lazy.session()

@@ -16,6 +16,7 @@ from recsql.spark import defaults as spark_defaults
 from recsql.spark import logs as spark_logs
 from recsql.spark import preflight, shipping
 from recsql.spark.errors import first_line
+from recsql.spark.session_kinds import is_connect
 
 DEFAULT_SPARK_CONF = {
     "spark.ui.showConsoleProgress": "false",
@@ -100,8 +101,6 @@ def adopt(spark: SparkSession, conf: dict[str, str]) -> SparkSession:
     """A session the caller started and keeps (classic or Spark Connect), used as it is: its settings,
     catalogs and temporary views; `conf` applied to it; recsql's code added where its Python workers run
     elsewhere. Raises OperationalError when the session is stopped or its server cannot be reached."""
-    from recsql.spark.session_kinds import is_connect
-
     connect = is_connect(spark)
     if (connect and spark.is_stopped) or (not connect and spark.sparkContext._jsc is None):
         raise OperationalError("the Spark session given to connect() is stopped")
