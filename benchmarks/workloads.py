@@ -25,6 +25,11 @@ class Workload:
     loop: Callable | None  # None: no hand-written loop (thousands of Spark jobs are no contender)
     spark: str | None = None  # Spark's native WITH RECURSIVE (UNION ALL): only where it terminates
 
+    @property
+    def datalog(self) -> str | None:
+        """The recsql query as a Datalog program (benchmarks/datalog.py), where it has a twin."""
+        return DATALOG_TWINS.get(self.recsql)
+
 
 def symmetric(table: pa.Table) -> pa.Table:
     """Both directions of every edge (an undirected graph), without duplicates."""
@@ -83,6 +88,42 @@ SELECT under.m, edge.dst FROM under JOIN edge ON under.e = edge.src)
 SELECT count(*), sum(n) FROM (SELECT m, count(*) AS n FROM under GROUP BY m)"""
 
 SPARK_LEVEL = "MAX RECURSION LEVEL 100000"
+
+DATALOG_TWINS = {  # recsql's query: the same question as a Datalog program
+    TC: """tc(X, Y) :- edge(X, Y).
+tc(X, Y) :- tc(X, Z), edge(Z, Y).
+n(count<_>) :- tc(_, _).
+.output n""",
+    SG: """sg(X, Y) :- edge(P, X), edge(P, Y), X != Y.
+sg(X, Y) :- sg(A, B), edge(A, X), edge(B, Y).
+n(count<_>) :- sg(_, _).
+.output n""",
+    REACH: """reach(0).
+reach(Y) :- reach(X), edge(X, Y).
+n(count<_>) :- reach(_).
+.output n""",
+    CC: """cc(X, mmin<X>) :- edge(X, _).
+cc(Y, mmin<L>) :- cc(X, L), edge(X, Y).
+n(countd<L>) :- cc(_, L).
+.output n""",
+    SSSP: """sp(0, mmin<0>).
+sp(Y, mmin<D>) :- sp(X, D0), edge(X, Y, W), D = D0 + W.
+n(count<_>, sum<D>) :- sp(_, D).
+.output n""",
+    APSP: """ap(X, Y, mmin<W>) :- edge(X, Y, W).
+ap(X, Y, mmin<D>) :- ap(X, Z, D0), edge(Z, Y, W), D = D0 + W.
+n(count<_>, sum<D>) :- ap(_, _, D).
+.output n""",
+    PATHS: """paths(X, Y, msum<1>) :- edge(X, Y).
+paths(X, Y, msum<N>) :- paths(X, Z, N), edge(Z, Y).
+n(count<_>, sum<N>) :- paths(_, _, N).
+.output n""",
+    REPORTS: """under(M, E) :- edge(M, E).
+under(M, E) :- under(M, X), edge(X, E).
+per(M, count<_>) :- under(M, _).
+n(count<_>, sum<N>) :- per(_, N).
+.output n""",
+}
 
 
 def workloads(quick: bool) -> list[Workload]:

@@ -125,6 +125,81 @@ def test_stratified_aggregates_negation_and_constants(graph):
     assert answer(graph, STRATIFIED + ".output degree\n.output loop") == expected["loop"]  # the last is current
 
 
+BODY_AGGREGATES = """node(X) :- dl_edge(X, _).
+node(X) :- dl_edge(_, X).
+node(7).
+out(X, N) :- node(X), N = count : { dl_edge(X, _) }.
+lightest(X, W) :- node(X), W = min C : dl_wedge(X, _, C).
+weight(X, S) :- node(X), S = sum C : { dl_wedge(X, Y, C), Y != X }.
+total(N, S) :- N = count : dl_edge(_, _), S = sum C : { dl_wedge(_, _, C), C > 100 }.
+rank(X, R) :- node(X), R = count : { node(Y), Y < X }.
+top2(X) :- node(X), count : { node(Y), Y > X } < 2.
+hubs(X) :- node(X), count : { dl_edge(X, Y), count : { dl_edge(Y, _) } > 1 } > 0.
+named(X, S, L, D) :- node(X), S = cat("n", to_string(X)), L = strlen(S), min(X, 3) = X, D = substr(S, 1, 1).
+"""
+
+
+@pytest.mark.strategies("local", "spark")
+def test_body_aggregates_as_souffle_writes_them(graph, strategy):
+    nodes = {node for edge in EDGES for node in edge} | {7}
+    outdegree = {x: sum(1 for a, _ in EDGES if a == x) for x in nodes}
+    expected = {
+        "out": set(outdegree.items()),
+        "lightest": {(x, min(w for a, _, w in WEIGHTED if a == x)) for x in nodes if any(a == x for a, *_ in WEIGHTED)},
+        "weight": {(x, sum(w for a, b, w in WEIGHTED if a == x and b != x)) for x in nodes},
+        "total": {(len(EDGES), 0)},  # a sum of nothing is 0
+        "rank": {(x, sum(1 for y in nodes if y < x)) for x in nodes},
+        "top2": {(x,) for x in sorted(nodes)[-2:]},
+        "hubs": {(x,) for x in nodes if any(a == x and outdegree[b] > 1 for a, b in EDGES)},
+    }
+    for name, rows in expected.items():
+        assert answer(graph, BODY_AGGREGATES + f".output {name}") == rows, name
+
+
+@pytest.mark.spark  # the type of a string CONCAT is Spark's to derive
+def test_souffle_functors(graph):
+    nodes = {node for edge in EDGES for node in edge} | {7}
+    expected = {(x, f"n{x}", len(f"n{x}"), f"n{x}"[1:2]) for x in nodes if x <= 3}
+    assert answer(graph, BODY_AGGREGATES + ".output named") == expected
+
+
+def test_a_body_aggregate_compared_with_a_variable_its_rule_binds(cur):
+    """Interval starts: an interval's start that no other interval covers is the least start of those
+    reaching it. The aggregate reads S, which the rule's atom binds, and its value is compared with S."""
+    intervals = [(1, 3), (2, 4), (6, 7), (7, 9), (12, 12)]
+    cur.execute("CREATE OR REPLACE TABLE dl_interval (s BIGINT, e BIGINT)")
+    cur.execute("INSERT INTO dl_interval VALUES " + ", ".join(map(str, intervals)))
+    starts = {(s,) for s, _ in intervals if s == min(t for t, e in intervals if s <= e)}
+    program = "start(S) :- dl_interval(S, _), S = min T : { dl_interval(T, E), S <= E }.\n.output start"
+    assert answer(cur, program) == starts == {(1,), (6,), (12,)}
+    counted = "n(countd<E>, count<_>) :- dl_interval(_, E).\n.output n"
+    assert answer(cur, counted) == {(len({e for _, e in intervals}), len(intervals))}
+
+
+def test_monotonic_counts_and_sums_outside_recursion_count_derivations(graph):
+    """A relation that does not recurse counts each binding of its body (mcount<_>), each distinct X
+    (mcount<X>), adds each binding's value (msum<C>) or each contributor's largest value (msum<(Z, C)>), as
+    DeAL does; several rules add up."""
+    out = {a: sum(1 for x, _ in EDGES if x == a) for a, _ in EDGES}
+    heads = {a: len({b for x, b in EDGES if x == a}) for a, _ in EDGES}
+    weights = {a: sum(w for x, _, w in WEIGHTED if x == a) for a, *_ in WEIGHTED}
+    best = {
+        a: sum(max(w for x, y, w in WEIGHTED if x == a and y == b) for b in {y for x, y, _ in WEIGHTED if x == a})
+        for a, *_ in WEIGHTED
+    }
+    programs = {
+        "deg(X, mcount<_>) :- dl_edge(X, _).": set(out.items()),
+        "deg(X, mcount<Y>) :- dl_edge(X, Y), dl_edge(_, Y).": set(heads.items()),
+        "deg(X, msum<W>) :- dl_wedge(X, _, W).": set(weights.items()),
+        "deg(X, msum<(Y, W)>) :- dl_wedge(X, Y, W).": set(best.items()),
+        "deg(X, mcount<_>) :- dl_edge(X, _).\ndeg(X, msum<W>) :- dl_wedge(X, _, W).": {
+            (a, out.get(a, 0) + weights.get(a, 0)) for a in out.keys() | weights.keys()
+        },
+    }
+    for program, expected in programs.items():
+        assert answer(graph, program + "\n.output deg") == expected, program
+
+
 MUTUAL = """.decl edge(a: number, b: number)
 .input edge(IO=table, name=dl_random)
 odd(X, Y) :- edge(X, Y).
@@ -185,6 +260,14 @@ tc(X, Y) :- tc(X, Z), csv_arc(Z, Y).
             25,
         ),
         ('.decl p(a: number)\np("text").\n.output p', "column a of p is a number", 2, 3),
+        (
+            "p(X, N) :- dl_edge(X, _), N = count : { p(X, _) }.\n.output p",
+            "the aggregate count over 'p' is inside its own recursion",
+            1,
+            31,
+        ),
+        ("p(X, count<Y>) :- p(X, Y).\n.output p", "the aggregate count over 'p' is inside its own recursion", 1, 6),
+        ("p(M) :- M = min : dl_edge(M, _).\n.output p", "expected the expression min aggregates", 1, 17),
         ("p(X) :- dl_edge(X, _).", r"no \.output", None, None),
         (".print p", "unknown directive .print", 1, 1),
     ],

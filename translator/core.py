@@ -19,6 +19,7 @@ from translator.ir import Program, Relation, Rule
 
 if TYPE_CHECKING:
     from translator.block import Block, Correlation
+    from translator.dialect import DatalogQuery
     from translator.scope import Scope
 
 PATH_FORMATS = ("parquet", "csv", "json", "orc", "delta")  # `parquet.`/data/edges``: a path table
@@ -103,6 +104,10 @@ class TranslatorCore:
         def resolve_table(self, name: str, env: dict[str, str], node: exp.Expr) -> tuple[str, tuple[str, ...]]: ...
 
         def table_version(self, name: str, version: exp.Version, env: dict[str, str]) -> str: ...  # from
+
+        def translate_view(self, name: str, query: exp.Expr, node: exp.Expr) -> str: ...  # from
+
+        def translate_datalog(self, query: DatalogQuery) -> str: ...  # datalog.embedded
 
         def translate_with(self, with_: exp.With | None, env: dict[str, str]) -> dict[str, str]: ...  # queries
 

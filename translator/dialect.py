@@ -15,6 +15,8 @@ Additions over sqlglot's Spark dialect:
   defines it as (`_parse_recursive_view`).
 * DuckDB's `USING KEY (columns)` after a recursive CTE's name (or column list): each iteration's rows replace
   those of their key (translator/queries.py gives its meaning).
+* `DATALOG $$ program $$` wherever a query may stand (a statement, EXPLAIN, a view's query, a subquery in
+  FROM): a Datalog program whose last `.output` is the answer (translator/datalog/embedded.py).
 
 Its generator writes a RaSQL CTE back in this syntax, so that a statement holding one prints as text
 (`statement.sql(dialect=RecSQL)`) that parses to the same statement.
@@ -86,6 +88,25 @@ class OrderKey(exp.Expression):
     or else itself (translator/order_limit.py)."""
 
 
+class DatalogQuery(exp.Expression, exp.Query):
+    """`DATALOG $$ program $$`: the program's text, a string literal."""
+
+    arg_types = {"this": True}
+
+    @property
+    def source(self) -> str:
+        return str(self.this.name)
+
+    @property
+    def named_selects(self) -> list[str]:
+        return []
+
+
+def datalog_query_sql(generator: SparkGenerator, query: DatalogQuery) -> str:
+    tag = "$datalog$" if "$$" in query.source else "$$"
+    return f"DATALOG {tag}{query.source}{tag}"
+
+
 class Explain(exp.Expression):
     arg_types = {"this": True, "analyze": False}
 
@@ -150,10 +171,13 @@ class RecSQL(Spark):
             Cycle: cycle_sql,
             CteValue: cte_value_sql,
             OrderKey: order_key_sql,
+            DatalogQuery: datalog_query_sql,
         }
 
     class Tokenizer(Spark.Tokenizer):
         KEYWORDS = {**Spark.Tokenizer.KEYWORDS, "EXPLAIN": TokenType.VAR, "VACUUM": TokenType.VAR}
+        HEREDOC_STRINGS = ["$"]  # $$ ... $$ (or $tag$ ... $tag$): a Datalog program's text
+        HEREDOC_TAG_IS_IDENTIFIER = True
 
     class Parser(SparkParser):
         PLACEHOLDER_PARSERS = {
@@ -172,10 +196,14 @@ class RecSQL(Spark):
             return placeholder
 
         def _parse_statement(self) -> exp.Expr | None:
+            datalog = self._parse_datalog_query()
+            if datalog is not None:
+                return datalog
             if self._curr and self._curr.text.upper() == "EXPLAIN":
                 self._advance()
                 analyze = self._match_text_seq("ANALYZE")
-                return self.expression(Explain(this=super()._parse_statement(), analyze=analyze))
+                explained = self._parse_datalog_query() or super()._parse_statement()
+                return self.expression(Explain(this=explained, analyze=analyze))
             if self._curr and self._curr.text.upper() == "SHOW" and self._next:
                 words = self._next.text.split()  # SHOW is a command keyword: the rest is one string token
                 if [word.upper() for word in words[:1]] == ["TABLES"]:
@@ -199,6 +227,29 @@ class RecSQL(Spark):
                         self.raise_error("VACUUM ... RETAIN takes a number of HOURS")
                 return self.expression(Vacuum(this=table, hours=hours))
             return super()._parse_statement()
+
+        def _parse_select(
+            self,
+            nested: bool = False,
+            table: bool = False,
+            parse_subquery_alias: bool = True,
+            parse_set_operation: bool = True,
+            consume_pipe: bool = True,
+        ) -> exp.Expr | None:
+            return self._parse_datalog_query() or super()._parse_select(
+                nested, table, parse_subquery_alias, parse_set_operation, consume_pipe
+            )
+
+        def _parse_datalog_query(self) -> DatalogQuery | None:
+            if (
+                self._curr
+                and self._curr.text.upper() == "DATALOG"
+                and self._next
+                and self._next.token_type in (TokenType.HEREDOC_STRING, TokenType.STRING)
+            ):
+                self._advance(2)
+                return self.expression(DatalogQuery(this=exp.Literal.string(self._prev.text)))
+            return None
 
         def _parse_recursive_view(self) -> exp.Create | None:
             """PostgreSQL's `CREATE [OR REPLACE] RECURSIVE VIEW v(columns) AS query`, as PostgreSQL defines it:

@@ -20,6 +20,7 @@ from sqlglot import exp
 from translator.aggregation import refuse_grouping_sets
 from translator.block import Block, Correlation
 from translator.correlated_with import CorrelatedWithMixin
+from translator.dialect import DatalogQuery
 from translator.errors import TranslationError, UnsupportedError
 from translator.ir import Aggregate, Atom, Condition, HeaderAggregate, Iteration, Rule, Window, reachable, var
 from translator.order_limit import hidden_order_columns, limit_value, offset_value, resolve_order_keys, sort_keys
@@ -49,6 +50,8 @@ class QueriesMixin(CorrelatedWithMixin):
         correlations: Correlation | None = None,
     ) -> str:
         """Translate any query node into a relation; returns the relation's name."""
+        if isinstance(query, DatalogQuery):
+            return self.translate_datalog(query)
         if windowed(query):
             return self.translate_windowed(query, env, outer, name_hint, correlations)
         if isinstance(query, exp.Subquery):

@@ -8,7 +8,8 @@ operations become relations of their own. A recursive CTE is simply a relation w
 
 `Translator` is the translation's entry point, combining its parts, each a mixin over the shared state
 of `TranslatorCore` (translator/core.py): query forms and WITH (queries.py), FROM items and joins
-(from_clause.py), conditions, expressions and subqueries (conditions.py), GROUP BY (aggregation.py).
+(from_clause.py), conditions, expressions and subqueries (conditions.py), GROUP BY (aggregation.py),
+`DATALOG $$ program $$` (datalog/embedded.py).
 ORDER BY, LIMIT and OFFSET of the outermost query (order_limit.py) become properties of the Program.
 """
 
@@ -19,6 +20,8 @@ from sqlglot import exp
 from translator.aggregation import AggregationMixin
 from translator.conditions import ConditionsMixin
 from translator.core import SchemaProvider
+from translator.datalog.embedded import DatalogMixin
+from translator.datalog.syntax import ProgramSyntax
 from translator.errors import UnsupportedError
 from translator.from_clause import FromMixin
 from translator.ir import Program
@@ -32,7 +35,7 @@ def translate(query: exp.Expr, catalog: SchemaProvider) -> Program:
     return Translator(catalog).translate(query)
 
 
-class Translator(QueriesMixin, FromMixin, ConditionsMixin, AggregationMixin, OpaqueMixin):
+class Translator(QueriesMixin, FromMixin, ConditionsMixin, AggregationMixin, OpaqueMixin, DatalogMixin):
     """One translation: a query into the Program it is the answer of."""
 
     def translate(self, query: exp.Expr) -> Program:
@@ -58,4 +61,12 @@ class Translator(QueriesMixin, FromMixin, ConditionsMixin, AggregationMixin, Opa
         return self.program
 
 
-__all__ = ["SchemaProvider", "Translator", "translate"]
+def translate_datalog(syntax: ProgramSyntax, output: str, sources: dict[str, str], catalog: SchemaProvider) -> Program:
+    """A Datalog program into the Program whose output is its relation `output`; `sources` names the
+    table each `.input` relation reads (its own name otherwise)."""
+    translator = Translator(catalog)
+    translator.program.output = translator.datalog_relation(syntax, output, sources)
+    return translator.program
+
+
+__all__ = ["SchemaProvider", "Translator", "translate", "translate_datalog"]

@@ -11,6 +11,7 @@ table `t` (replacing it).
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pyarrow as pa
@@ -20,33 +21,45 @@ from pyspark.sql.types import StructField, StructType
 
 from recsql import analysis
 from recsql.engine.answer import Answer
-from recsql.errors import NotSupportedError, ProgrammingError
+from recsql.errors import ProgrammingError
+from recsql.planner.plan import Plan
 from recsql.services import Services
 from recsql.statements.handler import Result
-from recsql.statements.queries import answer
+from recsql.statements.queries import answer, as_written, explained
 from recsql.storage.writes import Rows
-from translator.datalog.program import program_of
+from translator.datalog.program import io_table
 from translator.datalog.syntax import Declaration, InputOutput, ProgramSyntax
+from translator.translate import translate_datalog
 
 TYPES = {"number": pa.int32(), "unsigned": pa.int64(), "float": pa.float64(), "symbol": pa.string()}
 
 
 def run_program(session: Services, syntax: ProgramSyntax, text: str) -> list[tuple[str, Result]]:
     """One result per `.output`, in order, with its relation's name. Every output is planned, then
-    computed, before any table is written: a program that fails leaves the tables as they were."""
+    computed, before any table is written: a program that fails leaves the tables as they were. With
+    EXPLAIN [ANALYZE] before it, each output's plan instead (ANALYZE computes the answers, stores none)."""
     if not syntax.outputs:
         raise ProgrammingError("the program has no .output: name the relation it answers (.output name)")
     declared = {declaration.relation: declaration for declaration in syntax.declarations}
     sources = {item.relation: source(session, item, declared.get(item.relation)) for item in syntax.inputs}
     plans = []
     for output in syntax.outputs:
-        program = program_of(syntax, output.relation, session.catalog, sources)
+        program = translate_datalog(syntax, output.relation, sources, session.catalog)
         analysis.stratify(program)
         plans.append((output, session.plan_program(program)))
+    if syntax.explain is not None:
+        analyze = syntax.explain == "EXPLAIN ANALYZE"
+        return [
+            (
+                output.relation,
+                Result.of(pa.table({"plan": explanation(session, text, output, plan, analyze)}), ["string"]),
+            )
+            for output, plan in plans
+        ]
     answers = [(output, answer(session, plan)) for output, plan in plans]
     results = []
     for output, kept in answers:
-        target = table_option(output)
+        target = io_table(output)
         if target is None:
             results.append((output.relation, Result.of_answer(kept)))
             continue
@@ -57,19 +70,9 @@ def run_program(session: Services, syntax: ProgramSyntax, text: str) -> list[tup
     return results
 
 
-def table_option(item: InputOutput) -> str | None:
-    """The table an `.input` reads or an `.output` writes, when its options name one (IO=table)."""
-    io = item.options.get("io", "table" if "name" in item.options else None)
-    if io is None:
-        return None
-    if io != "table" and not (item.kind == "input" and io == "file"):
-        raise NotSupportedError(
-            f".{item.kind} {item.relation}: IO={io} is not supported (IO=table"
-            + (", IO=file)" if item.kind == "input" else ")"),
-            item.place.line,
-            item.place.column,
-        )
-    return item.options.get("name", item.relation) if io == "table" else None
+def explanation(session: Services, text: str, output: InputOutput, plan: Plan, analyze: bool) -> list[str]:
+    written = as_written(re.sub(r"^\s*EXPLAIN(\s+ANALYZE)?\b", "", text, flags=re.IGNORECASE))
+    return [*written[:-1], f"?- {output.relation}.", "", *explained(session, plan, analyze)]
 
 
 def source(session: Services, item: InputOutput, declaration: Declaration | None) -> str:
@@ -77,7 +80,7 @@ def source(session: Services, item: InputOutput, declaration: Declaration | None
     if item.options.get("io") == "file":
         register_file(session, item, declaration)
         return item.relation
-    name = table_option(item) or item.relation
+    name = io_table(item) or item.relation
     if session.catalog.table_columns(name) is None:
         raise ProgrammingError(f".input {item.relation}: no table '{name}'", item.place.line, item.place.column)
     return name

@@ -17,7 +17,7 @@ from recsql.planner.plan import Plan
 from recsql.services import Services
 from recsql.statements.handler import Result
 from recsql.storage.writes import Rows
-from translator.dialect import Explain
+from translator.dialect import DatalogQuery, Explain
 from translator.errors import TranslationError
 from translator.translate import translate
 
@@ -37,20 +37,33 @@ def answer(session: Services, plan: Plan) -> Answer | StoredAnswer:
 
 
 def explain(session: Services, statement: Explain, sql: str) -> Result:
-    """EXPLAIN [ANALYZE] query: the plan, where it would run, and with ANALYZE what running it did."""
+    """EXPLAIN [ANALYZE] query: the plan, where it would run, and with ANALYZE what running it did; a
+    DATALOG query's rules as written first."""
     query = statement.this
     if not isinstance(query, QUERY_TYPES):
         raise NotSupportedError("EXPLAIN takes a query (EXPLAIN ANALYZE also INSERT, DELETE, UPDATE, MERGE)")
-    plan = session.plan(query)
+    written = as_written(query.source) if isinstance(query, DatalogQuery) else []
+    lines = written + explained(session, session.plan(query), bool(statement.args.get("analyze")))
+    return Result.of(pa.table({"plan": lines}), ["string"])
+
+
+def as_written(program: str) -> list[str]:
+    """A Datalog program's text as the first part of its EXPLAIN."""
+    return ["== Rules as written ==", *(line.rstrip() for line in program.strip().splitlines() if line.strip()), ""]
+
+
+def explained(session: Services, plan: Plan, analyze: bool) -> list[str]:
+    """The lines of a plan's EXPLAIN: its passes and strata, where it runs, and with `analyze` what running
+    it did."""
     trace = Trace()
     executor = session.executor(trace)
     local = executor.in_process(plan)
     evaluation = f"on Spark: {local}" if isinstance(local, str) else IN_PROCESS
     lines = plan.explain().splitlines() + ["", "== Evaluation ==", evaluation, *executor.widenings(plan)]
-    if statement.args.get("analyze"):
+    if analyze:
         answer = executor.fetch(plan)
         lines += [""] + trace.report() + [f"answer rows: {answer.table.num_rows}"]
-    return Result.of(pa.table({"plan": lines}), ["string"])
+    return lines
 
 
 def rows_of(session: Services, query: exp.Expression, names: Sequence[str] | None = None) -> tuple[StructType, Rows]:

@@ -4,30 +4,32 @@ planner and strategies.
 Relations a rule derives become the program's relations (set semantics; a head's monotonic aggregate
 `mmin<D>` becomes the relation's `HeaderAggregate`, as RaSQL's `min() AS d` does; a stratified one, `min<D>`,
 an aggregate call among the rule's head terms, the other terms its groups). Every other relation an atom
-names is read from a table: a recsql or Spark table of that name, or what an `.input` made it
-(`sources`). The answer is `.output`'s relation.
+names is read from what `Tables` finds for the name: a recsql or Spark table of that name, what an
+`.input` made it, or (in a SQL statement) a view. The answer is `.output`'s relation.
 """
 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 
 from sqlglot import exp
 
-from translator.core import SchemaProvider
+from translator.datalog.aggregates import bodies_as_sets, sums_outside_recursion, without_body_aggregates
 from translator.datalog.syntax import (
     AtomSyntax,
+    BodyAggregate,
     Clause,
     ComparisonSyntax,
     Declaration,
     HeadAggregate,
     HeadTerm,
+    InputOutput,
     Place,
     ProgramSyntax,
 )
-from translator.errors import TranslationError, position_of
+from translator.errors import TranslationError, UnsupportedError, position_of
 from translator.ir import (
     WILDCARD,
     Aggregate,
@@ -44,8 +46,21 @@ from translator.ir import (
 )
 
 MONOTONIC = {"mmin": Aggregate.MIN, "mmax": Aggregate.MAX, "mcount": Aggregate.COUNT, "msum": Aggregate.SUM}
-STRATIFIED = {"min": exp.Min, "max": exp.Max, "count": exp.Count, "sum": exp.Sum}
-ANSWER = "answer"  # the relation of the answer (with `_`s after it should the program name one so)
+
+
+def count_distinct(this: exp.Expr) -> exp.Expr:
+    return exp.Count(this=exp.Distinct(expressions=[this]))
+
+
+STRATIFIED: dict[str, Callable[..., exp.Expr]] = {
+    "min": exp.Min,
+    "max": exp.Max,
+    "count": exp.Count,
+    "sum": exp.Sum,
+    "mean": exp.Avg,
+    "countd": count_distinct,
+}
+ANSWER = "answer"  # the relation of the answer (as claimed: another name should the program name one so)
 
 
 class Fresh:
@@ -66,41 +81,67 @@ def error(message: str, place: Place) -> TranslationError:
     return TranslationError(message, place.line, place.column)
 
 
-def program_of(syntax: ProgramSyntax, output: str, catalog: SchemaProvider, sources: Mapping[str, str]) -> Program:
-    """The IR of `syntax` answering with relation `output`; `sources` names the table each `.input`
-    relation reads (its own name otherwise)."""
-    derived = {clause.head.relation for clause in syntax.clauses}
-    declared = {declaration.relation: declaration for declaration in syntax.declarations}
+Tables = Callable[[str], "tuple[str, tuple[str, ...]] | None"]
+"""What an atom's name reads when no rule derives it: the relation to read and its columns (None: nothing)."""
+
+
+def program_of(syntax: ProgramSyntax, output: str, tables: Tables, claim: Callable[[str], str]) -> Program:
+    """The IR of `syntax` answering with relation `output`, reading what `tables` finds; `claim` gives
+    each relation the program derives its name in the IR (one no other relation there has)."""
     check_stratified(syntax)
+    syntax = without_body_aggregates(syntax)
+    recursive = Reads(syntax).recursive()
+    syntax = bodies_as_sets(sums_outside_recursion(syntax, recursive))
+    declared = {declaration.relation: declaration for declaration in syntax.declarations}
     check_declared_constants(syntax, declared)
-    relations = {name: relation_of(name, syntax, declared) for name in sorted(derived)}
-    names = Names(relations, catalog, sources, Fresh())
+    derived = sorted({clause.head.relation for clause in syntax.clauses})
+    claimed = {name: claim(name) for name in derived}
+    relations = {name: relation_of(name, claimed[name], syntax, declared) for name in derived}
+    names = Names(relations, tables, Fresh())
     rules = [rule_of(clause, names) for clause in syntax.clauses]
-    if output not in relations:
-        columns = columns_of_table(output, catalog, sources)
-        if columns is None:
+    program = Program({relation.name: relation for relation in relations.values()}, rules)
+    if output in relations and output not in recursive:  # the answer itself, as a SQL query's answer is
+        program.output = relations[output].name
+        return program
+    if output in relations:
+        source, columns = relations[output].name, relations[output].columns
+    else:
+        table = tables(output)
+        if table is None:
             raise TranslationError(f".output names '{output}', which no rule derives and no table holds")
-        relations[output] = Relation(output, columns, distinct=True)
-        read = [f"_o{i}" for i in range(len(columns))]
-        rules.append(Rule(output, tuple(map(var, read)), (Atom(sources.get(output, output), tuple(read)),)))
-    columns = relations[output].columns
-    answered = [f"_a{i}" for i in range(len(columns))]
-    answer = next(name for name in (ANSWER + "_" * n for n in itertools.count()) if name not in relations)
-    relations[answer] = Relation(answer, columns)
-    rules.append(Rule(answer, tuple(map(var, answered)), (Atom(output, tuple(answered)),)))
-    return Program(relations, rules, answer)
+        source, columns = table
+    program.output = claim(ANSWER)
+    answered = tuple(f"_a{i}" for i in range(len(columns)))
+    program.relations[program.output] = Relation(program.output, columns)
+    program.rules.append(Rule(program.output, tuple(map(var, answered)), (Atom(source, answered),)))
+    return program
 
 
-def check_stratified(syntax: ProgramSyntax) -> None:
-    """No relation depends on its own negation: a negated atom whose relation reads, through rules, the
-    head of its rule is an error placed at the negation."""
-    reads: dict[str, set[str]] = {}
-    for clause in syntax.clauses:
-        reads.setdefault(clause.head.relation, set()).update(
-            literal.relation for literal in clause.body if isinstance(literal, AtomSyntax)
+def io_table(item: InputOutput) -> str | None:
+    """The table an `.input` reads or an `.output` writes, when its options name one (IO=table)."""
+    io = item.options.get("io", "table" if "name" in item.options else None)
+    if io is None:
+        return None
+    if io != "table" and not (item.kind == "input" and io == "file"):
+        raise UnsupportedError(
+            f".{item.kind} {item.relation}: IO={io} is not supported (IO=table"
+            + (", IO=file)" if item.kind == "input" else ")"),
+            item.place.line,
+            item.place.column,
         )
+    return item.options.get("name", item.relation) if io == "table" else None
 
-    def depends(relation: str, on: str) -> bool:
+
+class Reads:
+    """Which relations each relation's rules read (in their bodies and body aggregates)."""
+
+    def __init__(self, syntax: ProgramSyntax) -> None:
+        self.reads: dict[str, set[str]] = {}
+        for clause in syntax.clauses:
+            self.reads.setdefault(clause.head.relation, set()).update(atom.relation for atom in atoms_of(clause))
+
+    def depends(self, relation: str, on: str) -> bool:
+        """Whether `relation` reads `on`, directly or through rules."""
         seen, stack = set(), [relation]
         while stack:
             current = stack.pop()
@@ -108,17 +149,59 @@ def check_stratified(syntax: ProgramSyntax) -> None:
                 return True
             if current not in seen:
                 seen.add(current)
-                stack.extend(reads.get(current, ()))
+                stack.extend(self.reads.get(current, ()))
         return False
 
+    def recursive(self) -> set[str]:
+        """The relations that read themselves through rules."""
+        return {name for name, read in self.reads.items() if any(self.depends(r, name) for r in read)}
+
+
+def check_stratified(syntax: ProgramSyntax) -> None:
+    """No relation depends on its own negation or aggregate: a negated atom, or an aggregate (in the head
+    or the body), over a relation that reads, through rules, the head of its rule is an error placed there."""
+    depends = Reads(syntax).depends
+
+    def aggregate_in_recursion(function: str, over: str, head: str, place: Place) -> TranslationError:
+        monotonic = f", or use m{function}<..>, the monotonic aggregate" if f"m{function}" in MONOTONIC else ""
+        return error(
+            f"the aggregate {function} over '{over}' is inside its own recursion (it depends on '{head}'): "
+            f"compute it after the recursion{monotonic}",
+            place,
+        )
+
     for clause in syntax.clauses:
-        for literal in clause.body:
-            if isinstance(literal, AtomSyntax) and literal.negated and depends(literal.relation, clause.head.relation):
+        head = clause.head.relation
+        for atom in atoms_of(clause):
+            if atom.negated and depends(atom.relation, head):
                 raise error(
-                    f"the negation of '{literal.relation}' is inside its own recursion (it depends on "
-                    f"'{clause.head.relation}'): the program cannot be stratified",
-                    literal.place,
+                    f"the negation of '{atom.relation}' is inside its own recursion (it depends on "
+                    f"'{head}'): the program cannot be stratified",
+                    atom.place,
                 )
+        stratified = [t for t in clause.terms if isinstance(t, HeadAggregate) and t.function in STRATIFIED]
+        for aggregate in stratified:
+            for literal in clause.body:
+                if isinstance(literal, AtomSyntax) and depends(literal.relation, head):
+                    raise aggregate_in_recursion(aggregate.function, literal.relation, head, aggregate.place)
+        for inner in nested(clause.aggregates):
+            for literal in inner.body:
+                if isinstance(literal, AtomSyntax) and depends(literal.relation, head):
+                    raise aggregate_in_recursion(inner.function, literal.relation, head, inner.place)
+
+
+def nested(aggregates: tuple[BodyAggregate, ...]) -> Iterator[BodyAggregate]:
+    """Body aggregates and those inside them."""
+    for aggregate in aggregates:
+        yield aggregate
+        yield from nested(aggregate.aggregates)
+
+
+def atoms_of(clause: Clause) -> Iterator[AtomSyntax]:
+    """The atoms of a clause's body and of its body aggregates."""
+    for literal in (*clause.body, *(item for aggregate in nested(clause.aggregates) for item in aggregate.body)):
+        if isinstance(literal, AtomSyntax):
+            yield literal
 
 
 SOUFFLE_KINDS = {"number": "an integer", "unsigned": "an integer", "float": "a number", "symbol": "a string"}
@@ -147,9 +230,9 @@ def check_declared_constants(syntax: ProgramSyntax, declared: Mapping[str, Decla
                 )
 
 
-def relation_of(name: str, syntax: ProgramSyntax, declared: Mapping[str, Declaration]) -> Relation:
-    """A derived relation: its columns (declared, else named after the first rule's head variables, else
-    c0 ..) and its monotonic aggregate, which every rule of it must agree on."""
+def relation_of(name: str, claimed: str, syntax: ProgramSyntax, declared: Mapping[str, Declaration]) -> Relation:
+    """A derived relation, `claimed` its name in the IR: its columns (declared, else named after the first
+    rule's head variables, else c0 ..) and its monotonic aggregate, which every rule of it must agree on."""
     clauses = [clause for clause in syntax.clauses if clause.head.relation == name]
     width = len(clauses[0].terms)
     for clause in clauses:
@@ -171,7 +254,11 @@ def relation_of(name: str, syntax: ProgramSyntax, declared: Mapping[str, Declara
         columns = tuple(column for column, _ in declaration.columns)
     else:
         columns = column_names(clauses[0].terms)
-    return Relation(name, columns, distinct=True, aggregate=aggregate)
+    grouped = len(clauses) == 1 and any(
+        isinstance(term, HeadAggregate) and term.function in STRATIFIED for term in clauses[0].terms
+    )  # one GROUP BY: distinct rows already
+    label = name if claimed != name else ""
+    return Relation(claimed, columns, distinct=not grouped, aggregate=aggregate, label=label)
 
 
 def compatible(one: HeaderAggregate, other: HeaderAggregate) -> bool:
@@ -196,18 +283,13 @@ def column_names(terms: tuple[HeadTerm, ...]) -> tuple[str, ...]:
     return tuple(name if names.count(name) == 1 else f"c{position}" for position, name in enumerate(names))
 
 
-def columns_of_table(name: str, catalog: SchemaProvider, sources: Mapping[str, str]) -> tuple[str, ...] | None:
-    return catalog.table_columns(sources.get(name, name))
-
-
 @dataclass(frozen=True)
 class Names:
-    """What a clause's atoms may name (the derived relations, the tables, the tables `.input`s read) and
-    the variables the translation makes."""
+    """What a clause's atoms may name (the derived relations, what `tables` finds) and the variables the
+    translation makes."""
 
-    relations: Mapping[str, Relation]
-    catalog: SchemaProvider
-    sources: Mapping[str, str]
+    relations: Mapping[str, Relation]  # by the program's names
+    tables: Tables
     fresh: Fresh
 
 
@@ -234,7 +316,35 @@ def rule_of(clause: Clause, names: Names) -> Rule:
                 literal.place,
             )
     terms = tuple(head_term(term, clause, bound) for term in clause.terms)
-    return Rule(clause.head.relation, terms, (*atoms, *equalities, *compared, *(atom for _, atom in negated)))
+    head = names.relations[clause.head.relation].name
+    return computed_in_head(Rule(head, terms, (*atoms, *equalities, *compared, *(atom for _, atom in negated))))
+
+
+def computed_in_head(rule: Rule) -> Rule:
+    """`sp(Y, D) :- ..., D = D0 + W.` as `sp(Y, D0 + W) :- ....`: an assignment whose variable only the
+    head reads is computed there, as a SQL query's select list computes it (and so plans alike)."""
+    while True:
+        for literal in rule.body:
+            if not isinstance(literal, Assignment):
+                continue
+            others = [other for other in rule.body if other is not literal]
+            if any(literal.variable in other.variables() for other in others):
+                continue
+            terms = tuple(substituted(term, literal.variable, literal.expression) for term in rule.terms)
+            rule = Rule(rule.head, terms, tuple(others))
+            break
+        else:
+            return rule
+
+
+def substituted(expression: exp.Expr, variable: str, value: exp.Expr) -> exp.Expr:
+    """`expression` with `value` where it reads `variable`."""
+
+    def replaced(node: exp.Expr) -> exp.Expr:
+        is_variable = isinstance(node, exp.Column) and not node.table and node.name == variable
+        return value.copy() if is_variable else node
+
+    return expression.transform(replaced)
 
 
 def bind(comparisons: list[ComparisonSyntax], bound: set[str]) -> list[Literal]:
@@ -281,12 +391,12 @@ def atom_of(literal: AtomSyntax, names: Names, equalities: list[Literal]) -> Ato
     anti-join's own condition for a negated one."""
     name = literal.relation
     if name in names.relations:
-        width, relation = len(names.relations[name].columns), name
+        width, relation = len(names.relations[name].columns), names.relations[name].name
     else:
-        columns = columns_of_table(name, names.catalog, names.sources)
-        if columns is None:
+        table = names.tables(name)
+        if table is None:
             raise error(f"unknown relation '{name}': no rule derives it and no table or .input holds it", literal.place)
-        width, relation = len(columns), names.sources.get(name, name)
+        relation, width = table[0], len(table[1])
     if len(literal.arguments) != width:
         raise error(f"'{name}' has {width} columns, not {len(literal.arguments)}", literal.place)
     arguments: list[str] = []
@@ -308,7 +418,7 @@ def atom_of(literal: AtomSyntax, names: Names, equalities: list[Literal]) -> Ato
 def head_term(term: exp.Expr | HeadAggregate, clause: Clause, bound: set[str]) -> exp.Expr:
     if isinstance(term, HeadAggregate):
         if term.function in MONOTONIC:
-            expression = term.argument if term.argument is not None else exp.Literal.number(1)
+            expression = contribution(term)
         elif term.argument is None:
             expression = exp.Count(this=exp.Star())
         else:
@@ -317,6 +427,15 @@ def head_term(term: exp.Expr | HeadAggregate, clause: Clause, bound: set[str]) -
         return expression
     check_bound(term, bound, clause.head.place)
     return term
+
+
+def contribution(term: HeadAggregate) -> exp.Expr:
+    """What one derivation adds to a monotonic aggregate's group: its value (mmin, mmax, msum), 1 for a
+    count (`mcount<X>` counts the distinct Xs: the contributors), C for a pair `(Z, C)`."""
+    if term.function == "mcount" and term.contributor is None:
+        return exp.Literal.number(1)
+    assert term.argument is not None  # only mcount may be mcount<_>: the parser sees to it
+    return term.argument
 
 
 def check_bound(expression: exp.Expr, bound: set[str], place: Place) -> None:

@@ -5,24 +5,34 @@
     tc(X, Y) :- edge(X, Y).                      // `<-` as DeALS writes it
     tc(X, Y) :- tc(X, Z), edge(Z, Y).
     sp(Y, mmin<D>) <- sp(X, D1), wedge(X, Y, W), D = D1 + W.
+    out(X, N) :- node(X), N = count : { edge(X, _) }.   // Soufflé's aggregate in a body
     .output tc
+
+`EXPLAIN` or `EXPLAIN ANALYZE` before the first clause asks for the program's plans instead.
 
 An identifier in a rule is a variable unless an opening parenthesis follows it (an atom, or a function
 in an expression); constants are numbers and quoted strings; `_` is a variable of its own at each use.
-Expressions are sqlglot trees (a variable is an `exp.Column`), so the rules become the IR as they are.
+Expressions are sqlglot trees (a variable is an `exp.Column`), so the rules become the IR as they are;
+Soufflé's functors (`cat`, `to_string`, `substr`, binary `min`/`max`, ...) become their SQL functions.
+An aggregate in a body (`min E : { ... }`, `count : atom(...)`) stands in its expression as a variable of
+its own, the `BodyAggregate` its clause lists (translator/datalog/aggregates.py makes it rules).
 Every node keeps the line and column it starts at, for errors.
 """
 
 from __future__ import annotations
 
+import itertools
 import re
 from dataclasses import dataclass, field
 
+import sqlglot
 from sqlglot import exp
 
+from translator.dialect import RecSQL
 from translator.errors import TranslationError
 
-AGGREGATES = ("mmin", "mmax", "mcount", "msum", "min", "max", "count", "sum")
+AGGREGATES = ("mmin", "mmax", "mcount", "msum", "min", "max", "count", "countd", "sum")
+BODY_AGGREGATES = ("min", "max", "count", "sum", "mean")
 COMPARISONS = {"=": exp.EQ, "!=": exp.NEQ, "<>": exp.NEQ, "<": exp.LT, "<=": exp.LTE, ">": exp.GT, ">=": exp.GTE}
 ARITHMETIC = {"+": exp.Add, "-": exp.Sub, "*": exp.Mul, "/": exp.Div, "%": exp.Mod}
 TOKEN = re.compile(
@@ -52,11 +62,13 @@ class Place:
 
 @dataclass(frozen=True)
 class HeadAggregate:
-    """`mmin<D>` (monotonic, allowed in recursion) or `min<D>` (stratified) in a rule's head."""
+    """`mmin<D>` (monotonic, allowed in recursion) or `min<D>` (stratified; `countd<X>` counts distinct
+    values) in a rule's head. DeAL's pair `mcount<(Z, C)>` / `msum<(Z, C)>`: contributor Z adds C."""
 
     function: str  # one of AGGREGATES
     argument: exp.Expr | None  # None: count<_>
     place: Place
+    contributor: exp.Expr | None = None  # Z of a pair (Z, C)
 
 
 HeadTerm = exp.Expr | HeadAggregate
@@ -80,6 +92,19 @@ BodyLiteral = AtomSyntax | ComparisonSyntax
 
 
 @dataclass(frozen=True)
+class BodyAggregate:
+    """`min E : { body }` (or `count : atom(...)`) inside a rule's body: its value is `variable`, a name
+    the parser made, which the rule's comparisons use where the aggregate was written."""
+
+    variable: str
+    function: str  # one of BODY_AGGREGATES
+    argument: exp.Expr | None  # None: count
+    body: tuple[BodyLiteral, ...]
+    aggregates: tuple[BodyAggregate, ...]  # those inside `body`
+    place: Place
+
+
+@dataclass(frozen=True)
 class Clause:
     """A rule, or a fact (no body)."""
 
@@ -87,6 +112,7 @@ class Clause:
     terms: tuple[HeadTerm, ...]
     body: tuple[BodyLiteral, ...]
     place: Place
+    aggregates: tuple[BodyAggregate, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -112,6 +138,7 @@ class ProgramSyntax:
     inputs: list[InputOutput] = field(default_factory=list)
     outputs: list[InputOutput] = field(default_factory=list)
     clauses: list[Clause] = field(default_factory=list)
+    explain: str | None = None  # "EXPLAIN" or "EXPLAIN ANALYZE" before the program: its plans, not its answers
 
 
 def tokens(text: str) -> list[Token]:
@@ -142,6 +169,8 @@ class Parser:
     def __init__(self, found: list[Token]):
         self.tokens = found
         self.at = 0
+        self.aggregates: list[BodyAggregate] = []  # the body aggregates of the body being read
+        self.made = itertools.count()
 
     # ------------------------------------------------------------------ tokens
 
@@ -186,12 +215,21 @@ class Parser:
 
     def program(self) -> ProgramSyntax:
         syntax = ProgramSyntax()
+        if self.keyword("EXPLAIN"):
+            syntax.explain = "EXPLAIN ANALYZE" if self.keyword("ANALYZE") else "EXPLAIN"
         while self.next.kind != "end":
             if self.next.kind == "directive":
                 self.directive(syntax)
             else:
                 syntax.clauses.append(self.clause())
         return syntax
+
+    def keyword(self, word: str) -> bool:
+        """Take `word` here, a name not starting an atom."""
+        if self.next.kind == "name" and self.next.text.upper() == word and self.peek().text != "(":
+            self.at += 1
+            return True
+        return False
 
     def directive(self, syntax: ProgramSyntax) -> None:
         token = self.take()
@@ -241,28 +279,41 @@ class Parser:
             if terms:
                 self.expect(",", "',' or ')'")
             terms.append(self.head_term())
+        self.aggregates = []
         body: list[BodyLiteral] = []
         if self.accept(":-") or self.accept("<-"):
-            body.append(self.literal())
-            while self.accept(","):
-                body.append(self.literal())
+            body = self.conjunction()
         self.expect(".", "'.' at the end of the rule")
         plain = tuple(term for term in terms if isinstance(term, exp.Expr))
         head = AtomSyntax(relation.text, plain, False, self.place(relation))
-        return Clause(head, tuple(terms), tuple(body), self.place(start))
+        return Clause(head, tuple(terms), tuple(body), self.place(start), tuple(self.aggregates))
+
+    def conjunction(self) -> list[BodyLiteral]:
+        body = [self.literal()]
+        while self.accept(","):
+            body.append(self.literal())
+        return body
 
     def head_term(self) -> HeadTerm:
         token = self.next
         if token.kind == "name" and token.text.lower() in AGGREGATES and self.peek().text == "<":
             self.at += 2
             argument: exp.Expr | None
+            contributor = None
             if self.next.kind == "name" and self.next.text == "_" and self.peek().text == ">":
+                if not token.text.lower().startswith(("count", "mcount")):
+                    raise self.error(f"expected the expression {token.text} aggregates")
                 self.at += 1
                 argument = None
+            elif self.accept("("):
+                argument = self.expression()
+                if self.accept(","):
+                    contributor, argument = argument, self.expression()
+                self.expect(")", "')'")
             else:
                 argument = self.expression()
             self.expect(">", f"'>' closing {token.text}<...>")
-            return HeadAggregate(token.text.lower(), argument, self.place(token))
+            return HeadAggregate(token.text.lower(), argument, self.place(token), contributor)
         return self.expression()
 
     def literal(self) -> BodyLiteral:
@@ -275,7 +326,12 @@ class Parser:
             if token.text == "not":
                 self.at += 1
             return self.atom(negated=True)
-        if token.kind == "name" and self.peek().text == "(" and not self.compared_after_call():
+        if (
+            token.kind == "name"
+            and self.peek().text == "("
+            and not self.compared_after_call()
+            and not self.body_aggregate_here()
+        ):
             return self.atom(negated=False)
         left = self.expression()
         operator = self.next
@@ -300,7 +356,7 @@ class Parser:
                 if depth == 0:
                     following = self.peek(ahead + 1)
                     return following.kind == "symbol" and (
-                        following.text in COMPARISONS or following.text in ARITHMETIC
+                        following.text in COMPARISONS or following.text in ARITHMETIC or following.text == ":"
                     )
             ahead += 1
 
@@ -335,7 +391,51 @@ class Parser:
             return exp.Neg(this=self.unary())
         return self.primary()
 
+    def body_aggregate_here(self) -> bool:
+        """Whether the name here starts a body aggregate: `count :`, `min X :`, `sum (X + Y) :`."""
+        token = self.next
+        if token.kind != "name" or token.text.lower() not in BODY_AGGREGATES:
+            return False
+        following = self.peek()
+        if following.text == ":":
+            return True
+        if following.text == "(":
+            return self.compared_after_call() and self.call_end_is_colon()
+        return following.kind in ("name", "number") or following.text == "-"
+
+    def call_end_is_colon(self) -> bool:
+        depth, ahead = 0, 1
+        while self.peek(ahead).kind != "end":
+            depth += {"(": 1, ")": -1}.get(self.peek(ahead).text, 0)
+            if depth == 0:
+                return self.peek(ahead + 1).text == ":"
+            ahead += 1
+        return False
+
+    def body_aggregate(self) -> exp.Expr:
+        """A body aggregate, recorded in `aggregates`; in the expression, the variable holding its value."""
+        token = self.take()
+        function = token.text.lower()
+        argument = None if self.next.text == ":" else self.expression()
+        if function != "count" and argument is None:
+            raise self.error(f"expected the expression {function} aggregates")
+        self.expect(":", f"':' after {function}'s expression")
+        outer, self.aggregates = self.aggregates, []
+        if self.accept("{"):
+            body = self.conjunction()
+            self.expect("}", "'}' closing the aggregate's body")
+        else:
+            body = [self.atom(negated=False)]
+        inner, self.aggregates = self.aggregates, outer
+        variable = f"_agg{next(self.made)}"
+        self.aggregates.append(
+            BodyAggregate(variable, function, argument, tuple(body), tuple(inner), self.place(token))
+        )
+        return positioned(exp.column(variable), token)
+
     def primary(self) -> exp.Expr:
+        if self.body_aggregate_here():
+            return self.body_aggregate()
         token = self.take()
         if token.kind == "number":
             return positioned(exp.Literal.number(token.text), token)
@@ -348,13 +448,48 @@ class Parser:
                     if arguments:
                         self.expect(",", "',' or ')'")
                     arguments.append(self.expression())
-                return positioned(exp.Anonymous(this=token.text, expressions=arguments), token)
+                return positioned(functor(token.text, arguments, token), token)
             return positioned(exp.column(token.text), token)
         if token.text == "(":
             inner = self.expression()
             self.expect(")", "')'")
             return exp.Paren(this=inner)
         raise self.error("expected a variable, a constant or an expression", token)
+
+
+SOUFFLE_FUNCTORS = {  # Soufflé's name: the SQL it means, over arguments _0, _1, ...
+    "to_string": "CAST(_0 AS STRING)",
+    "to_number": "CAST(_0 AS BIGINT)",
+    "to_float": "CAST(_0 AS DOUBLE)",
+    "strlen": "LENGTH(_0)",
+    "substr": "SUBSTRING(_0, _1 + 1, _2)",  # Soufflé counts from 0, SQL from 1
+}
+VARIADIC = {"cat": "CONCAT", "min": "LEAST", "max": "GREATEST"}
+
+
+def functor(name: str, arguments: list[exp.Expr], token: Token) -> exp.Expr:
+    """A call in an expression as recsql's SQL reads it: Soufflé's functors as their SQL functions, any
+    other name as the SQL function of that name."""
+    lowered = name.lower()
+    if lowered in SOUFFLE_FUNCTORS and lowered not in VARIADIC:
+        template = SOUFFLE_FUNCTORS[lowered]
+        wanted = len(set(re.findall(r"_\d", template)))
+        if len(arguments) != wanted:
+            raise TranslationError(f"{name} takes {wanted} argument(s), not {len(arguments)}", token.line, token.column)
+    else:
+        placeholders = ", ".join(f"_{i}" for i in range(len(arguments)))
+        template = f"{VARIADIC.get(lowered, name)}({placeholders})"
+    try:
+        call = sqlglot.parse_one(template, read=RecSQL)
+    except sqlglot.errors.ParseError:
+        raise TranslationError(f"unknown function {name}", token.line, token.column) from None
+    return call.transform(
+        lambda node: (
+            arguments[int(node.name[1:])].copy()
+            if isinstance(node, exp.Column) and re.fullmatch(r"_\d+", node.name)
+            else node
+        )
+    )
 
 
 def positioned(node: exp.Expr, token: Token) -> exp.Expr:
