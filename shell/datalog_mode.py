@@ -1,10 +1,12 @@
 """The shell's Datalog mode (`\\datalog on`): rules, facts, `.decl` and `.input` lines entered one input at a
 time build a program; an input with an `.output` runs the program so far with that output and prints the
-answer. An input whose program fails adds nothing, so a mistake can be typed again.
+answer. An input whose program fails adds nothing, so a mistake can be typed again. `EXPLAIN [ANALYZE]`
+before an input with an `.output` shows the plan of the program so far instead, and keeps nothing.
 
     datalog> tc(X, Y) :- edge(X, Y).
     datalog> tc(X, Y) :- tc(X, Z), edge(Z, Y).
     datalog> .output tc
+    datalog> EXPLAIN .output tc
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from translator.errors import TranslationError
 DIRECTIVES = (".decl", ".input", ".output")
 HEAD = re.compile(r"(?:^|\.)\s*([A-Za-z_]\w*)\s*\(", re.MULTILINE)  # a clause's head, or a .decl's relation
 OUTPUT = re.compile(r"^\s*\.output\b", re.MULTILINE)
+EXPLAIN = re.compile(r"^\s*EXPLAIN(?:\s+ANALYZE)?\b", re.IGNORECASE)
 WORD = re.compile(r"[A-Za-z_.][\w.]*$")
 
 
@@ -41,6 +44,14 @@ class DatalogProgram:
     def enter(self, text: str, run: Callable[[str], int], report: Callable[[str], None]) -> None:
         """Add an input to the program; run the program (`run`, 0 when it succeeded) when the input has
         an `.output`; `report` says what is wrong with an input not kept."""
+        explain = EXPLAIN.match(text)
+        if explain is not None:
+            rest = text[explain.end() :]
+            if not OUTPUT.search(rest):
+                report(f"{explain.group().strip()} takes the .output whose plan to show: EXPLAIN .output name")
+                return
+            run("\n".join([explain.group().strip(), *self.lines, rest.strip()]))
+            return
         if not OUTPUT.search(text):
             try:
                 parse(text)  # a syntax error is reported now, not at the next .output
@@ -60,7 +71,7 @@ class DatalogProgram:
 
 def is_complete(text: str) -> bool:
     """Whether a Datalog input is ready to run: it ends with a clause's `.` or a directive line."""
-    stripped = text.strip()
+    stripped = EXPLAIN.sub("", text.strip(), count=1).strip()
     last = stripped.splitlines()[-1].strip() if stripped else ""
     return stripped.endswith(".") or last.startswith(DIRECTIVES)
 

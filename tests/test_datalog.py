@@ -270,6 +270,19 @@ tc(X, Y) :- tc(X, Z), csv_arc(Z, Y).
         ("p(M) :- M = min : dl_edge(M, _).\n.output p", "expected the expression min aggregates", 1, 17),
         ("p(X) :- dl_edge(X, _).", r"no \.output", None, None),
         (".print p", "unknown directive .print", 1, 1),
+        ("p(S) :- dl_edge(X, _), S = to_string(X, 1).\n.output p", r"to_string takes 1 argument\(s\), not 2", 1, 28),
+        (
+            ".decl dl_edge(a: number, b: symbol)\n.input dl_edge\np(X) :- dl_edge(X, _).\n.output p",
+            "column b is a symbol but column dst of table dl_edge is bigint",
+            1,
+            1,
+        ),
+        (
+            ".decl e(a: number)\n.input e(IO=table, name=dl_edge)\np(X) :- e(X).\n.output p",
+            ".decl e has 1 columns but table dl_edge 2",
+            1,
+            1,
+        ),
     ],
 )
 def test_errors_name_the_line_and_column(graph, program, message, line, column):
@@ -288,3 +301,61 @@ broken(Z) :- dl_edge(X, Y), Z = X / (Y - Y).
     with pytest.raises(recsql.DataError, match="(?i)divi"):
         graph.execute_datalog(program)
     assert sql_answer(graph, "SELECT x FROM dl_kept") == {(42,)}
+
+
+def test_a_program_is_a_query_of_sql_statements(graph):
+    """DATALOG $$ ... $$ stands where a query does: alone, in FROM, as a view (which a program reads in
+    turn) and as a materialized view maintained as its table changes."""
+    closure = transitive_closure(EDGES)
+    program = f"DATALOG $$\n{TC}\n$$"
+    assert sql_answer(graph, program) == closure
+    per_source = {(a, sum(1 for x, _ in closure if x == a)) for a, _ in closure}
+    assert sql_answer(graph, f"SELECT x, count(*) FROM ({program}) AS t GROUP BY x") == per_source
+    graph.execute(f"CREATE OR REPLACE VIEW dl_tc_view AS {program}")
+    assert sql_answer(graph, "SELECT * FROM dl_tc_view WHERE x = 1") == {row for row in closure if row[0] == 1}
+    assert answer(graph, "from1(Y) :- dl_tc_view(1, Y).\n.output from1") == {(b,) for a, b in closure if a == 1}
+    graph.execute("DROP MATERIALIZED VIEW IF EXISTS dl_tc_kept")
+    graph.execute(f"CREATE MATERIALIZED VIEW dl_tc_kept AS {program}")
+    graph.execute("INSERT INTO dl_edge VALUES (4, 5)")
+    assert sql_answer(graph, "SELECT * FROM dl_tc_kept") == transitive_closure([*EDGES, (4, 5)])
+    graph.execute("EXPLAIN ANALYZE DELETE FROM dl_edge WHERE src = 4")
+    assert any("Maintenance of dl_tc_kept" in row[0] for row in graph.fetchall())
+    assert sql_answer(graph, "SELECT * FROM dl_tc_kept") == closure
+    graph.execute("DROP MATERIALIZED VIEW dl_tc_kept")
+
+
+def test_explain_of_a_program_shows_its_rules_as_written_and_rewritten(graph):
+    program = "tc(X, Y) :- dl_edge(X, Y).\ntc(X, Y) :- tc(X, Z), dl_edge(Z, Y).\nfrom1(Y) :- tc(1, Y).\n.output from1"
+    for run in (
+        lambda: graph.execute_datalog("EXPLAIN ANALYZE\n" + program),
+        lambda: graph.execute(f"EXPLAIN ANALYZE DATALOG $${program}$$"),
+    ):
+        run()
+        lines = [row[0] for row in graph.fetchall()]
+        written = lines.index("== Rules as written ==")
+        assert lines[written + 1 : written + 4] == program.splitlines()[:3]
+        assert "== Pass 3: magic_sets ==" in lines  # the binding of from1's tc(1, Y) goes into the recursion
+        assert any(line.startswith("tc_bf(X, Y) :- m_tc_bf(X)") for line in lines)
+        assert lines[-1] == f"answer rows: {len({b for a, b in transitive_closure(EDGES) if a == 1})}"
+
+
+@pytest.mark.parametrize(
+    "statement, error, message",
+    [
+        (
+            "SELECT * FROM (DATALOG $$ p(X) :- dl_edge(X. .output p $$) t",
+            recsql.ProgrammingError,
+            "line 1, column 19 of the program",
+        ),
+        ("DATALOG $$ p(X) :- dl_edge(X, _). $$", recsql.ProgrammingError, r"no \.output"),
+        ("DATALOG $$ .input e(IO=file) p(X) :- e(X, _). .output p $$", recsql.NotSupportedError, "IO=file"),
+        (
+            "DATALOG $$ p(X) :- dl_edge(X, _). .output p(IO=table, name=t) $$",
+            recsql.NotSupportedError,
+            "stores a table",
+        ),
+    ],
+)
+def test_errors_of_a_program_in_a_statement(graph, statement, error, message):
+    with pytest.raises(error, match=message):
+        graph.execute(statement)

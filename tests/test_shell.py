@@ -138,6 +138,12 @@ def test_datalog_mode_builds_a_program_and_runs_it_at_output(shell):
         shell.wait_for_prompt()
         screen = run(shell, ".output tc\n", r"\d+ rows")
         assert sorted(table_rows(screen)) == sorted((str(a), str(b)) for a, b in transitive_closure(EDGES))
+        shell.clear()
+        shell.type("EXPLAIN .output tc\n")
+        shell.wait_for(r"\n:\s*$")  # the plan is taller than the screen: the pager shows its first screenful
+        assert "== Rules as written ==\n tc(X, Y) :- edge(X, Y).\n tc(X, Y) :- tc(X, Z)," in shell.text
+        shell.type("q")
+        shell.wait_for_prompt()
     finally:
         shell.clear()
         shell.type("\\datalog off\n")

@@ -17,7 +17,17 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
-from pyspark.sql.types import StructField, StructType
+from pyspark.sql.types import (
+    CharType,
+    DataType,
+    DecimalType,
+    IntegralType,
+    NumericType,
+    StringType,
+    StructField,
+    StructType,
+    VarcharType,
+)
 
 from recsql import analysis
 from recsql.engine.answer import Answer
@@ -42,6 +52,7 @@ def run_program(session: Services, syntax: ProgramSyntax, text: str) -> list[tup
         raise ProgrammingError("the program has no .output: name the relation it answers (.output name)")
     declared = {declaration.relation: declaration for declaration in syntax.declarations}
     sources = {item.relation: source(session, item, declared.get(item.relation)) for item in syntax.inputs}
+    check_declared_tables(session, syntax, declared, sources)
     plans = []
     for output in syntax.outputs:
         program = translate_datalog(syntax, output.relation, sources, session.catalog)
@@ -68,6 +79,48 @@ def run_program(session: Services, syntax: ProgramSyntax, text: str) -> list[tup
         stored = session.catalog.create_table(target, schema, rows, True, text)
         results.append((output.relation, Result(rowcount=stored)))
     return results
+
+
+KINDS: dict[str, tuple[type[DataType], ...]] = {  # the Spark types a table's column may have for a .decl type
+    "number": (IntegralType,),
+    "unsigned": (IntegralType,),
+    "float": (NumericType,),
+    "symbol": (StringType, VarcharType, CharType),
+}
+
+
+def check_declared_tables(
+    session: Services, syntax: ProgramSyntax, declared: dict[str, Declaration], sources: dict[str, str]
+) -> None:
+    """A declared relation no rule derives reads a table: the table's columns must be as many as the
+    `.decl` names, of the kinds it gives them (a whole number for number/unsigned, a number for float,
+    a string for symbol)."""
+    derived = {clause.head.relation for clause in syntax.clauses}
+    for name, declaration in declared.items():
+        table = sources.get(name, name)
+        if name in derived or session.catalog.table_columns(table) is None:
+            continue
+        fields = session.catalog.schema(table).fields
+        where = (declaration.place.line, declaration.place.column)
+        if len(fields) != len(declaration.columns):
+            raise ProgrammingError(
+                f".decl {name} has {len(declaration.columns)} columns but table {table} {len(fields)}", *where
+            )
+        for (column, kind), field in zip(declaration.columns, fields):
+            if kind not in KINDS:
+                raise ProgrammingError(f".decl {name}: unknown type {kind} ({', '.join(KINDS)})", *where)
+            if not fits(kind, field.dataType):
+                raise ProgrammingError(
+                    f".decl {name}: column {column} is a {kind} but column {field.name} of table {table} is "
+                    f"{field.dataType.simpleString()}",
+                    *where,
+                )
+
+
+def fits(kind: str, data_type: DataType) -> bool:
+    """Whether a column of `data_type` holds values of the `.decl` type `kind` (DECIMAL(p, 0) whole numbers)."""
+    whole_decimal = isinstance(data_type, DecimalType) and data_type.scale == 0
+    return isinstance(data_type, KINDS[kind]) or (kind in ("number", "unsigned") and whole_decimal)
 
 
 def explanation(session: Services, text: str, output: InputOutput, plan: Plan, analyze: bool) -> list[str]:

@@ -25,10 +25,9 @@ import itertools
 import re
 from dataclasses import dataclass, field
 
-import sqlglot
 from sqlglot import exp
 
-from translator.dialect import RecSQL
+from translator.datalog.functors import functor
 from translator.errors import TranslationError
 
 AGGREGATES = ("mmin", "mmax", "mcount", "msum", "min", "max", "count", "countd", "sum")
@@ -448,48 +447,16 @@ class Parser:
                     if arguments:
                         self.expect(",", "',' or ')'")
                     arguments.append(self.expression())
-                return positioned(functor(token.text, arguments, token), token)
+                try:
+                    return positioned(functor(token.text, arguments), token)
+                except ValueError as problem:
+                    raise TranslationError(str(problem), token.line, token.column) from None
             return positioned(exp.column(token.text), token)
         if token.text == "(":
             inner = self.expression()
             self.expect(")", "')'")
             return exp.Paren(this=inner)
         raise self.error("expected a variable, a constant or an expression", token)
-
-
-SOUFFLE_FUNCTORS = {  # Soufflé's name: the SQL it means, over arguments _0, _1, ...
-    "to_string": "CAST(_0 AS STRING)",
-    "to_number": "CAST(_0 AS BIGINT)",
-    "to_float": "CAST(_0 AS DOUBLE)",
-    "strlen": "LENGTH(_0)",
-    "substr": "SUBSTRING(_0, _1 + 1, _2)",  # Soufflé counts from 0, SQL from 1
-}
-VARIADIC = {"cat": "CONCAT", "min": "LEAST", "max": "GREATEST"}
-
-
-def functor(name: str, arguments: list[exp.Expr], token: Token) -> exp.Expr:
-    """A call in an expression as recsql's SQL reads it: Soufflé's functors as their SQL functions, any
-    other name as the SQL function of that name."""
-    lowered = name.lower()
-    if lowered in SOUFFLE_FUNCTORS and lowered not in VARIADIC:
-        template = SOUFFLE_FUNCTORS[lowered]
-        wanted = len(set(re.findall(r"_\d", template)))
-        if len(arguments) != wanted:
-            raise TranslationError(f"{name} takes {wanted} argument(s), not {len(arguments)}", token.line, token.column)
-    else:
-        placeholders = ", ".join(f"_{i}" for i in range(len(arguments)))
-        template = f"{VARIADIC.get(lowered, name)}({placeholders})"
-    try:
-        call = sqlglot.parse_one(template, read=RecSQL)
-    except sqlglot.errors.ParseError:
-        raise TranslationError(f"unknown function {name}", token.line, token.column) from None
-    return call.transform(
-        lambda node: (
-            arguments[int(node.name[1:])].copy()
-            if isinstance(node, exp.Column) and re.fullmatch(r"_\d+", node.name)
-            else node
-        )
-    )
 
 
 def positioned(node: exp.Expr, token: Token) -> exp.Expr:
