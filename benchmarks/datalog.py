@@ -3,11 +3,12 @@ the same plan, the same answer, the same time.
 
     python -m benchmarks.datalog [--quick | --scale] [--strategies local decomposed distributed]
                                  [--repeat 5] [--only NAME ...] [--master local[2]] [--driver-memory 8g]
+                                 [--conf KEY=VALUE ...] [--bigint]
 
 For every workload with a twin and every strategy forced (SET recsql.strategy), it checks that the two plan
 alike (recsql.planner.shape: the same strata, strategies, rules, join orders and delta variants, whatever
-the names) and answer alike, then times them alternating in one process on the same data and prints the
-medians and the ratio datalog / sql. The program text is parsed and planned on every run, as the query's is.
+the names) and answer alike, then times them alternating (which goes first turns each round) in one process
+on the same data and prints the medians and the ratio datalog / sql. The program text is parsed and planned on every run, as the query's is.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import time
 from sqlglot import exp
 
 import recsql
+from benchmarks.run import as_bigint
 from benchmarks.timing import report
 from benchmarks.workloads import Workload, scale_workloads, workloads
 from recsql.planner.shape import shape
@@ -46,8 +48,8 @@ def compare(conn: recsql.Connection, workload: Workload, strategy: str, repeat: 
     }
     times: dict[str, list[float]] = {name: [] for name in runs}
     answers = {}
-    for attempt in range(repeat + 1):  # the first round warms up
-        for name, run in runs.items():
+    for attempt in range(repeat + 1):  # the first round warms up; the order turns each round
+        for name, run in sorted(runs.items(), reverse=attempt % 2 == 1):
             gc.collect()
             started = time.perf_counter()
             answers[name] = run()
@@ -72,6 +74,7 @@ def main() -> None:
     parser.add_argument("--master", default="local[2]")
     parser.add_argument("--driver-memory", default="8g")
     parser.add_argument("--conf", nargs="*", default=[], metavar="KEY=VALUE", help="more Spark settings")
+    parser.add_argument("--bigint", action="store_true", help="the graphs' integers as BIGINT (pandas int64)")
     args = parser.parse_args()
     every = scale_workloads() if args.scale else workloads(args.quick)
     chosen = [w for w in every if w.datalog is not None and (not args.only or w.name in args.only)]
@@ -83,7 +86,7 @@ def main() -> None:
         recsql.connect(warehouse=warehouse, conf=conf, master=args.master) as conn,
     ):
         for workload in chosen:
-            conn.register("edge", workload.edges())
+            conn.register("edge", as_bigint(workload.edges)() if args.bigint else workload.edges())
             for strategy in args.strategies:
                 rows.append(compare(conn, workload, strategy, args.repeat))
                 print(f"  {rows[-1][0]}: {rows[-1][1]}", flush=True)

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from sqlglot import exp
 
 from recsql.analysis import Component
-from translator.ir import Atom, Program, Rule
+from translator.ir import WILDCARD, Atom, Program, Rule
 
 FUNCTIONS: dict[type[exp.Expr], str] = {exp.Count: "count", exp.Sum: "sum", exp.Min: "min", exp.Max: "max"}
 
@@ -92,7 +92,8 @@ def part_aggregate(
     ):
         return None
     (atom,) = rule.body
-    if not isinstance(atom, Atom) or not plain(atom) or len(set(atom.args)) != len(atom.args):
+    named = [arg for arg in atom.args if arg != WILDCARD]  # a repeated variable would be an equality
+    if not isinstance(atom, Atom) or not plain(atom) or len(set(named)) != len(named):
         return None
     columns = {variable: position for position, variable in enumerate(atom.args)}
     terms = [part_term(term, columns) for term in rule.terms]

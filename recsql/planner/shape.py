@@ -43,6 +43,11 @@ def shape(plan: Plan) -> tuple[Any, ...]:
                 tuple(rule_shape(rule, numbers) for rule in stratum.exit_rules),
                 tuple(variant_shape(variant, numbers) for variant in stratum.variants),
                 stratum.opaque is not None,
+                stratum.part_aggregate is not None,
+                stratum.exit_in_tasks,
+                stratum.owner,
+                stratum.stop is not None,
+                stratum.single_query.fits if stratum.single_query is not None else None,
             )
         )
     return tuple(strata)
