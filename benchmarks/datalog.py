@@ -3,12 +3,13 @@ the same plan, the same answer, the same time.
 
     python -m benchmarks.datalog [--quick | --scale] [--strategies local decomposed distributed]
                                  [--repeat 5] [--only NAME ...] [--master local[2]] [--driver-memory 8g]
-                                 [--conf KEY=VALUE ...] [--bigint]
+                                 [--conf KEY=VALUE ...] [--bigint] [--warehouse DIR]
 
 For every workload with a twin and every strategy forced (SET recsql.strategy), it checks that the two plan
 alike (recsql.planner.shape: the same strata, strategies, rules, join orders and delta variants, whatever
 the names) and answer alike, then times them alternating (which goes first turns each round) in one process
-on the same data and prints the medians and the ratio datalog / sql. The program text is parsed and planned on every run, as the query's is.
+on the same data and prints the medians and the ratio datalog / sql. The program text is parsed and planned
+on every run, as the query's is.
 """
 
 from __future__ import annotations
@@ -75,6 +76,7 @@ def main() -> None:
     parser.add_argument("--driver-memory", default="8g")
     parser.add_argument("--conf", nargs="*", default=[], metavar="KEY=VALUE", help="more Spark settings")
     parser.add_argument("--bigint", action="store_true", help="the graphs' integers as BIGINT (pandas int64)")
+    parser.add_argument("--warehouse", help="recsql's warehouse (on a cluster: a directory every executor sees)")
     args = parser.parse_args()
     every = scale_workloads() if args.scale else workloads(args.quick)
     chosen = [w for w in every if w.datalog is not None and (not args.only or w.name in args.only)]
@@ -82,7 +84,7 @@ def main() -> None:
     conf.update(setting.split("=", 1) for setting in args.conf)
     rows = []
     with (
-        tempfile.TemporaryDirectory() as warehouse,
+        tempfile.TemporaryDirectory(dir=args.warehouse) as warehouse,
         recsql.connect(warehouse=warehouse, conf=conf, master=args.master) as conn,
     ):
         for workload in chosen:
