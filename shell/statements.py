@@ -1,17 +1,18 @@
 """Split SQL scripts into statements and map statement positions back to the script.
 
-Splitting uses sqlglot's Spark tokenizer rather than a hand-written scanner, so a `;` inside a string
-literal, a quoted identifier or a comment never ends a statement, with exactly the quoting and escaping
-rules of the dialect the engine parses.
+Splitting uses the recsql dialect's tokenizer rather than a hand-written scanner, so a `;` inside a string
+literal, a quoted identifier, a comment or a `DATALOG $$ ... $$` program never ends a statement, with
+exactly the quoting and escaping rules of the dialect the engine parses.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sqlglot.dialects.spark import Spark
 from sqlglot.errors import TokenError
 from sqlglot.tokens import Token, TokenType
+
+from translator.dialect import RecSQL
 
 _OBJECT_KINDS = ("TABLE", "VIEW", "DATABASE", "SCHEMA", "FUNCTION")
 
@@ -75,7 +76,7 @@ def script_position(statement: Statement, line: int, column: int) -> tuple[int, 
 
 def tokenize(text: str) -> tuple[list[Token], bool]:
     """Tokens of `text` and whether tokenizing reached the end (False on an unterminated literal)."""
-    tokenizer = Spark.tokenizer_class()
+    tokenizer = RecSQL.tokenizer_class()
     try:
         return tokenizer.tokenize(text), True
     except TokenError:

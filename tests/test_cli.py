@@ -53,6 +53,11 @@ def texts(script: str) -> list[str]:
         ("-- only a comment;\n/* and; another */\n", []),
         ("", []),
         ("-- heading\nSELECT 1; -- trailing; comment\n", ["SELECT 1"]),
+        ("DATALOG $$ p(1). // a; b\n.output p $$; SELECT 2", ["DATALOG $$ p(1). // a; b\n.output p $$", "SELECT 2"]),
+        (
+            "SELECT * FROM (DATALOG $x$ q(';'). $x$) t; SELECT 2",
+            ["SELECT * FROM (DATALOG $x$ q(';'). $x$) t", "SELECT 2"],
+        ),
     ],
 )
 def test_split_texts(script, expected):
