@@ -359,3 +359,11 @@ def test_explain_of_a_program_shows_its_rules_as_written_and_rewritten(graph):
 def test_errors_of_a_program_in_a_statement(graph, statement, error, message):
     with pytest.raises(error, match=message):
         graph.execute(statement)
+
+
+def test_an_aggregate_correlated_only_through_its_recursive_rule_is_refused(graph):
+    """Its values per binding would need the recursion's own facts as a context: refused, saying where."""
+    program = "r(X) :- dl_edge(X, _).\nr(Y) :- r(X), dl_edge(X, Y), count : { dl_edge(A, _), A != X } > 0.\n.output r"
+    with pytest.raises(recsql.NotSupportedError, match="only the rest of its rule binds") as raised:
+        graph.execute_datalog(program)
+    assert (raised.value.line, raised.value.column) == (2, 30)

@@ -75,7 +75,7 @@ def rewritten(clause: Clause, names: RelationNames) -> Iterator[Clause]:
     correlated = sorted(shared_variables(aggregate, clause) - {aggregate.variable})
     relation = names.new(aggregate.function)
     inner = list(aggregate.body)
-    if not set(correlated) <= bound_by_atoms(aggregate.body):
+    if bound_outside_only(aggregate, clause):
         context = names.new("context")
         yield from rewritten(context_clause(context, correlated, clause, aggregate), names)
         inner.insert(0, AtomSyntax(context, tuple(map(exp.column, correlated)), False, aggregate.place))
@@ -106,6 +106,13 @@ def rewritten(clause: Clause, names: RelationNames) -> Iterator[Clause]:
         is_zero = exp.EQ(this=exp.column(aggregate.variable), expression=exp.Literal.number(0))
         zero = ComparisonSyntax(is_zero, aggregate.place)
         yield from rewritten(replace(clause, body=(*outer, none, zero), aggregates=tuple(others)), names)
+
+
+def bound_outside_only(aggregate: BodyAggregate, clause: Clause) -> set[str]:
+    """The variables correlating the aggregate with its rule that its own atoms do not bind: their values
+    come from the rest of the rule (a context relation)."""
+    correlated = shared_variables(aggregate, clause) - {aggregate.variable}
+    return correlated - bound_by_atoms(aggregate.body)
 
 
 def shared_variables(aggregate: BodyAggregate, clause: Clause) -> set[str]:
@@ -249,7 +256,8 @@ def bodies_as_sets(syntax: ProgramSyntax) -> ProgramSyntax:
             clauses.append(clause)
             continue
         literals = named_wildcards(clause.body)
-        variables = tuple(exp.column(name) for name in sorted(variables_in(literals) - {WILDCARD}))
+        variables: tuple[exp.Expr, ...] = tuple(map(exp.column, sorted(variables_in(literals) - {WILDCARD})))
+        variables = variables or (exp.Literal.number(1),)  # no variable: one binding, or none
         body = AtomSyntax(names.new(f"{clause.head.relation}_body"), variables, False, clause.place)
         clauses += [Clause(body, variables, literals, clause.place), replace(clause, body=(body,))]
     return replace(syntax, clauses=clauses)

@@ -16,7 +16,12 @@ from dataclasses import dataclass
 
 from sqlglot import exp
 
-from translator.datalog.aggregates import bodies_as_sets, sums_outside_recursion, without_body_aggregates
+from translator.datalog.aggregates import (
+    bodies_as_sets,
+    bound_outside_only,
+    sums_outside_recursion,
+    without_body_aggregates,
+)
 from translator.datalog.syntax import (
     AtomSyntax,
     BodyAggregate,
@@ -188,6 +193,16 @@ def check_stratified(syntax: ProgramSyntax) -> None:
             for literal in inner.body:
                 if isinstance(literal, AtomSyntax) and depends(literal.relation, head):
                     raise aggregate_in_recursion(inner.function, literal.relation, head, inner.place)
+        recursive = [a.relation for a in clause.body if isinstance(a, AtomSyntax) and depends(a.relation, head)]
+        for correlated in clause.aggregates:
+            outside = sorted(bound_outside_only(correlated, clause))
+            if outside and recursive:
+                raise UnsupportedError(
+                    f"the {correlated.function} reads {outside[0]}, which only the rest of its rule binds, and that "
+                    f"rule is recursive (through '{recursive[0]}'): bind {outside[0]} in the aggregate's own atoms",
+                    correlated.place.line,
+                    correlated.place.column,
+                )
 
 
 def nested(aggregates: tuple[BodyAggregate, ...]) -> Iterator[BodyAggregate]:
