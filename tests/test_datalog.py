@@ -367,3 +367,25 @@ def test_an_aggregate_correlated_only_through_its_recursive_rule_is_refused(grap
     with pytest.raises(recsql.NotSupportedError, match="only the rest of its rule binds") as raised:
         graph.execute_datalog(program)
     assert (raised.value.line, raised.value.column) == (2, 30)
+
+
+@pytest.mark.parametrize(
+    "rule, expected",
+    [
+        ("r(0, count<_>) :- dl_node(X), N = count : dl_pair(X, _).", {(0, 2)}),
+        ("r(0, max<X>) :- dl_node(X), N = count : dl_pair(X, _).", {(0, 2)}),
+        ("r(0, sum<N>) :- dl_node(X), N = count : dl_pair(X, _).", {(0, 1)}),
+        ("r(4, mcount<X>) :- dl_node(X), N = count : dl_pair(X, _).", {(4, 2)}),
+        ("r(N) :- N = min A : dl_none(A).", set()),
+        ("r(X, N) :- dl_node(X), N = max A : dl_none(A).", set()),
+        ("r(X, N) :- dl_node(X), N = max A : dl_node(A).", {(1, 2), (2, 2)}),
+    ],
+)
+def test_body_aggregates_under_head_aggregates_and_over_nothing(cur, rule, expected):
+    """A head aggregate over a body whose count is 0 for some bindings counts each binding once; a min or
+    max of nothing derives nothing."""
+    for name, columns, rows in (("dl_node", "a BIGINT", "(1), (2)"), ("dl_pair", "a BIGINT, b BIGINT", "(1, 5)")):
+        cur.execute(f"CREATE OR REPLACE TABLE {name} ({columns})")
+        cur.execute(f"INSERT INTO {name} VALUES {rows}")
+    cur.execute("CREATE OR REPLACE TABLE dl_none (a BIGINT)")
+    assert answer(cur, rule + "\n.output r") == expected

@@ -70,6 +70,9 @@ def rewritten(clause: Clause, names: RelationNames) -> Iterator[Clause]:
     if not clause.aggregates:
         yield clause
         return
+    if any(isinstance(term, HeadAggregate) for term in clause.terms):
+        yield from bindings_first(clause, names)
+        return
     aggregate, *others = clause.aggregates
     outer = clause.body
     correlated = sorted(shared_variables(aggregate, clause) - {aggregate.variable})
@@ -92,8 +95,14 @@ def rewritten(clause: Clause, names: RelationNames) -> Iterator[Clause]:
         names,
     )
     value = exp.column(aggregate.variable)
-    if group or aggregate.function not in EMPTY_IS_ZERO:
-        read: tuple[BodyLiteral, ...] = (AtomSyntax(relation, (*group, value), False, aggregate.place),)
+    if not group and aggregate.function not in EMPTY_IS_ZERO:  # one row, NULL for a min of nothing
+        is_value = exp.Not(this=exp.Is(this=value.copy(), expression=exp.Null()))
+        read: tuple[BodyLiteral, ...] = (
+            AtomSyntax(relation, (value,), False, aggregate.place),
+            ComparisonSyntax(is_value, aggregate.place),
+        )
+    elif group or aggregate.function not in EMPTY_IS_ZERO:
+        read = (AtomSyntax(relation, (*group, value), False, aggregate.place),)
     else:  # one row, NULL for a sum of nothing
         raw = exp.column(f"{aggregate.variable}_raw")
         zero_if_null = exp.EQ(this=value, expression=exp.func("coalesce", raw, exp.Literal.number(0)))
@@ -106,6 +115,18 @@ def rewritten(clause: Clause, names: RelationNames) -> Iterator[Clause]:
         is_zero = exp.EQ(this=exp.column(aggregate.variable), expression=exp.Literal.number(0))
         zero = ComparisonSyntax(is_zero, aggregate.place)
         yield from rewritten(replace(clause, body=(*outer, none, zero), aggregates=tuple(others)), names)
+
+
+def bindings_first(clause: Clause, names: RelationNames) -> Iterator[Clause]:
+    """A rule aggregating in its head whose body aggregates too: its body's bindings first, a relation of
+    their own (which the rules the body aggregates become derive together), then the head's aggregate over
+    them, once."""
+    literals = named_wildcards(clause.body)
+    variables: tuple[exp.Expr, ...] = tuple(map(exp.column, sorted(variables_in(literals) - {WILDCARD})))
+    variables = variables or (exp.Literal.number(1),)
+    bindings = AtomSyntax(names.new(f"{clause.head.relation}_bindings"), variables, False, clause.place)
+    yield from rewritten(Clause(bindings, variables, literals, clause.place, clause.aggregates), names)
+    yield replace(clause, body=(bindings,), aggregates=())
 
 
 def bound_outside_only(aggregate: BodyAggregate, clause: Clause) -> set[str]:
